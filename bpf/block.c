@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Block layer hooks (tp_btf: typed struct bio * / struct request *).
+ *
+ * Attribution is keyed by bio, not by the task running at issue/complete:
+ * requests are issued from the submitter at unplug or from kblockd
+ * (kworker/N:1H) and completed in IRQ context (KERNEL-HOOKS.md §3a).
+ *  block_bio_queue  submitter context: remember bio -> {call, pid, tid}.
+ *  block_split      the split-off bio inherits its parent's owner.
+ *  block_rq_issue   walk rq->bio..bi_next; for owned bios emit EV_RQ_ISSUE
+ *                   with per-bio bytes read now (they drop to 0 at completion).
+ *  block_rq_complete/requeue  emit for requests we reported at issue.
+ * Writeback bios: a write bio whose pages are tracked dirty folios is walked
+ * (bvec -> page -> folio -> mapping->host) and joined with dirty_pages. */
+#include "op.h"
+
+#define REQ_OP_MASK 0xff
+#define REQ_OP_WRITE 1
+
+/* folio_of returns the folio containing page (compound_head low bit). */
+static __always_inline struct folio *folio_of(struct page *page)
+{
+	unsigned long head = BPF_CORE_READ(page, compound_head);
+	if (head & 1)
+		return (struct folio *)(head - 1);
+	return (struct folio *)page;
+}
+
+/* walk_wb_bio joins a write bio's pages with tracked dirty folios. */
+static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pid, __u32 tid)
+{
+	__u32 zero = 0;
+	struct wb_bio_ev *ev = bpf_map_lookup_elem(&wb_scratch, &zero);
+	if (!ev)
+		return;
+	ev->type = EV_WB_BIO;
+	ev->bio = (__u64)bio;
+	ev->ts = bpf_ktime_get_ns();
+	ev->op_id = op ? op->op_id : 0;
+	ev->tid = tid;
+	ev->nr_match = 0;
+	ev->pages = 0;
+	ev->ino = 0;
+	ev->dev = 0;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+
+	unsigned short vcnt = BPF_CORE_READ(bio, bi_vcnt);
+	struct bio_vec *vecs = BPF_CORE_READ(bio, bi_io_vec);
+	struct folio *last_folio = NULL;
+	for (int i = 0; i < MAX_BVECS; i++) {
+		if (i >= vcnt)
+			break;
+		struct bio_vec bv = {};
+		bpf_probe_read_kernel(&bv, sizeof(bv), &vecs[i]);
+		__u32 npages = (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
+		ev->pages += npages;
+		struct folio *folio = folio_of(bv.bv_page);
+		if (folio == last_folio)
+			continue;
+		last_folio = folio;
+		struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+		if (!mapping || ((unsigned long)mapping & 3))
+			continue; /* anonymous, movable or no file */
+		struct inode *host = BPF_CORE_READ(mapping, host);
+		struct dirty_key k = {
+			.ino = BPF_CORE_READ(host, i_ino),
+			.index = BPF_CORE_READ(folio, index),
+			.dev = BPF_CORE_READ(host, i_sb, s_dev),
+		};
+		if (!ev->ino) {
+			ev->ino = k.ino;
+			ev->dev = k.dev;
+		}
+		struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
+		if (!v)
+			continue;
+		__u32 n = ev->nr_match;
+		if (n < MAX_WB_MATCH) {
+			ev->match[n].op_id = v->op_id;
+			ev->match[n].dirtied_ns = v->ts;
+			ev->match[n].index = k.index;
+			ev->match[n].nr = v->nr;
+			ev->match[n].pid = v->pid;
+			ev->nr_match = n + 1;
+		} else {
+			count_event(CNT_WB_MATCH_TRUNC);
+		}
+		if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
+			__sync_fetch_and_add(&dirty_tracked, -1);
+	}
+	if (vcnt > MAX_BVECS)
+		count_event(CNT_BVEC_TRUNC);
+	if (ev->nr_match == 0)
+		return;
+	emit(ev, sizeof(*ev));
+	struct bio_owner o = {
+		.op_id = op ? op->op_id : 0, .queue_ns = ev->ts, .pid = pid, .tid = tid,
+		.flags = OWN_WRITEBACK,
+	};
+	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY))
+		count_event(CNT_BIO_OWNER_FULL);
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_block_bio_queue, struct bio *bio)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct op *op = current_op();
+	bool write = (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_WRITE;
+
+	if (write && track_dirty && dirty_tracked > 0) {
+		walk_wb_bio(bio, op, tgid, tid);
+		if (bpf_map_lookup_elem(&bio_owners, &bio))
+			goto counted;
+	}
+	if (!op && !is_traced(tgid))
+		return 0;
+	struct bio_owner o = {
+		.op_id = op ? op->op_id : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
+	};
+	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY)) {
+		count_event(CNT_BIO_OWNER_FULL);
+		return 0;
+	}
+counted:
+	if (op) {
+		op->bios_queued++;
+		op->bio_bytes += BPF_CORE_READ(bio, bi_iter.bi_size);
+	}
+	return 0;
+}
+
+SEC("tp_btf/block_split")
+int BPF_PROG(tp_block_split, struct bio *split)
+{
+	/* bio_chain(split, parent) set split->bi_private = parent. */
+	__u64 parent = (__u64)BPF_CORE_READ(split, bi_private);
+	struct bio_owner *po = bpf_map_lookup_elem(&bio_owners, &parent);
+	if (!po)
+		return 0;
+	struct bio_owner o = *po;
+	if (bpf_map_update_elem(&bio_owners, &split, &o, BPF_ANY))
+		count_event(CNT_BIO_OWNER_FULL);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_block_rq_issue, struct request *rq)
+{
+	__u32 zero = 0;
+	struct rq_issue_ev *ev = bpf_map_lookup_elem(&rq_scratch, &zero);
+	if (!ev)
+		return 0;
+	ev->nr_own = 0;
+	struct bio *bio = BPF_CORE_READ(rq, bio);
+	__u32 i = 0;
+	for (; i < MAX_RQ_BIOS; i++) {
+		if (!bio)
+			break;
+		__u64 key = (__u64)bio;
+		struct bio_owner *o = bpf_map_lookup_elem(&bio_owners, &key);
+		if (o) {
+			__u32 n = ev->nr_own;
+			if (n < MAX_ISSUE_OWN) {
+				ev->own[n].op_id = o->op_id;
+				ev->own[n].bio = key;
+				ev->own[n].sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+				ev->own[n].bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+				ev->own[n].queue_ns = o->queue_ns;
+				ev->own[n].pid = o->pid;
+				ev->own[n].tid = o->tid;
+				ev->own[n].flags = o->flags;
+				ev->nr_own = n + 1;
+			} else {
+				count_event(CNT_RQ_OWN_TRUNC);
+			}
+		}
+		bio = BPF_CORE_READ(bio, bi_next);
+	}
+	if (bio)
+		count_event(CNT_RQ_CHAIN_TRUNC);
+	if (ev->nr_own == 0)
+		return 0;
+	ev->type = EV_RQ_ISSUE;
+	ev->rq = (__u64)rq;
+	ev->ts = bpf_ktime_get_ns();
+	ev->dev = disk_dev(BPF_CORE_READ(rq, q, disk));
+	ev->sector = BPF_CORE_READ(rq, __sector);
+	ev->bytes = BPF_CORE_READ(rq, __data_len);
+	ev->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	ev->nr_bios = i;
+	ev->issuer_tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 rqk = (__u64)rq;
+	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
+		count_event(CNT_INFLIGHT_FULL);
+	emit(ev, sizeof(*ev));
+	return 0;
+}
+
+static __always_inline void forget_bios(struct request *rq)
+{
+	struct bio *bio = BPF_CORE_READ(rq, bio);
+	for (int i = 0; i < MAX_RQ_BIOS; i++) {
+		if (!bio)
+			break;
+		__u64 key = (__u64)bio;
+		bpf_map_delete_elem(&bio_owners, &key);
+		bio = BPF_CORE_READ(bio, bi_next);
+	}
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	if (!bpf_map_lookup_elem(&inflight, &key))
+		return 0;
+	bpf_map_delete_elem(&inflight, &key);
+	forget_bios(rq);
+	struct rq_done_ev ev = {
+		.type = EV_RQ_COMPLETE, .error = error, .rq = key, .ts = bpf_ktime_get_ns(), .bytes = nr_bytes,
+	};
+	emit(&ev, sizeof(ev));
+	return 0;
+}
+
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(tp_block_rq_requeue, struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	if (!bpf_map_lookup_elem(&inflight, &key))
+		return 0;
+	struct rq_done_ev ev = {
+		.type = EV_RQ_REQUEUE, .rq = key, .ts = bpf_ktime_get_ns(),
+	};
+	emit(&ev, sizeof(ev));
+	return 0;
+}

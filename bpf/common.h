@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Shared types, maps and helpers for iopath's BPF programs.
+ *
+ * Every hook file (read.c, write.c, filemap.c, readahead.c, block.c, sched.c,
+ * writeback.c) includes this header; iopath.bpf.c includes the hook files so
+ * that bpf2go builds one object whose maps are shared by all programs.
+ *
+ * Event layouts here are decoded by tracer/events.go: keep them in sync
+ * (the Go side checks sizes against the generated types at init).
+ */
+#ifndef IOPATH_COMMON_H
+#define IOPATH_COMMON_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#define PAGE_SHIFT 12
+#define E2BIG 7
+#define MAX_RANGES 24    /* page-cache ranges (added or dirtied) kept per call */
+#define MAX_RA 4         /* readahead decisions kept per call */
+#define MAX_RQ_BIOS 32   /* bios walked per request (rq->bio chain) */
+#define MAX_ISSUE_OWN 8  /* owned bios reported per request issue */
+#define MAX_BVECS 64     /* bvecs walked per writeback bio */
+#define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
+#define PATH_PARTS 6     /* dentry names kept per call (deepest first) */
+#define PART_LEN 32
+
+/* Syscalls (and function hooks) that start an operation. */
+enum op_sys {
+	SYS_READ = 1, SYS_PREAD64, SYS_READV, SYS_PREADV, SYS_PREADV2,
+	SYS_WRITE, SYS_PWRITE64, SYS_WRITEV, SYS_PWRITEV, SYS_PWRITEV2,
+	SYS_FSYNC, SYS_FDATASYNC, SYS_SYNC_FILE_RANGE, SYS_SYNC, SYS_SYNCFS,
+	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
+};
+
+enum ev_type {
+	EV_OP = 1,        /* struct op: one system call, at its exit */
+	EV_RQ_ISSUE,      /* struct rq_issue_ev */
+	EV_RQ_COMPLETE,   /* struct rq_done_ev */
+	EV_RQ_REQUEUE,    /* struct rq_done_ev */
+	EV_WB_BIO,        /* struct wb_bio_ev: a write bio carrying tracked dirty pages */
+	EV_WB_START,      /* struct wb_start_ev: writeback work started (reason) */
+	EV_WB_INODE,      /* struct wb_inode_ev: do_writepages / writeback_single_inode_start */
+	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
+};
+
+/* Counters in the `counters` per-CPU array; summed by userspace. */
+enum counter {
+	CNT_RINGBUF_LOST = 0,   /* ring buffer full: an event was dropped */
+	CNT_OPS_FULL,           /* hit aggregation map full */
+	CNT_BIO_OWNER_FULL,     /* bio ownership map full */
+	CNT_DIRTY_FULL,         /* dirty-page map full */
+	CNT_INFLIGHT_FULL,      /* in-flight request map full */
+	CNT_RQ_CHAIN_TRUNC,     /* request bio chain longer than MAX_RQ_BIOS */
+	CNT_RQ_OWN_TRUNC,       /* more owned bios in a request than MAX_ISSUE_OWN */
+	CNT_RANGES_TRUNC,       /* more page ranges in a call than MAX_RANGES */
+	CNT_BVEC_TRUNC,         /* writeback bio longer than MAX_BVECS */
+	CNT_WB_MATCH_TRUNC,     /* more matches in a bio than MAX_WB_MATCH */
+	CNT_TASK_OPS_FULL,      /* per-thread state map full: a call was not traced */
+	CNT_MAX,
+};
+
+/* Range flags. */
+#define RANGE_ADDED   1 /* folios inserted into the page cache during the call */
+#define RANGE_DIRTIED 2 /* folios turned dirty (clean->dirty) by the call */
+
+struct page_range {
+	__u64 index; /* first page index (units of 4 KiB pages) */
+	__u32 nr;    /* pages */
+	__u32 flags; /* RANGE_* */
+};
+
+#define RA_SYNC  1
+#define RA_ASYNC 2
+#define RA_ORDER 3 /* window seen only at page_cache_ra_order: kind unknown */
+
+struct ra_decision {
+	__u64 index;      /* page index the readahead was triggered at */
+	__u64 start;      /* first page of the window (fexit) or index (tracepoint) */
+	__u32 size;       /* window in pages, after sizing; 0 if not seen */
+	__u32 async_size; /* pages left when the next async readahead triggers */
+	__u32 req_count;  /* pages the caller asked for */
+	__u32 kind;       /* RA_* */
+};
+
+/* struct op is both the per-thread state (task storage) and the EV_OP record. */
+struct op {
+	__u32 type;        /* EV_OP */
+	__u32 sys;         /* enum op_sys */
+	__u32 pid;         /* tgid */
+	__u32 tid;
+	__u64 op_id;       /* tid<<32 | per-thread sequence */
+	__u64 start_ns;    /* bpf_ktime_get_ns at entry */
+	__u64 end_ns;
+	__s64 ret;         /* syscall return value */
+	__s64 fd;
+	__u64 offset;      /* file offset at entry, bytes */
+	__u64 count;       /* bytes requested */
+	__u64 ino;
+	__u32 dev;         /* kernel dev_t of the file's superblock (major<<20|minor) */
+	__u32 active;      /* 1 between entry and exit */
+	__u64 blocked_ns;  /* off-CPU with in_iowait set */
+	__u64 sleep_start; /* internal: when the task went to iowait sleep */
+	__u64 throttle_ns; /* in balance_dirty_pages (measured, or the kernel's pause sum) */
+	__u32 throttle_pauses;
+	__u32 dirtied_pages;
+	__u32 pages_added;
+	__u32 bios_queued;
+	__u32 bio_bytes;   /* bytes of bios queued by this call (at queue time) */
+	__u32 lookups;     /* filemap_get_pages calls */
+	__u64 lookup_first; /* first page index looked up */
+	__u64 lookup_last;  /* last page index looked up */
+	__u32 nr_ranges;
+	__u32 ranges_lost;
+	__u32 nr_ra;
+	__u32 seq;          /* internal: per-thread op counter */
+	__u32 path_depth;   /* names filled in path[] */
+	__u32 path_done;    /* 1: the walk reached the root; 0: path[] is a suffix */
+	__u64 file;         /* internal: struct file * */
+	__u64 bdp_start;    /* internal: balance_dirty_pages entry time (fentry/kprobe) */
+	struct page_range ranges[MAX_RANGES];
+	struct ra_decision ra[MAX_RA];
+	char comm[16];
+	char path[PATH_PARTS][PART_LEN]; /* dentry names, file first, up to the root */
+};
+
+struct issue_own {
+	__u64 op_id;    /* 0: no traced call (see pid) */
+	__u64 bio;      /* struct bio * */
+	__u64 sector;   /* bio start, 512-byte sectors */
+	__u64 queue_ns; /* block_bio_queue time */
+	__u32 bytes;    /* bio size at issue */
+	__u32 pid;
+	__u32 tid;
+	__u32 flags;    /* OWN_* */
+};
+
+#define OWN_WRITEBACK 1 /* bio carries tracked dirty pages */
+
+struct rq_issue_ev {
+	__u32 type;     /* EV_RQ_ISSUE */
+	__u32 dev;      /* kernel dev_t of the disk */
+	__u64 rq;       /* struct request * (a recycled tag: pair issue/complete in order) */
+	__u64 ts;
+	__u64 sector;   /* request start, 512-byte sectors */
+	__u32 bytes;    /* request bytes at issue */
+	__u32 cmd_flags;
+	__u32 nr_bios;  /* bios in the request (walked) */
+	__u32 nr_own;   /* entries in own[] */
+	__u32 issuer_tid;
+	__u32 pad;
+	struct issue_own own[MAX_ISSUE_OWN];
+};
+
+struct rq_done_ev {
+	__u32 type;  /* EV_RQ_COMPLETE or EV_RQ_REQUEUE */
+	__u32 error; /* blk_status_t */
+	__u64 rq;
+	__u64 ts;
+	__u32 bytes; /* nr_bytes completed */
+	__u32 pad;
+};
+
+struct dirty_key {
+	__u64 ino;
+	__u64 index; /* folio head index */
+	__u32 dev;
+	__u32 pad;
+};
+
+struct dirty_val {
+	__u64 op_id;  /* 0: dirtied by a traced task outside a traced call (mmap) */
+	__u64 ts;     /* when it turned dirty */
+	__u32 pid;
+	__u32 nr;     /* pages in the folio */
+};
+
+struct wb_match {
+	__u64 op_id;
+	__u64 dirtied_ns;
+	__u64 index;
+	__u32 nr;
+	__u32 pid;
+};
+
+struct wb_bio_ev {
+	__u32 type;      /* EV_WB_BIO */
+	__u32 dev;       /* file's s_dev */
+	__u64 bio;
+	__u64 ino;
+	__u64 ts;
+	__u64 op_id;     /* op of the submitting task (fsync, O_SYNC write), or 0 */
+	__u32 tid;       /* submitter */
+	__u32 nr_match;
+	__u32 pages;     /* pages walked in the bio */
+	__u32 pad;
+	char comm[16];
+	struct wb_match match[MAX_WB_MATCH];
+};
+
+struct wb_start_ev {
+	__u32 type; /* EV_WB_START */
+	__u32 tid;
+	__u64 ts;
+	__s64 nr_pages;
+	__u32 sb_dev;
+	__u32 reason;    /* enum wb_reason, decoded from BTF in userspace */
+	__u32 sync_mode;
+	__u32 for_kupdate;
+	__u32 for_background;
+	__u32 for_sync;
+	char comm[16];
+};
+
+struct wb_inode_ev {
+	__u32 type; /* EV_WB_INODE */
+	__u32 tid;
+	__u64 ts;
+	__u64 ino;
+	__u32 dev;
+	__u32 sync_mode;
+	__u64 dirtied_when; /* jiffies */
+	__s64 nr_to_write;
+	__u32 for_kupdate;
+	__u32 for_background;
+	__u32 for_sync;
+	__u32 pad;
+	char comm[16];
+};
+
+struct dirty_gone_ev {
+	__u32 type; /* EV_DIRTY_GONE */
+	__u32 dev;
+	__u64 ino;
+	__u64 index;
+	__u64 op_id;
+	__u64 ts;
+	__u32 nr;
+	__u32 pid;
+};
+
+struct bio_owner {
+	__u64 op_id;
+	__u64 queue_ns;
+	__u32 pid;
+	__u32 tid;
+	__u32 flags; /* OWN_* */
+	__u32 pad;
+};
+
+struct stat_key {
+	__u64 ino;
+	__u32 pid;
+	__u32 dev;
+	__u32 write; /* 0 read family, 1 write family */
+	__u32 pad;
+};
+
+/* Aggregate of calls not streamed (cache hits with no IO and no wait). */
+struct stat_val {
+	__u64 calls;
+	__u64 bytes_requested;
+	__u64 bytes_returned;
+	__u64 pages; /* pages covered by the returned bytes, all hits */
+};
+
+/* Configuration, set by the loader before load (spec.Variables). */
+const volatile __u32 self_tgid = 0;
+const volatile __u8 emit_all = 0;      /* stream every call, not only interesting ones */
+const volatile __u8 filter_comm = 0;   /* trace tasks whose comm equals target_comm */
+const volatile char target_comm[16] = {};
+const volatile __u8 track_dirty = 1;   /* follow dirtied pages to writeback */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader (--ringbuf-size) */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);  /* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* Per-thread call state, keyed by tid. A hash rather than task storage:
+ * classic tracepoint and kprobe programs may not call bpf_task_storage_get. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct op);
+} task_ops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct stat_key);
+	__type(value, struct stat_val);
+} hit_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* struct bio * */
+	__type(value, struct bio_owner);
+} bio_owners SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct request * */
+	__type(value, __u64); /* issue time */
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144); /* resized by the loader (--max-dirty-pages) */
+	__type(key, struct dirty_key);
+	__type(value, struct dirty_val);
+} dirty_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Scratch space for events too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wb_bio_ev);
+} wb_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rq_issue_ev);
+} rq_scratch SEC(".maps");
+
+/* Number of live entries in dirty_pages (approximate under races); gates the
+ * bio page walk so that untraced write bios cost one load. */
+__s64 dirty_tracked = 0;
+
+static __always_inline void count_event(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int emit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size, 0)) {
+		count_event(CNT_RINGBUF_LOST);
+		return -1;
+	}
+	return 0;
+}
+
+static __always_inline bool comm_matches(void)
+{
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != target_comm[i])
+			return false;
+		if (comm[i] == 0)
+			break;
+	}
+	return true;
+}
+
+/* is_traced says whether the current task belongs to a traced process. */
+static __always_inline bool is_traced(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return false;
+	if (bpf_map_lookup_elem(&targets, &tgid))
+		return true;
+	if (filter_comm && comm_matches())
+		return true;
+	return false;
+}
+
+/* current_op returns the running call of the current task, or NULL. */
+static __always_inline struct op *current_op(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
+	if (op && op->active)
+		return op;
+	return NULL;
+}
+
+static __always_inline void add_range(struct op *op, __u64 index, __u32 nr, __u32 flags)
+{
+	__u32 n = op->nr_ranges;
+	if (n > 0 && n <= MAX_RANGES) {
+		struct page_range *last = &op->ranges[n - 1];
+		if (last->flags == flags && last->index + last->nr == index) {
+			last->nr += nr;
+			return;
+		}
+	}
+	if (n >= MAX_RANGES) {
+		op->ranges_lost += nr;
+		count_event(CNT_RANGES_TRUNC);
+		return;
+	}
+	op->ranges[n].index = index;
+	op->ranges[n].nr = nr;
+	op->ranges[n].flags = flags;
+	op->nr_ranges = n + 1;
+}
+
+static __always_inline __u32 disk_dev(struct gendisk *disk)
+{
+	if (!disk)
+		return 0;
+	int major = BPF_CORE_READ(disk, major);
+	int minor = BPF_CORE_READ(disk, first_minor);
+	return ((__u32)major << 20) | (__u32)minor;
+}
+
+#endif /* IOPATH_COMMON_H */

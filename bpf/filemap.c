@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Page-cache hooks.
+ * "page_cache_add": filemap:mm_filemap_add_to_page_cache (all kernels; the
+ *   `order` field exists from 5.17, older events are single pages). Fires in
+ *   the task inserting the folio: the reader for sync/async readahead, the
+ *   writer in write_begin, the faulting task for mmap.
+ * "filemap_get_pages": fentry on filemap_get_pages (5.12+, static: may be
+ *   inlined) or filemap:mm_filemap_get_pages (6.12+), which fires at the end
+ *   of the lookup, after any readahead and IO.
+ * "page_cache_delete": tp_btf mm_filemap_delete_from_page_cache, to forget
+ *   tracked dirty folios that were truncated or evicted before writeback. */
+#include "op.h"
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int tp_page_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u32 nr = 1;
+	if (bpf_core_field_exists(ctx->order))
+		nr = 1U << (BPF_CORE_READ(ctx, order) & 15);
+	op->pages_added += nr;
+	add_range(op, ctx->index, nr, RANGE_ADDED);
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_get_pages")
+int tp_filemap_get_pages(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	if (op->lookups == 0)
+		op->lookup_first = ctx->index;
+	op->lookup_last = ctx->last_index;
+	op->lookups++;
+	return 0;
+}
+
+/* fentry: the first argument is the kiocb in every version (5.12+); the
+ * looked-up index is its position. The last index is not known here. */
+SEC("fentry/filemap_get_pages")
+int BPF_PROG(fentry_filemap_get_pages, struct kiocb *iocb)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
+	if (op->lookups == 0)
+		op->lookup_first = index;
+	op->lookup_last = index;
+	op->lookups++;
+	return 0;
+}
+
+SEC("kprobe/filemap_get_pages")
+int BPF_KPROBE(kprobe_filemap_get_pages, struct kiocb *iocb)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
+	if (op->lookups == 0)
+		op->lookup_first = index;
+	op->lookup_last = index;
+	op->lookups++;
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(tp_page_cache_delete, struct folio *folio)
+{
+	if (dirty_tracked <= 0)
+		return 0;
+	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+	if (!mapping)
+		return 0;
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	struct dirty_key k = {
+		.ino = BPF_CORE_READ(host, i_ino),
+		.index = BPF_CORE_READ(folio, index),
+		.dev = BPF_CORE_READ(host, i_sb, s_dev),
+	};
+	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
+	if (!v)
+		return 0;
+	struct dirty_gone_ev ev = {
+		.type = EV_DIRTY_GONE, .dev = k.dev, .ino = k.ino, .index = k.index,
+		.op_id = v->op_id, .ts = bpf_ktime_get_ns(), .nr = v->nr, .pid = v->pid,
+	};
+	if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
+		__sync_fetch_and_add(&dirty_tracked, -1);
+	emit(&ev, sizeof(ev));
+	return 0;
+}

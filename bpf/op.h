@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The life of one traced call: op_begin at entry, op_end at exit.
+ *
+ * Used by every mechanism of the call hooks (fentry/fexit, kprobe/kretprobe,
+ * syscall tracepoints) so they produce identical records.
+ */
+#ifndef IOPATH_OP_H
+#define IOPATH_OP_H
+
+#include "common.h"
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+
+/* fd_file resolves fd in the current task's file table (RCU-protected in the
+ * kernel; a racing close can at worst give us a stale pointer we only read). */
+static __always_inline struct file *fd_file(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd < 0)
+		return NULL;
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+static __always_inline bool is_sync_sys(__u32 sys)
+{
+	return sys >= SYS_FSYNC && sys <= SYS_SYNCFS;
+}
+
+static __always_inline bool is_write_sys(__u32 sys)
+{
+	return (sys >= SYS_WRITE && sys <= SYS_PWRITEV2) || sys == SYS_VFS_WRITE;
+}
+
+/* op_begin starts a call for the current task if it is traced and the file is
+ * a regular file or block device (or the call is sync/syncfs). offset < 0
+ * means "the file position" (read/write, or preadv2 with -1). */
+static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 fd, __s64 offset, __u64 count)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	if (!is_traced(tgid))
+		return NULL;
+
+	__u64 ino = 0;
+	__u32 dev = 0;
+	if (file) {
+		struct inode *inode = BPF_CORE_READ(file, f_inode);
+		umode_t mode = BPF_CORE_READ(inode, i_mode);
+		if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFBLK)
+			return NULL;
+		ino = BPF_CORE_READ(inode, i_ino);
+		dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		if (offset < 0)
+			offset = BPF_CORE_READ(file, f_pos);
+	} else if (sys != SYS_SYNC) {
+		return NULL;
+	}
+
+	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
+	if (!op) {
+		static const struct op zero = {};
+		bpf_map_update_elem(&task_ops, &tid, &zero, BPF_NOEXIST);
+		op = bpf_map_lookup_elem(&task_ops, &tid);
+		if (!op) {
+			count_event(CNT_TASK_OPS_FULL);
+			return NULL;
+		}
+	}
+	op->type = EV_OP;
+	op->sys = sys;
+	op->pid = tgid;
+	op->tid = tid;
+	op->seq++;
+	op->op_id = ((__u64)tid << 32) | op->seq;
+	op->start_ns = bpf_ktime_get_ns();
+	op->end_ns = 0;
+	op->ret = 0;
+	op->fd = fd;
+	op->offset = offset < 0 ? 0 : offset;
+	op->count = count;
+	op->ino = ino;
+	op->dev = dev;
+	op->blocked_ns = 0;
+	op->sleep_start = 0;
+	op->throttle_ns = 0;
+	op->throttle_pauses = 0;
+	op->dirtied_pages = 0;
+	op->pages_added = 0;
+	op->bios_queued = 0;
+	op->bio_bytes = 0;
+	op->lookups = 0;
+	op->nr_ranges = 0;
+	op->ranges_lost = 0;
+	op->nr_ra = 0;
+	op->path_depth = 0;
+	op->path_done = 0;
+	op->file = (__u64)file;
+	op->bdp_start = 0;
+	op->active = 1;
+	return op;
+}
+
+/* fill_path records the file's dentry names, deepest first, crossing mounts
+ * the way d_path does; only for streamed calls. */
+static __always_inline void fill_path(struct op *op)
+{
+	struct file *file = (struct file *)op->file;
+	if (!file)
+		return;
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
+	struct mount *mnt = container_of(vm, struct mount, mnt);
+	__u32 j = 0;
+	for (int i = 0; i < PATH_PARTS + 4; i++) {
+		struct dentry *mnt_root = BPF_CORE_READ(vm, mnt_root);
+		if (d == mnt_root) {
+			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
+			if (parent == mnt || !parent) {
+				op->path_done = 1;
+				break;
+			}
+			d = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = parent;
+			vm = &parent->mnt;
+			continue;
+		}
+		struct dentry *up = BPF_CORE_READ(d, d_parent);
+		if (up == d) {
+			op->path_done = 1;
+			break;
+		}
+		if (j >= PATH_PARTS)
+			break;
+		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+		bpf_probe_read_kernel_str(op->path[j], PART_LEN, name);
+		j++;
+		d = up;
+	}
+	op->path_depth = j;
+}
+
+static __always_inline bool interesting(struct op *op)
+{
+	return emit_all || op->pages_added || op->bios_queued || op->blocked_ns ||
+	       op->throttle_ns || op->throttle_pauses || op->dirtied_pages || op->ret < 0 ||
+	       is_sync_sys(op->sys);
+}
+
+/* op_end closes the current call: stream it if it touched the disk, waited,
+ * dirtied pages or failed; otherwise fold it into hit_stats. */
+static __always_inline void op_end(__s64 ret)
+{
+	struct op *op = current_op();
+	if (!op)
+		return;
+	op->active = 0;
+	op->ret = ret;
+	op->end_ns = bpf_ktime_get_ns();
+	if (interesting(op)) {
+		bpf_get_current_comm(op->comm, sizeof(op->comm));
+		fill_path(op);
+		emit(op, sizeof(*op));
+		return;
+	}
+	struct stat_key k = {
+		.ino = op->ino, .pid = op->pid, .dev = op->dev, .write = is_write_sys(op->sys),
+	};
+	struct stat_val *v = bpf_map_lookup_elem(&hit_stats, &k);
+	if (!v) {
+		struct stat_val zero = {};
+		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+			count_event(CNT_OPS_FULL);
+			return;
+		}
+		v = bpf_map_lookup_elem(&hit_stats, &k);
+		if (!v)
+			return;
+	}
+	v->calls++;
+	v->bytes_requested += op->count;
+	if (ret > 0) {
+		v->bytes_returned += ret;
+		__u64 first = op->offset >> PAGE_SHIFT;
+		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
+		v->pages += last - first + 1;
+	}
+}
+
+/* syscall_from_regs maps the x86-64 syscall number of the current task to
+ * op_sys for the vfs_read/vfs_write function hooks. */
+static __always_inline __u32 syscall_from_regs(bool write, __s64 *fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	*fd = BPF_CORE_READ(regs, di);
+	switch (nr) {
+	case 0: return SYS_READ;
+	case 1: return SYS_WRITE;
+	case 17: return SYS_PREAD64;
+	case 18: return SYS_PWRITE64;
+	}
+	*fd = -1;
+	return write ? SYS_VFS_WRITE : SYS_VFS_READ;
+}
+
+#endif /* IOPATH_OP_H */

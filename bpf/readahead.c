@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Hook "readahead": what window the kernel decided for a call.
+ * Mechanisms, best first:
+ *  fexit page_cache_sync_ra / page_cache_async_ra (5.18+ shapes:
+ *    (ractl, req_count) and (ractl, folio, req_count)): ractl->ra holds the
+ *    window after sizing (start, size, async_size).
+ *  readahead:page_cache_sync_ra / page_cache_async_ra + page_cache_ra_order
+ *    tracepoints (6.18+): sync/async fire at entry (size is the previous
+ *    window), ra_order fires after sizing with the new window.
+ *  none: userspace derives readahead from pages added beyond the request. */
+#include "op.h"
+
+static __always_inline struct ra_decision *ra_push(struct op *op, __u32 kind, __u64 index, __u32 req)
+{
+	__u32 n = op->nr_ra;
+	if (n >= MAX_RA)
+		return NULL;
+	struct ra_decision *r = &op->ra[n];
+	r->kind = kind;
+	r->index = index;
+	r->start = index;
+	r->size = 0;
+	r->async_size = 0;
+	r->req_count = req;
+	op->nr_ra = n + 1;
+	return r;
+}
+
+static __always_inline void ra_fexit(struct readahead_control *ractl, __u32 kind, __u64 req)
+{
+	struct op *op = current_op();
+	if (!op)
+		return;
+	struct file_ra_state *ra = BPF_CORE_READ(ractl, ra);
+	struct ra_decision *r = ra_push(op, kind, BPF_CORE_READ(ractl, _index), req);
+	if (!r)
+		return;
+	r->start = BPF_CORE_READ(ra, start);
+	r->size = BPF_CORE_READ(ra, size);
+	r->async_size = BPF_CORE_READ(ra, async_size);
+}
+
+SEC("fexit/page_cache_sync_ra")
+int BPF_PROG(fexit_page_cache_sync_ra, struct readahead_control *ractl, unsigned long req_count)
+{
+	ra_fexit(ractl, RA_SYNC, req_count);
+	return 0;
+}
+
+SEC("fexit/page_cache_async_ra")
+int BPF_PROG(fexit_page_cache_async_ra, struct readahead_control *ractl, struct folio *folio, unsigned long req_count)
+{
+	ra_fexit(ractl, RA_ASYNC, req_count);
+	return 0;
+}
+
+SEC("tracepoint/readahead/page_cache_sync_ra")
+int tp_page_cache_sync_ra(struct trace_event_raw_page_cache_ra_op *ctx)
+{
+	struct op *op = current_op();
+	if (op)
+		ra_push(op, RA_SYNC, ctx->index, ctx->req_count);
+	return 0;
+}
+
+SEC("tracepoint/readahead/page_cache_async_ra")
+int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
+{
+	struct op *op = current_op();
+	if (op)
+		ra_push(op, RA_ASYNC, ctx->index, ctx->req_count);
+	return 0;
+}
+
+/* ra_order carries the window the sync/async entry above was sized to. It
+ * also fires on its own (e.g. from the mmap fault path): then kind is unknown. */
+SEC("tracepoint/readahead/page_cache_ra_order")
+int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u32 n = op->nr_ra;
+	struct ra_decision *r = NULL;
+	if (n > 0 && n <= MAX_RA && op->ra[n - 1].size == 0)
+		r = &op->ra[n - 1];
+	else
+		r = ra_push(op, RA_ORDER, ctx->index, 0);
+	if (!r)
+		return 0;
+	r->start = ctx->index;
+	r->size = ctx->size;
+	r->async_size = ctx->async_size;
+	return 0;
+}

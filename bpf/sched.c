@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Scheduler hooks (tp_btf).
+ * "iowait" (sched_switch): time a traced call spends off-CPU with
+ *   in_iowait set (io_schedule: folio lock/uptodate waits, bio waits,
+ *   balance_dirty_pages pauses) is added to op->blocked_ns. prev and next are
+ *   args 1 and 2 in every version (5.18 appended prev_state).
+ * "follow" (sched_process_fork / sched_process_exit): children of traced
+ *   processes are traced; per-thread state is dropped when a thread exits. */
+#include "op.h"
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u32 ptid = prev->pid;
+	struct op *op = bpf_map_lookup_elem(&task_ops, &ptid);
+	if (op && op->active && BPF_CORE_READ_BITFIELD(prev, in_iowait))
+		op->sleep_start = bpf_ktime_get_ns();
+	__u32 ntid = next->pid;
+	op = bpf_map_lookup_elem(&task_ops, &ntid);
+	if (op && op->active && op->sleep_start) {
+		op->blocked_ns += bpf_ktime_get_ns() - op->sleep_start;
+		op->sleep_start = 0;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid;
+	if (!bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	__u32 ctgid = child->tgid;
+	__u8 one = 1;
+	bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
+{
+	__u32 tid = task->pid;
+	bpf_map_delete_elem(&task_ops, &tid);
+	return 0;
+}

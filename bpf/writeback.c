@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Write-side hooks: dirtying, throttling, writeback.
+ * "dirty_folio": tp_btf writeback_dirty_folio(folio, mapping) (5.17+), fired
+ *   on clean->dirty in the dirtying task. Tracked folios go to dirty_pages.
+ * "balance_dirty_pages": fentry/fexit or kprobe/kretprobe (exact time inside;
+ *   iowait sleeps inside count as pauses) or writeback:balance_dirty_pages
+ *   (one event per throttle-loop pass; pause is the planned sleep in ms).
+ * "do_writepages": fentry/kprobe do_writepages(mapping, wbc) (flusher and
+ *   fsync paths) or tp_btf writeback_single_inode_start(inode, wbc, nr)
+ *   (flusher and sync_inode paths only).
+ * "writeback_start": writeback:writeback_start, the work item and its reason. */
+#include "op.h"
+
+struct folio___old {
+	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 folio_pages(struct folio *folio)
+{
+	unsigned long flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
+	int head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (!(flags & (1UL << head)))
+		return 1;
+	unsigned int order = 0;
+	if (bpf_core_field_exists(folio->_flags_1)) {
+		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);
+		order = f1 & 0xff;
+	} else {
+		struct folio___old *old = (void *)folio;
+		order = BPF_CORE_READ(old, _folio_order);
+	}
+	return 1U << (order & 15);
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	if (!track_dirty)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct op *op = current_op();
+	if (!op && !is_traced(tgid))
+		return 0;
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	struct dirty_key k = {
+		.ino = BPF_CORE_READ(host, i_ino),
+		.index = BPF_CORE_READ(folio, index),
+		.dev = BPF_CORE_READ(host, i_sb, s_dev),
+	};
+	__u32 nr = folio_pages(folio);
+	struct dirty_val v = {
+		.op_id = op ? op->op_id : 0, .ts = bpf_ktime_get_ns(), .pid = tgid, .nr = nr,
+	};
+	int err = bpf_map_update_elem(&dirty_pages, &k, &v, BPF_NOEXIST);
+	if (err == 0)
+		__sync_fetch_and_add(&dirty_tracked, 1);
+	else if (err == -E2BIG)
+		count_event(CNT_DIRTY_FULL);
+	else
+		bpf_map_update_elem(&dirty_pages, &k, &v, BPF_EXIST);
+	if (op) {
+		op->dirtied_pages += nr;
+		add_range(op, k.index, nr, RANGE_DIRTIED);
+	}
+	return 0;
+}
+
+static __always_inline void bdp_enter(void)
+{
+	struct op *op = current_op();
+	if (op)
+		op->bdp_start = bpf_ktime_get_ns();
+}
+
+static __always_inline void bdp_exit(void)
+{
+	struct op *op = current_op();
+	if (op && op->bdp_start) {
+		op->throttle_ns += bpf_ktime_get_ns() - op->bdp_start;
+		op->bdp_start = 0;
+	}
+}
+
+SEC("fentry/balance_dirty_pages")
+int BPF_PROG(fentry_balance_dirty_pages)
+{
+	bdp_enter();
+	return 0;
+}
+
+SEC("fexit/balance_dirty_pages")
+int BPF_PROG(fexit_balance_dirty_pages)
+{
+	bdp_exit();
+	return 0;
+}
+
+SEC("kprobe/balance_dirty_pages")
+int BPF_KPROBE(kprobe_balance_dirty_pages)
+{
+	bdp_enter();
+	return 0;
+}
+
+SEC("kretprobe/balance_dirty_pages")
+int BPF_KRETPROBE(kretprobe_balance_dirty_pages)
+{
+	bdp_exit();
+	return 0;
+}
+
+SEC("tracepoint/writeback/balance_dirty_pages")
+int tp_balance_dirty_pages(struct trace_event_raw_balance_dirty_pages *ctx)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	long pause = ctx->pause; /* ms, as the tracepoint converts it */
+	if (pause > 0) {
+		op->throttle_pauses++;
+		op->throttle_ns += (__u64)pause * 1000000;
+	}
+	return 0;
+}
+
+static __always_inline void wb_inode(struct inode *inode, struct writeback_control *wbc)
+{
+	if (dirty_tracked <= 0)
+		return;
+	struct wb_inode_ev ev = {
+		.type = EV_WB_INODE,
+		.tid = (__u32)bpf_get_current_pid_tgid(),
+		.ts = bpf_ktime_get_ns(),
+		.ino = BPF_CORE_READ(inode, i_ino),
+		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+		.dirtied_when = BPF_CORE_READ(inode, dirtied_when),
+		.sync_mode = BPF_CORE_READ(wbc, sync_mode),
+		.nr_to_write = BPF_CORE_READ(wbc, nr_to_write),
+		.for_kupdate = BPF_CORE_READ_BITFIELD_PROBED(wbc, for_kupdate),
+		.for_background = BPF_CORE_READ_BITFIELD_PROBED(wbc, for_background),
+		.for_sync = BPF_CORE_READ_BITFIELD_PROBED(wbc, for_sync),
+	};
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	emit(&ev, sizeof(ev));
+}
+
+SEC("fentry/do_writepages")
+int BPF_PROG(fentry_do_writepages, struct address_space *mapping, struct writeback_control *wbc)
+{
+	wb_inode(BPF_CORE_READ(mapping, host), wbc);
+	return 0;
+}
+
+SEC("kprobe/do_writepages")
+int BPF_KPROBE(kprobe_do_writepages, struct address_space *mapping, struct writeback_control *wbc)
+{
+	wb_inode(BPF_CORE_READ(mapping, host), wbc);
+	return 0;
+}
+
+SEC("tp_btf/writeback_single_inode_start")
+int BPF_PROG(tp_writeback_single_inode_start, struct inode *inode, struct writeback_control *wbc)
+{
+	wb_inode(inode, wbc);
+	return 0;
+}
+
+SEC("tracepoint/writeback/writeback_start")
+int tp_writeback_start(struct trace_event_raw_writeback_work_class *ctx)
+{
+	if (dirty_tracked <= 0)
+		return 0;
+	struct wb_start_ev ev = {
+		.type = EV_WB_START,
+		.tid = (__u32)bpf_get_current_pid_tgid(),
+		.ts = bpf_ktime_get_ns(),
+		.nr_pages = ctx->nr_pages,
+		.sb_dev = ctx->sb_dev,
+		.reason = ctx->reason,
+		.sync_mode = ctx->sync_mode,
+		.for_kupdate = ctx->for_kupdate,
+		.for_background = ctx->for_background,
+	};
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	emit(&ev, sizeof(ev));
+	return 0;
+}

@@ -1,0 +1,45 @@
+// Command iopath traces Linux IO per system call: page-cache hits and misses,
+// readahead, block requests, dirty pages, throttling and writeback.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit status through cobra without printing twice.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "iopath",
+		Short:         "Trace what each read/write system call did in the page cache and on the disk",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, add := range subcommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// subcommands is filled by each command's file in init, so commands stay in their own files.
+var subcommands []func() *cobra.Command
+
+func main() {
+	err := newRootCmd().Execute()
+	if err == nil {
+		return
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	fmt.Fprintln(os.Stderr, "iopath: "+err.Error())
+	os.Exit(1)
+}

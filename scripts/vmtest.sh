@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# scripts/vmtest.sh - run test programs as root inside Debian 12 distro kernels under qemu.
+#
+# Usage:
+#   scripts/vmtest.sh [OPTION]... -- [-C DIR] PROG [ARG]... [--- [-C DIR] PROG [ARG]...]...
+#   scripts/vmtest.sh [-k SERIES]... --prepare
+#
+# For each kernel (default: 6.1 and 6.12, one after the other) this boots Debian's generic
+# linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches a
+# fresh ext4 disk (/dev/vda, mounted at /mnt/disk), and runs every PROG, in order, in one boot.
+# PROG is a host file (copied in; must be static: CGO_ENABLED=0 go test -c) or a busybox applet.
+#
+# Options:
+#   -k, --kernel SPEC   6.1 | 6.12 | PKG=VERSION (an exact Debian linux-image package). Repeatable.
+#                       Default: 6.1 6.12 (pins below; override with VMTEST_KERNEL_6_1/_6_12).
+#   -t, --timeout SECS  wall-clock limit per kernel, boot + all programs (default 600).
+#                       Programs still running at SECS-20 get SIGQUIT (Go dumps goroutines).
+#   -m, --mem MIB       guest memory (default 2048)        --smp N   vCPUs (default 2)
+#       --disk-size MIB size of the fresh ext4 test disk (default 512)
+#   -e, --env NAME=VAL  extra environment for the programs. Repeatable.
+#   -v, --verbose       stream the programs' output (and the console on failure) while it runs
+#       --keep          keep the work directory (disk image, console logs) and print its path
+#       --prepare       only download/extract the kernels and build the initramfs (cache warm-up)
+#   -h, --help
+#
+# In the guest each PROG runs as root with cwd = DIR (-C, relative to the caller's cwd) or else
+# the caller's cwd; the repository is mounted read-only at its host path, so that works for
+# `go test -exec`, which runs us in the package directory:
+#   CGO_ENABLED=0 go test -p 1 -exec "$PWD/scripts/vmtest.sh --" ./tracer/
+# (a cwd outside the repository becomes /tmp in the guest). Environment given to the programs:
+#   TMPDIR=/mnt/disk/tmp  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
+# Mounted: proc, sysfs, devtmpfs, tmpfs /tmp, tracefs /sys/kernel/tracing, debugfs, bpffs
+# /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
+#
+# Output: the programs' stdout+stderr go to stdout (per kernel, with === header lines); one
+# verdict line per kernel and a summary go to stderr.
+# Exit status: 0 all passed; 1 a program failed (non-zero exit or timed out) on some kernel;
+#              3 a kernel failed to boot / the guest died / qemu hit the time limit; 2 usage
+#              or host setup error (missing tool, package not downloadable).
+#
+# Cache: $VMTEST_CACHE (default REPO/.cache/vmtest): debs/, kernels/PKG_VERSION/ (extracted,
+# depmod'ed), initramfs/KVER-HASH.cpio.gz. Remove it to start over.
+# Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_QEMU, VMTEST_APPEND
+# (extra kernel command line), VMTEST_MODULES (module names to load, deps resolved).
+set -euo pipefail
+
+# ---- pinned kernels (Debian 12 bookworm-security, amd64 generic flavour) --------------------
+: "${VMTEST_KERNEL_6_1:=linux-image-6.1.0-57-amd64=6.1.192-3}"
+: "${VMTEST_KERNEL_6_12:=linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1}"
+: "${VMTEST_MODULES:=virtio_pci virtio_blk crc32c_generic ext4 9pnet_virtio 9p}"
+
+export PATH="$PATH:/usr/sbin:/sbin"
+SELF=$(realpath "${BASH_SOURCE[0]}")
+REPO=$(dirname "$(dirname "$SELF")")
+CACHE=${VMTEST_CACHE:-$REPO/.cache/vmtest}
+QEMU=${VMTEST_QEMU:-qemu-system-x86_64}
+ACCEL=${VMTEST_ACCEL:-tcg}
+
+msg() { echo "vmtest: $*" >&2; }
+die() { echo "vmtest: error: $*" >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$SELF"; }
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
+# shell-quote for the guest's busybox ash (plain single quotes only)
+q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
+
+# ---- arguments --------------------------------------------------------------------------------
+KSPECS=() ENVS=() TIMEOUT=${VMTEST_TIMEOUT:-600} MEM=2048 SMP=2 DISK_MB=512
+VERBOSE=0 KEEP=0 PREPARE=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-k|--kernel) [ $# -ge 2 ] || die "$1 needs a value"; KSPECS+=("$2"); shift 2 ;;
+	-t|--timeout) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs seconds"; TIMEOUT=$2; shift 2 ;;
+	-m|--mem) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs MiB"; MEM=$2; shift 2 ;;
+	--smp) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs a count"; SMP=$2; shift 2 ;;
+	--disk-size) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs MiB"; DISK_MB=$2; shift 2 ;;
+	-e|--env) [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "$1 needs NAME=VALUE"; ENVS+=("$2"); shift 2 ;;
+	-v|--verbose) VERBOSE=1; shift ;;
+	--keep) KEEP=1; shift ;;
+	--prepare) PREPARE=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; break ;;
+	*) die "unknown option '$1' (programs go after --; see --help)" ;;
+	esac
+done
+[ ${#KSPECS[@]} -gt 0 ] || KSPECS=(6.1 6.12)
+[ "$TIMEOUT" -ge 30 ] || die "--timeout must be at least 30 s"
+[ $PREPARE = 1 ] || [ $# -gt 0 ] || die "no program given (usage: vmtest.sh [OPTION]... -- PROG [ARG]...; see --help)"
+
+# Split "[-C DIR] PROG ARGS... --- [-C DIR] PROG ARGS..." into runs.
+RUN_DIRS=()   # run i: cwd RUN_DIRS[i-1], argv in array RUN_Wi
+in_repo() { [ "$1" = "$REPO" ] || [[ $1 == "$REPO"/* ]]; }
+if in_repo "$PWD"; then default_dir=$PWD; else default_dir=/tmp; fi
+while [ $# -gt 0 ]; do
+	dir=$default_dir words=()
+	if [ "$1" = -C ]; then
+		[ $# -ge 3 ] || die "-C needs a directory and a program"
+		dir=$(realpath -e "$2" 2>/dev/null) || die "-C $2: no such directory"
+		in_repo "$dir" || die "-C $2: must be inside $REPO (only the repository is shared)"
+		shift 2
+	fi
+	[ $# -gt 0 ] && [ "$1" != --- ] || die "empty program after ---"
+	while [ $# -gt 0 ] && [ "$1" != --- ]; do words+=("$1"); shift; done
+	[ $# -gt 0 ] && shift   # the ---
+	RUN_DIRS+=("$dir")
+	eval "RUN_W${#RUN_DIRS[@]}=(\"\${words[@]}\")"
+done
+
+# ---- host tools ---------------------------------------------------------------------------------
+for t in "$QEMU" busybox cpio gzip xz depmod modprobe mkfs.ext4 dpkg-deb apt-get apt-cache timeout flock sha256sum; do
+	command -v "$t" >/dev/null || die "missing '$t' (apt-get install qemu-system-x86 busybox-static cpio kmod xz-utils e2fsprogs)"
+done
+BUSYBOX=$(command -v busybox)
+dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' ||
+	die "busybox must be the static build (apt-get install busybox-static)"
+
+# ---- work dir, cleanup -----------------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vmtest.XXXXXX")
+QPID= TPID=
+cleanup() {
+	local rc=$?
+	[ -n "$TPID" ] && kill "$TPID" 2>/dev/null
+	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	if [ $KEEP = 1 ]; then msg "kept work directory $WORK"; else rm -rf "$WORK"; fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'msg "interrupted"; exit 130' INT TERM HUP
+mkdir -p "$CACHE"/{debs,kernels,initramfs}
+
+# ---- kernels: download, extract, initramfs -------------------------------------------------------
+resolve_spec() { # SPEC -> "PKG=VERSION"
+	case $1 in
+	6.1) echo "$VMTEST_KERNEL_6_1" ;;
+	6.12) echo "$VMTEST_KERNEL_6_12" ;;
+	linux-image-*=*) echo "$1" ;;
+	*) die "--kernel $1: want 6.1, 6.12 or linux-image-PKG=VERSION" ;;
+	esac
+}
+
+deb_for() { # PKG VERSION -> path of a cached .deb with exactly that package and version
+	local f
+	for f in "$CACHE"/debs/"$1"_*.deb; do
+		[ -f "$f" ] || continue
+		[ "$(dpkg-deb -f "$f" Package)" = "$1" ] && [ "$(dpkg-deb -f "$f" Version)" = "$2" ] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+
+fetch_kernel() { # PKG VERSION -> sets KTREE KVER
+	local pkg=$1 ver=$2 deb p out
+	KVER=${pkg#linux-image-}; KVER=${KVER%-unsigned}
+	KTREE=$CACHE/kernels/${pkg}_$ver
+	[ -f "$KTREE/.vmtest-ok" ] && return 0
+	deb=$(deb_for "$pkg" "$ver") || {
+		for p in "$pkg" "${pkg%-unsigned}-unsigned"; do
+			msg "downloading $p=$ver"
+			if out=$(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "$p=$ver" 2>&1); then
+				deb=$(deb_for "$p" "$ver") && break
+			fi
+			[ "$p" = "${pkg%-unsigned}-unsigned" ] && break
+		done
+		[ -n "$deb" ] || die "cannot download $pkg=$ver: ${out##*$'\n'}
+  (run 'apt-get update'; list candidates with: apt-cache policy $pkg ; apt-cache search linux-image-${KVER%%-*};
+   override the pin with VMTEST_KERNEL_6_1=PKG=VERSION / VMTEST_KERNEL_6_12=... or --kernel PKG=VERSION)"
+	}
+	msg "extracting $(basename "$deb")"
+	rm -rf "$KTREE.tmp"
+	dpkg-deb -x "$deb" "$KTREE.tmp"
+	[ -f "$KTREE.tmp/boot/vmlinuz-$KVER" ] || die "$deb has no boot/vmlinuz-$KVER"
+	[ -d "$KTREE.tmp/lib/modules/$KVER" ] || die "$deb has no lib/modules/$KVER"
+	depmod -b "$KTREE.tmp" "$KVER"
+	rm -rf "$KTREE"; mv "$KTREE.tmp" "$KTREE"; touch "$KTREE/.vmtest-ok"
+}
+
+write_init() { cat <<'INIT'
+#!/bin/sh
+# vmtest guest init (generated by scripts/vmtest.sh)
+export PATH=/bin
+/bin/busybox --install -s /bin
+V=/host
+say() { echo "vmtest-init: $*"; }
+fatal() { say "FATAL: $*"; [ -d $V/res ] && echo "$*" > $V/res/fatal; sync; poweroff -f; sleep 30; }
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
+for m in /lib/vmtest/*.ko; do insmod "$m" || fatal "insmod $m failed"; done
+mount -t tracefs tracefs /sys/kernel/tracing || say "tracefs mount failed"
+mount -t debugfs debugfs /sys/kernel/debug || say "debugfs mount failed"
+mount -t bpf bpf /sys/fs/bpf || say "bpffs mount failed"
+mount -t cgroup2 cgroup2 /sys/fs/cgroup || say "cgroup2 mount failed"
+mkdir -p $V && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 vmtest $V || fatal "9p mount of the share failed"
+[ -f $V/guest.env ] || fatal "no guest.env in the share"
+. $V/guest.env
+mkdir -p "$VMTEST_REPO" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro vmrepo "$VMTEST_REPO" ||
+	fatal "9p mount of the repository failed"
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done
+mkdir -p /mnt/disk && mount -t ext4 /dev/vda /mnt/disk || fatal "cannot mount /dev/vda (ext4) at /mnt/disk"
+mkdir -p /mnt/disk/tmp && chmod 1777 /mnt/disk/tmp
+# vm.dirty_* defaults (what a stock kernel and the CI host use)
+echo 3000 > /proc/sys/vm/dirty_expire_centisecs
+echo 500 > /proc/sys/vm/dirty_writeback_centisecs
+echo 10 > /proc/sys/vm/dirty_background_ratio
+echo 20 > /proc/sys/vm/dirty_ratio
+ulimit -l unlimited
+export HOME=/root TMPDIR=/mnt/disk/tmp IOPATH_TESTDISK=/mnt/disk IOPATH_VM=1 IOPATH_VM_KERNEL="$(uname -r)"
+mkdir -p $HOME
+echo "$(cut -d' ' -f1 /proc/uptime) $IOPATH_VM_KERNEL" > $V/res/booted
+say "up: $IOPATH_VM_KERNEL, $(nproc) cpus, vda $(cat /sys/block/vda/queue/scheduler) ra=$(cat /sys/block/vda/queue/read_ahead_kb)KiB"
+RC=0
+vmtest_run() { # INDEX DIR PROG [ARG]...
+	n=$1 d=$2; shift 2
+	up=$(cut -d. -f1 /proc/uptime); left=$((VMTEST_DEADLINE - up)); [ $left -gt 5 ] || left=5
+	say "run $n: $* (cwd $d, limit ${left}s)"
+	echo "=== vmtest [$IOPATH_VM_KERNEL] run $n: $*" >> $V/res/out.log
+	cd "$d" 2>/dev/null || cd /tmp
+	"$@" >> $V/res/out.log 2>&1 &
+	pid=$!
+	( sleep $left; : > $V/res/timeout.$n
+	  echo "=== vmtest: run $n still running after ${left}s: SIGQUIT, then SIGKILL in 10s" >> $V/res/out.log
+	  kill -QUIT $pid; sleep 10; kill -KILL $pid ) 2>/dev/null &
+	wd=$!
+	wait $pid; rc=$?
+	kill $wd 2>/dev/null; wait $wd 2>/dev/null
+	cd /
+	st=exit; [ -f $V/res/timeout.$n ] && st=timeout
+	echo "$n $rc $st" >> $V/res/results
+	echo "=== vmtest [$IOPATH_VM_KERNEL] run $n: exit status $rc${st#exit}" >> $V/res/out.log
+	[ $rc -eq 0 ] || [ $RC -ne 0 ] || RC=$rc
+	[ $st = exit ] || RC=124
+}
+. $V/run.sh
+dmesg > $V/res/dmesg.log
+sync
+umount /mnt/disk || say "umount /mnt/disk failed"
+echo $RC > $V/res/rc
+say "done, rc=$RC"
+poweroff -f
+INIT
+}
+
+build_initramfs() { # KTREE KVER -> sets INITRD
+	local ktree=$1 kver=$2 mods=() m line key i ir b
+	for m in $VMTEST_MODULES; do
+		out=$(modprobe -d "$ktree" -S "$kver" --show-depends "$m" 2>&1) || die "$kver: module $m: $out"
+		while read -r line; do
+			case $line in insmod\ *) line=${line#insmod }; line=${line%% *}
+				[[ " ${mods[*]} " == *" $line "* ]] || mods+=("$line") ;; esac
+		done <<<"$out"
+	done
+	key=$( { write_init; printf '%s\n' "${mods[@]##*/}"; sha256sum < "$BUSYBOX"; } | sha256sum | cut -c1-12)
+	INITRD=$CACHE/initramfs/$kver-$key.cpio.gz
+	[ -f "$INITRD" ] && return 0
+	msg "building initramfs for $kver (${#mods[@]} modules)"
+	ir=$WORK/ir-$kver; rm -rf "$ir"
+	mkdir -p "$ir"/{bin,dev,proc,sys,tmp,host,root,lib/vmtest}
+	cp "$BUSYBOX" "$ir/bin/busybox"; ln -s busybox "$ir/bin/sh"
+	write_init > "$ir/init"; chmod 755 "$ir/init"
+	i=0
+	for m in "${mods[@]}"; do
+		i=$((i+1)); b=$(printf %02d-%s "$i" "${m##*/}")
+		case $m in
+		*.ko.xz) xz -dc "$m" > "$ir/lib/vmtest/${b%.xz}" ;;
+		*.ko.zst) zstd -qdc "$m" > "$ir/lib/vmtest/${b%.zst}" ;;
+		*.ko.gz) gzip -dc "$m" > "$ir/lib/vmtest/${b%.gz}" ;;
+		*) cp "$m" "$ir/lib/vmtest/$b" ;;
+		esac
+	done
+	(cd "$ir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.tmp"
+	mv "$INITRD.tmp" "$INITRD"; rm -rf "$ir"
+}
+
+KPKGS=() KVERS=() KTREES=() KINITRDS=()
+exec 9>"$CACHE/.lock"
+flock 9
+for spec in "${KSPECS[@]}"; do
+	pv=$(resolve_spec "$spec") || exit 2
+	fetch_kernel "${pv%%=*}" "${pv#*=}"
+	build_initramfs "$KTREE" "$KVER"
+	KPKGS+=("$pv") KVERS+=("$KVER") KTREES+=("$KTREE") KINITRDS+=("$INITRD")
+done
+flock -u 9
+if [ $PREPARE = 1 ]; then
+	for i in "${!KVERS[@]}"; do msg "ready: ${KPKGS[$i]} -> ${KINITRDS[$i]}"; done
+	exit 0
+fi
+
+# ---- the share: programs + run list ---------------------------------------------------------------
+SHARE=$WORK/share; mkdir -p "$SHARE/bin"
+is_dynamic_elf() { # true if $1 is an ELF with a PT_INTERP program header
+	local f=$1 phoff phentsize phnum k
+	[ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] || return 1
+	phoff=$(od -An -t u8 -j 32 -N 8 "$f" | tr -d ' ')
+	phentsize=$(od -An -t u2 -j 54 -N 2 "$f" | tr -d ' ')
+	phnum=$(od -An -t u2 -j 56 -N 2 "$f" | tr -d ' ')
+	for ((k = 0; k < phnum; k++)); do
+		[ "$(od -An -t u4 -j $((phoff + k * phentsize)) -N 4 "$f" | tr -d ' ')" = 3 ] && return 0
+	done
+	return 1
+}
+{
+	for i in "${!RUN_DIRS[@]}"; do
+		eval 'w=("${RUN_W'$((i + 1))'[@]}")'
+		prog=${w[0]}
+		if [[ $prog == */* ]]; then
+			[ -f "$prog" ] || die "program $prog: no such file"
+			is_dynamic_elf "$prog" && die "program $prog is dynamically linked; build it with CGO_ENABLED=0"
+			b=$(printf %02d-%s $((i + 1)) "${prog##*/}")
+			cp "$prog" "$SHARE/bin/$b"; chmod +x "$SHARE/bin/$b"
+			w[0]=/host/bin/$b
+		fi
+		line="vmtest_run $((i + 1)) $(q "${RUN_DIRS[$i]}")"
+		for a in "${w[@]}"; do line+=" $(q "$a")"; done
+		echo "$line"
+	done
+} > "$SHARE/run.sh"
+
+DEADLINE=$((TIMEOUT - 20))
+{
+	echo "VMTEST_REPO=$(q "$REPO")"
+	echo "VMTEST_DEADLINE=$DEADLINE"
+	for e in "${ENVS[@]}"; do echo "export ${e%%=*}=$(q "${e#*=}")"; done
+} > "$SHARE/guest.env"
+
+# ---- boot each kernel ---------------------------------------------------------------------------------
+OVERALL=0 SUMMARY=()
+for i in "${!KVERS[@]}"; do
+	kver=${KVERS[$i]}
+	rm -rf "$SHARE/res"; mkdir -p "$SHARE/res"; : > "$SHARE/res/out.log"
+	disk=$WORK/disk.img; console=$WORK/console-$kver.log
+	rm -f "$disk"; truncate -s "${DISK_MB}M" "$disk"
+	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
+	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
+	msg "booting ${KPKGS[$i]} ($ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
+	t0=$(now)
+	timeout -k 5 "$TIMEOUT" "$QEMU" -nodefaults -no-user-config -no-reboot -display none \
+		"${accel[@]}" -smp "$SMP" -m "$MEM" -serial "file:$console" \
+		-kernel "${KTREES[$i]}/boot/vmlinuz-$kver" -initrd "${KINITRDS[$i]}" \
+		-append "console=ttyS0 panic=-1 quiet ${VMTEST_APPEND:-}" \
+		-drive "file=$disk,format=raw,if=virtio" \
+		-fsdev "local,id=vmtest,path=$SHARE,security_model=none" \
+		-device virtio-9p-pci,fsdev=vmtest,mount_tag=vmtest \
+		-fsdev "local,id=vmrepo,path=$REPO,security_model=none,readonly=on" \
+		-device virtio-9p-pci,fsdev=vmrepo,mount_tag=vmrepo \
+		</dev/null >"$WORK/qemu.out" 2>&1 &
+	QPID=$!
+	if [ $VERBOSE = 1 ]; then tail -n +1 -F "$SHARE/res/out.log" 2>/dev/null & TPID=$!; fi
+	qrc=0; wait $QPID || qrc=$?
+	QPID=
+	if [ -n "$TPID" ]; then sleep 0.3; kill "$TPID" 2>/dev/null; wait "$TPID" 2>/dev/null || true; TPID=; fi
+	wall=$(secs "$t0" "$(now)")
+	res=$SHARE/res boot=?
+	[ -f "$res/booted" ] && boot=$(awk '{printf "%.1f", $1}' "$res/booted")
+	if [ $VERBOSE = 0 ]; then
+		echo "===== vmtest: output on $kver ====="
+		cat "$res/out.log"
+	fi
+	verdict=PASS code=0 why=
+	if [ -f "$res/rc" ]; then
+		if [ "$(cat "$res/rc")" != 0 ]; then
+			verdict=FAIL code=1 why=
+			while read -r n rc st; do
+				[ "$rc" = 0 ] && [ "$st" = exit ] && continue
+				eval 'w=("${RUN_W'"$n"'[@]}")'
+				if [ "$st" = timeout ]; then why+="; run $n (${w[0]##*/}) timed out"
+				else why+="; run $n (${w[0]##*/}) exit status $rc"; fi
+			done < "$res/results"
+			why="program failed${why}"
+		fi
+	elif [ -f "$res/fatal" ]; then
+		verdict=ERROR code=3 why="guest init failed: $(cat "$res/fatal") (no rc file)"
+	elif [ ! -f "$res/booted" ]; then
+		verdict=ERROR code=3
+		if [ $qrc = 124 ] || [ $qrc = 137 ]; then why="kernel did not boot within ${TIMEOUT}s (no rc file)"
+		else why="kernel did not boot: qemu exited with status $qrc before the guest was up (no rc file)"; fi
+	else
+		verdict=ERROR code=3
+		last=$(tail -n1 "$res/results" 2>/dev/null | cut -d' ' -f1)
+		if [ $qrc = 124 ] || [ $qrc = 137 ]; then why="time limit ${TIMEOUT}s hit while programs ran (no rc file; last finished run: ${last:-none})"
+		else why="guest died while programs ran (kernel panic?): qemu status $qrc, no rc file"; fi
+	fi
+	line="$verdict $kver (boot ${boot}s, wall ${wall}s)"; [ -n "$why" ] && line+=": $why"
+	msg "$line"; SUMMARY+=("$line")
+	if [ $code != 0 ]; then
+		msg "---- console tail ($kver) ----"
+		tail -n 40 "$console" | sed 's/^/  | /' >&2
+		[ -s "$WORK/qemu.out" ] && sed 's/^/  qemu: /' "$WORK/qemu.out" >&2
+	fi
+	if [ -f "$res/dmesg.log" ] && bad=$(grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace' "$res/dmesg.log"); then
+		msg "warning: kernel complained during the run on $kver:"
+		head -n 20 <<<"$bad" | sed 's/^/  | /' >&2
+	fi
+	[ $code -gt $OVERALL ] && OVERALL=$code
+	[ $KEEP = 1 ] && cp -r "$res" "$WORK/res-$kver"
+done
+msg "summary:"
+for l in "${SUMMARY[@]}"; do msg "  $l"; done
+exit $OVERALL
