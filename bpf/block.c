@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Block layer hooks (tp_btf: typed struct bio * / struct request *).
  *

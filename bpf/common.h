@@ -101,6 +101,8 @@ struct op {
 	__u64 ino;
 	__u32 dev;         /* kernel dev_t of the file's superblock (major<<20|minor) */
 	__u32 active;      /* 1 between entry and exit */
+	__u32 f_flags;     /* file->f_flags at entry (O_DIRECT, O_SYNC, ...) */
+	__u32 other_dirtied; /* pages of other inodes dirtied during the call (atime, metadata) */
 	__u64 blocked_ns;  /* off-CPU with in_iowait set */
 	__u64 sleep_start; /* internal: when the task went to iowait sleep */
 	__u64 throttle_ns; /* in balance_dirty_pages (measured, or the kernel's pause sum) */
@@ -264,6 +266,7 @@ struct stat_val {
 	__u64 bytes_requested;
 	__u64 bytes_returned;
 	__u64 pages; /* pages covered by the returned bytes, all hits */
+	char comm[16]; /* of the first call counted on this CPU */
 };
 
 /* Configuration, set by the loader before load (spec.Variables). */

@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Page-cache hooks.
  * "page_cache_add": filemap:mm_filemap_add_to_page_cache (all kernels; the

@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* iopath's BPF object: one compilation unit so all programs share maps.
  * Each hook lives in its own file; see docs/hooks.md for the mechanisms. */

@@ -97,6 +97,8 @@ type IopathOp struct {
 	Ino            uint64
 	Dev            uint32
 	Active         uint32
+	F_flags        uint32
+	OtherDirtied   uint32
 	BlockedNs      uint64
 	SleepStart     uint64
 	ThrottleNs     uint64
@@ -208,6 +210,7 @@ type IopathStatVal struct {
 	BytesRequested uint64
 	BytesReturned  uint64
 	Pages          uint64
+	Comm           [16]int8
 }
 
 type IopathWbBioEv struct {

@@ -51,8 +51,9 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 		return NULL;
 
 	__u64 ino = 0;
-	__u32 dev = 0;
+	__u32 dev = 0, f_flags = 0;
 	if (file) {
+		f_flags = BPF_CORE_READ(file, f_flags);
 		struct inode *inode = BPF_CORE_READ(file, f_inode);
 		umode_t mode = BPF_CORE_READ(inode, i_mode);
 		if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFBLK)
@@ -89,11 +90,13 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->count = count;
 	op->ino = ino;
 	op->dev = dev;
+	op->f_flags = f_flags;
 	op->blocked_ns = 0;
 	op->sleep_start = 0;
 	op->throttle_ns = 0;
 	op->throttle_pauses = 0;
 	op->dirtied_pages = 0;
+	op->other_dirtied = 0;
 	op->pages_added = 0;
 	op->bios_queued = 0;
 	op->bio_bytes = 0;
@@ -177,6 +180,7 @@ static __always_inline void op_end(__s64 ret)
 	struct stat_val *v = bpf_map_lookup_elem(&hit_stats, &k);
 	if (!v) {
 		struct stat_val zero = {};
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
 			count_event(CNT_OPS_FULL);
 			return;

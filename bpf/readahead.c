@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Hook "readahead": what window the kernel decided for a call.
  * Mechanisms, best first:

@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Scheduler hooks (tp_btf).
  * "iowait" (sched_switch): time a traced call spends off-CPU with

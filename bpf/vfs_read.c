@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Hook "vfs_read": read(2) and pread64(2) calls.
  * Mechanisms, best first: fentry/fexit vfs_read, kprobe/kretprobe vfs_read,

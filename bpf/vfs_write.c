@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Hook "vfs_write": write(2) and pwrite64(2) calls (mechanisms as vfs_read).
  * Hook "writev": writev/pwritev/pwritev2 (tracepoints).

@@ -1,3 +1,5 @@
+//go:build ignore
+
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Write-side hooks: dirtying, throttling, writeback.
  * "dirty_folio": tp_btf writeback_dirty_folio(folio, mapping) (5.17+), fired
@@ -36,7 +38,7 @@ static __always_inline __u32 folio_pages(struct folio *folio)
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
-	if (!track_dirty)
+	if (!track_dirty || !mapping)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -50,6 +52,13 @@ int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
 	__u32 nr = folio_pages(folio);
+	if (op && op->ino && (op->ino != k.ino || op->dev != k.dev)) {
+		/* Not the call's file: e.g. ext4 dirtying an inode-table block of
+		 * the block device's page cache for an atime update. Counted, not
+		 * followed: it reaches disk through the journal. */
+		op->other_dirtied += nr;
+		return 0;
+	}
 	struct dirty_val v = {
 		.op_id = op ? op->op_id : 0, .ts = bpf_ktime_get_ns(), .pid = tgid, .nr = nr,
 	};

@@ -3,6 +3,7 @@ package workloads
 import (
 	"errors"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,8 +39,9 @@ func CacheResidency(f *os.File, size int64) (Residency, error) {
 	}
 	defer unix.Munmap(m)
 	vec := make([]byte, r.TotalPages)
-	if err := unix.Mincore(m, vec); err != nil {
-		return r, &os.PathError{Op: "mincore", Path: f.Name(), Err: err}
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if e != 0 {
+		return r, &os.PathError{Op: "mincore", Path: f.Name(), Err: e}
 	}
 	for _, v := range vec {
 		r.CachedPages += int64(v & 1)

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/iopath/iopath/tracer"
+)
+
+// printer writes records as JSON Lines or as human stories.
+type printer struct {
+	w     io.Writer
+	json  bool
+	quiet bool
+	enc   *json.Encoder
+	// hooks, for saying what a kernel could not measure
+	t0 uint64
+	// collected lets demos read the records they printed.
+	collected []any
+	collect   bool
+}
+
+func newPrinter(w io.Writer, asJSON, quiet bool) *printer {
+	p := &printer{w: w, json: asJSON, quiet: quiet, enc: json.NewEncoder(w)}
+	p.enc.SetEscapeHTML(false)
+	return p
+}
+
+func (p *printer) record(rec any) {
+	if p.collect {
+		p.collected = append(p.collected, rec)
+	}
+	if p.quiet {
+		return
+	}
+	if p.json {
+		p.enc.Encode(rec)
+		return
+	}
+	switch r := rec.(type) {
+	case *tracer.Syscall:
+		fmt.Fprint(p.w, storySyscall(r))
+	case *tracer.Writeback:
+		fmt.Fprint(p.w, storyWriteback(r))
+	case *tracer.Persisted:
+		fmt.Fprint(p.w, storyPersisted(r))
+	}
+}
+
+func (p *printer) summary(s *tracer.Summary, hooks []tracer.HookStatus) {
+	if p.json {
+		p.enc.Encode(s)
+		return
+	}
+	fmt.Fprint(p.w, summaryText(s))
+}
+
+// human renders byte counts the way people read them (KiB = 1024 B).
+func human(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func dur(ns uint64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+}
+
+func pl(n uint64, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func ranges(rs []tracer.PageRange) string {
+	var parts []string
+	for _, r := range rs {
+		if r.Pages == 1 {
+			parts = append(parts, fmt.Sprint(r.Index))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", r.Index, r.Index+uint64(r.Pages)-1))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func storySyscall(r *tracer.Syscall) string {
+	var b strings.Builder
+	target := r.Path
+	if target == "" {
+		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
+	}
+	result := fmt.Sprintf("%s", human(uint64(r.ReturnedBytes)))
+	if r.Error != "" {
+		result = r.Error
+	}
+	args := fmt.Sprintf("fd=%d, %s at offset %d", r.Fd, human(r.RequestedBytes), r.Offset)
+	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
+		args = fmt.Sprintf("fd=%d", r.Fd)
+	} else if r.Syscall == "sync" {
+		args, target = "", "all filesystems"
+	}
+	fmt.Fprintf(&b, "%s(%s) %s [%s pid %d tid %d] -> %s in %s", r.Syscall, args, target, r.Comm, r.Pid, r.Tid, result, dur(r.DurationNs))
+	if r.BlockedNs > 0 {
+		fmt.Fprintf(&b, ", blocked on IO %s", dur(r.BlockedNs))
+	}
+	b.WriteString("\n")
+	c := r.Cache
+	switch {
+	case r.Direct:
+		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
+	case c.PagesRequested > 0 || c.PagesAdded > 0:
+		fmt.Fprintf(&b, "  page cache: %s requested: %d hit, %d missed", pl(c.PagesRequested, "page"), c.PagesHit, c.PagesMissed)
+		if c.PagesAdded > 0 {
+			fmt.Fprintf(&b, "; %s added (index %s)", pl(c.PagesAdded, "page"), ranges(c.AddedRanges))
+		}
+		b.WriteString("\n")
+	}
+	for _, ra := range c.Readahead {
+		fmt.Fprintf(&b, "  readahead: %s, window %s from index %d", ra.Kind, pl(uint64(ra.Pages), "page"), ra.StartIndex)
+		if ra.AsyncPages > 0 {
+			fmt.Fprintf(&b, " (next async readahead when %d remain)", ra.AsyncPages)
+		}
+		if ra.Source == "derived" {
+			b.WriteString(" [derived from pages added: no readahead hook on this kernel]")
+		}
+		b.WriteString("\n")
+	}
+	if r.DirtiedPages > 0 {
+		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", pl(uint64(r.DirtiedPages), "page"), ranges(r.DirtiedRanges))
+	}
+	if r.OtherDirtiedPages > 0 {
+		fmt.Fprintf(&b, "  also dirtied %s of other inodes (filesystem metadata such as the atime update)\n", pl(uint64(r.OtherDirtiedPages), "page"))
+	}
+	if r.ReadBeforeWritePages > 0 {
+		fmt.Fprintf(&b, "  read %s from disk before writing (partial write to an uncached page)\n", pl(uint64(r.ReadBeforeWritePages), "page"))
+	}
+	if r.ThrottleNs > 0 || r.ThrottlePauses > 0 {
+		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"))
+	}
+	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && tracerIsRead(r.Syscall) {
+		b.WriteString("  disk: no IO (served from the page cache)\n")
+	}
+	for _, bio := range r.Bios {
+		b.WriteString("  " + bioLine(bio) + "\n")
+	}
+	return b.String()
+}
+
+func tracerIsRead(s string) bool {
+	switch s {
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read":
+		return true
+	}
+	return false
+}
+
+func bioLine(bio tracer.Bio) string {
+	s := fmt.Sprintf("bio %-3s %s at sector %d on %s", bio.Rwbs, human(uint64(bio.Bytes)), bio.Sector, bio.Dev)
+	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {
+		s += fmt.Sprintf(" (request of %s, %d bios)", human(uint64(bio.RequestBytes)), bio.RequestBios)
+	}
+	if bio.CompleteNs == 0 {
+		return s + ": completion not seen"
+	}
+	s += fmt.Sprintf(": queued->issued %s, device (D2C) %s", dur(sub(bio.IssueNs, bio.QueueNs)), dur(bio.D2CNs))
+	if bio.Requeues > 0 {
+		s += fmt.Sprintf(", requeued %d×", bio.Requeues)
+	}
+	if bio.Error != "" {
+		s += ", error " + bio.Error
+	}
+	return s
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b && b != 0 {
+		return a - b
+	}
+	return 0
+}
+
+func storyWriteback(w *tracer.Writeback) string {
+	target := w.Path
+	if target == "" {
+		target = fmt.Sprintf("dev %s ino %d", w.Dev, w.Ino)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "writeback: %s (tid %d, reason %s) wrote %s: %s in the bio, %d dirtied by traced calls\n",
+		w.Worker, w.WorkerTid, w.Reason, target, pl(uint64(w.Pages), "page"), w.TrackedPages)
+	for _, bio := range w.Bios {
+		b.WriteString("  " + bioLine(bio) + "\n")
+	}
+	return b.String()
+}
+
+func storyPersisted(p *tracer.Persisted) string {
+	target := p.Path
+	if target == "" {
+		target = fmt.Sprintf("dev %s ino %d", p.Dev, p.Ino)
+	}
+	switch p.Outcome {
+	case "removed":
+		return fmt.Sprintf("persisted: never: %s dirtied by call %#x in %s left the page cache before writeback (truncated or evicted)\n", pl(uint64(p.Pages), "page"), p.OpID, target)
+	case "failed":
+		return fmt.Sprintf("persisted: FAILED: %s of call %#x in %s: %s\n", pl(uint64(p.Pages), "page"), p.OpID, target, p.Error)
+	}
+	return fmt.Sprintf("persisted: %s dirtied by call %#x reached the disk %s after the write (%s, %s), sector %d of %s\n",
+		pl(uint64(p.Pages), "page"), p.OpID, dur(p.DirtyToDiskNs), p.Reason, p.Worker, p.Sector, target)
+}
+
+func summaryText(s *tracer.Summary) string {
+	var b strings.Builder
+	b.WriteString("\n--- summary ---\n")
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
+	for _, p := range s.Pids {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, p.Comm, p.Calls, human(p.ReadBytesReq),
+			p.PagesHit, p.PagesMissed, p.PagesAdded, human(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
+			human(p.DiskBytesWrite), dur(p.ThrottleNs), p.Unattributed)
+	}
+	tw.Flush()
+	if len(s.Files) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
+		for _, f := range s.Files {
+			name := f.Path
+			if name == "" {
+				name = "(cache hits only: path not recorded)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, f.Calls, human(f.ReadBytesReq),
+				f.PagesHit, f.PagesMissed, human(f.DiskBytesRead), f.Amplification, f.DirtiedPages, human(f.DiskBytesWrite))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
+		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
+	var ev []string
+	for k, v := range s.MapEvictions {
+		if v > 0 {
+			ev = append(ev, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	for k, v := range s.Truncations {
+		if v > 0 {
+			ev = append(ev, fmt.Sprintf("%s truncated %d", k, v))
+		}
+	}
+	sort.Strings(ev)
+	if len(ev) > 0 {
+		fmt.Fprintf(&b, "map full / truncated (data lost): %s\n", strings.Join(ev, ", "))
+	} else {
+		b.WriteString("maps: nothing dropped\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/tracer"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newTraceCmd, newExecGateCmd) }
+
+type traceFlags struct {
+	pids          []int
+	comm          string
+	all           bool
+	json          bool
+	ringbuf       int
+	maxDirty      int
+	force         map[string]string
+	waitWriteback time.Duration
+	duration      time.Duration
+	readyFile     string
+	settle        time.Duration
+	noWriteback   bool
+	quiet         bool
+}
+
+func newTraceCmd() *cobra.Command {
+	f := &traceFlags{}
+	cmd := &cobra.Command{
+		Use:   "trace [-p PID]... [--comm NAME] [-- CMD ARGS...]",
+		Short: "Trace read/write calls through the page cache to the disk",
+		Long: `Trace the read, write and fsync-family calls of processes and print, per call,
+which pages hit or missed the page cache, what readahead the kernel decided,
+which bios it caused with their device latency, which pages it dirtied and
+when writeback carried them to disk.
+
+By default only calls that touched the disk, waited, dirtied pages or failed are
+printed; pure cache hits are counted in the kernel and shown in the summary
+(--all prints them too).`,
+		Example: `  iopath trace -- dd if=/var/log/syslog of=/dev/null bs=1 count=1
+  iopath trace -p 1234 --json
+  iopath trace --wait-writeback 40s -- sh -c 'echo x > /var/tmp/f'`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTrace(cmd, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntSliceVarP(&f.pids, "pid", "p", nil, "trace this process and its threads (repeatable)")
+	fl.StringVar(&f.comm, "comm", "", "trace tasks with this command name")
+	fl.BoolVar(&f.all, "all", false, "print every call, cache hits included")
+	fl.BoolVar(&f.json, "json", false, "print JSON Lines records (schema in README.md)")
+	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (power of two)")
+	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map; overflow is counted)")
+	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
+	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C)")
+	fl.StringVar(&f.readyFile, "ready-file", "", "create this file once every hook is attached")
+	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
+	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
+	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	return cmd
+}
+
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+	if len(f.pids) == 0 && f.comm == "" && len(args) == 0 {
+		return errors.New("nothing to trace: give -p PID, --comm NAME or -- CMD ARGS")
+	}
+	var cmdPath string
+	if len(args) > 0 {
+		p, err := exec.LookPath(args[0])
+		if err != nil {
+			return fmt.Errorf("command %q not found: check the name or give its full path", args[0])
+		}
+		cmdPath = p
+	}
+	for _, pid := range f.pids {
+		if pid <= 0 || syscall.Kill(pid, 0) == syscall.ESRCH {
+			return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
+		}
+	}
+	if f.waitWriteback > 0 && len(args) == 0 {
+		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
+	}
+	force := map[string]tracer.Mechanism{}
+	for k, v := range f.force {
+		force[k] = tracer.Mechanism(v)
+	}
+	out := newPrinter(cmd.OutOrStdout(), f.json, f.quiet)
+	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
+		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.record)
+	if err != nil {
+		return traceError(err)
+	}
+	defer t.Close()
+	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if f.duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, f.duration)
+		defer c2()
+	}
+	if f.readyFile != "" {
+		if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
+			return fmt.Errorf("--ready-file: %w", err)
+		}
+		defer os.Remove(f.readyFile)
+	}
+
+	exitCode := 0
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	if len(args) > 0 {
+		child, err := startGated(cmdPath, args, t)
+		if err != nil {
+			return err
+		}
+		go func() {
+			err := child.Wait()
+			if ee, ok := err.(*exec.ExitError); ok {
+				exitCode = ee.ExitCode()
+				if exitCode < 0 {
+					exitCode = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+				}
+			} else if err != nil {
+				exitCode = 127
+			}
+			if f.waitWriteback > 0 {
+				waitWriteback(ctx, t, f.waitWriteback, cmd.ErrOrStderr())
+			}
+			stopRun()
+		}()
+	}
+	if err := t.Run(runCtx, f.settle); err != nil {
+		return err
+	}
+	out.summary(t.Summary(), t.Hooks)
+	if exitCode != 0 {
+		return exitError{code: exitCode}
+	}
+	return nil
+}
+
+// startGated starts the command held at a pipe until its pid is traced, so
+// that none of its IO escapes (the child is `iopath __exec`, which execs the
+// command once the pipe closes).
+func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	c := exec.Command(self, append([]string{"__exec", path}, args...)...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.ExtraFiles = []*os.File{r}
+	if err := c.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("starting %s: %w", args[0], err)
+	}
+	r.Close()
+	if err := t.AddPid(c.Process.Pid); err != nil {
+		c.Process.Kill()
+		w.Close()
+		c.Wait()
+		return nil, err
+	}
+	w.Close()
+	return c, nil
+}
+
+func newExecGateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "__exec PATH ARGV...",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gate := os.NewFile(3, "gate")
+			io.Copy(io.Discard, gate)
+			gate.Close()
+			err := syscall.Exec(args[0], args[1:], os.Environ())
+			return fmt.Errorf("exec %s: %w", args[0], err)
+		},
+		DisableFlagParsing: true,
+	}
+}
+
+func attachLine(hooks []tracer.HookStatus) string {
+	var parts []string
+	var missing []string
+	for _, h := range hooks {
+		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, h.Mechanism))
+		if h.Mechanism == tracer.None {
+			missing = append(missing, fmt.Sprintf("%s (no %s)", h.Hook, h.Loses))
+		}
+	}
+	s := "iopath: attached " + strings.Join(parts, " ")
+	if len(missing) > 0 {
+		s += "\niopath: unavailable on this kernel: " + strings.Join(missing, ", ")
+	}
+	return s
+}
+
+func traceError(err error) error {
+	switch {
+	case errors.Is(err, tracer.ErrNotRoot), errors.Is(err, tracer.ErrNoBTF):
+		return err
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iopath/iopath/tracer"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// sysctlInt reads an integer from /proc/sys (e.g. "vm/dirty_expire_centisecs").
+func sysctlInt(name string) (int, error) {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// writebackBound is the kernel's expected worst delay for periodic writeback:
+// dirty_expire_centisecs (age at which a dirty inode is written) plus
+// dirty_writeback_centisecs (how often the flusher wakes), mm/page-writeback.c.
+func writebackBound() (time.Duration, string) {
+	exp, err1 := sysctlInt("vm/dirty_expire_centisecs")
+	wb, err2 := sysctlInt("vm/dirty_writeback_centisecs")
+	if err1 != nil || err2 != nil {
+		return 0, "vm.dirty_* sysctls unreadable"
+	}
+	d := time.Duration(exp+wb) * 10 * time.Millisecond
+	return d, fmt.Sprintf("vm.dirty_expire_centisecs=%d + vm.dirty_writeback_centisecs=%d", exp, wb)
+}
+
+// waitWriteback keeps the trace running until every page the traced calls
+// dirtied was seen written (or removed), or limit passes. It shows a
+// progress bar on a terminal.
+func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
+	bound, why := writebackBound()
+	start := time.Now()
+	// Give the ring buffer a moment so the last calls' records are counted.
+	time.Sleep(200 * time.Millisecond)
+	pending := t.Engine.DirtyPending()
+	if pending == 0 {
+		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
+		return
+	}
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %d dirty pages to reach the disk (kernel bound %s: %s)\n", limit, pending, bound, why)
+	var bar *progressbar.ProgressBar
+	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
+			progressbar.OptionSetDescription("dirty pages written"), progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
+	}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p := t.Engine.DirtyPending()
+		if bar != nil {
+			bar.Describe(fmt.Sprintf("still dirty %d, waited %s of bound %s", p, time.Since(start).Round(time.Second), bound))
+			bar.Set64(int64(pending) - int64(min(p, pending)))
+		}
+		if p == 0 {
+			if bar != nil {
+				bar.Finish()
+			}
+			fmt.Fprintf(errw, "iopath: all dirty pages reached the disk after %s\n", time.Since(start).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(start) > limit {
+			fmt.Fprintf(errw, "iopath: --wait-writeback: %d pages still dirty after %s\n", p, limit)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

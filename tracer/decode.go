@@ -1,0 +1,193 @@
+package tracer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/iopath/iopath/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Range and readahead flags, mirrored from bpf/common.h.
+const (
+	rangeAdded   = 1
+	rangeDirtied = 2
+	raSync       = 1
+	raAsync      = 2
+	raOrder      = 3
+)
+
+var sysNames = map[uint32]string{
+	uint32(bpf.IopathOpSysSYS_READ): "read", uint32(bpf.IopathOpSysSYS_PREAD64): "pread64",
+	uint32(bpf.IopathOpSysSYS_READV): "readv", uint32(bpf.IopathOpSysSYS_PREADV): "preadv",
+	uint32(bpf.IopathOpSysSYS_PREADV2): "preadv2", uint32(bpf.IopathOpSysSYS_WRITE): "write",
+	uint32(bpf.IopathOpSysSYS_PWRITE64): "pwrite64", uint32(bpf.IopathOpSysSYS_WRITEV): "writev",
+	uint32(bpf.IopathOpSysSYS_PWRITEV): "pwritev", uint32(bpf.IopathOpSysSYS_PWRITEV2): "pwritev2",
+	uint32(bpf.IopathOpSysSYS_FSYNC): "fsync", uint32(bpf.IopathOpSysSYS_FDATASYNC): "fdatasync",
+	uint32(bpf.IopathOpSysSYS_SYNC_FILE_RANGE): "sync_file_range", uint32(bpf.IopathOpSysSYS_SYNC): "sync",
+	uint32(bpf.IopathOpSysSYS_SYNCFS): "syncfs", uint32(bpf.IopathOpSysSYS_VFS_READ): "vfs_read",
+	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write",
+}
+
+func isWriteSys(s uint32) bool {
+	return (s >= uint32(bpf.IopathOpSysSYS_WRITE) && s <= uint32(bpf.IopathOpSysSYS_PWRITEV2)) ||
+		s == uint32(bpf.IopathOpSysSYS_VFS_WRITE)
+}
+
+func isSyncSys(s uint32) bool {
+	return s >= uint32(bpf.IopathOpSysSYS_FSYNC) && s <= uint32(bpf.IopathOpSysSYS_SYNCFS)
+}
+
+func isReadName(n string) bool {
+	switch n {
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read":
+		return true
+	}
+	return false
+}
+
+func isWriteName(n string) bool {
+	switch n {
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
+		return true
+	}
+	return false
+}
+
+// cString converts a NUL-terminated C char array.
+func cString(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
+
+// opPath joins the dentry names the kernel recorded (deepest first).
+func opPath(o *bpf.IopathOp) string {
+	n := int(o.PathDepth)
+	if n == 0 {
+		return ""
+	}
+	if n > len(o.Path) {
+		n = len(o.Path)
+	}
+	parts := make([]string, 0, n)
+	for i := n - 1; i >= 0; i-- {
+		parts = append(parts, cString(o.Path[i][:]))
+	}
+	p := strings.Join(parts, "/")
+	if o.PathDone != 0 {
+		return "/" + p
+	}
+	return ".../" + p
+}
+
+// syscallRecord turns a call's kernel record into its JSON record (bios are
+// attached later by the engine). Page-cache arithmetic, per call:
+//   - pages_requested: pages spanned by the bytes the call returned
+//     (reads and writes; 0 for O_DIRECT and errors);
+//   - pages_missed: requested pages the call itself inserted into the cache;
+//   - pages_hit = requested - missed (never negative);
+//   - pages_added: every page the call inserted, readahead beyond the request included.
+func syscallRecord(o *bpf.IopathOp) *Syscall {
+	rec := &Syscall{
+		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: cString(o.Comm[:]),
+		Syscall: sysNames[o.Sys], Fd: o.Fd, Path: opPath(o), Dev: Dev(o.Dev), Ino: o.Ino,
+		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
+		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
+		ThrottlePauses: o.ThrottlePauses, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
+		Cache: Cache{Readahead: []Readahead{}, Lookups: o.Lookups},
+	}
+	if rec.Syscall == "" {
+		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
+	}
+	if o.Ret < 0 {
+		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
+		if rec.Error == "" {
+			rec.Error = fmt.Sprintf("errno %d", -o.Ret)
+		}
+		rec.ReturnedBytes = 0
+	}
+	var first, last uint64
+	if o.Ret > 0 && !isSyncSys(o.Sys) && !rec.Direct {
+		first = o.Offset >> 12
+		last = (o.Offset + uint64(o.Ret) - 1) >> 12
+		rec.Cache.PagesRequested = last - first + 1
+	}
+	n := int(o.NrRanges)
+	if n > len(o.Ranges) {
+		n = len(o.Ranges)
+	}
+	var beyond []PageRange
+	for i := 0; i < n; i++ {
+		r := o.Ranges[i]
+		pr := PageRange{Index: r.Index, Pages: r.Nr}
+		switch r.Flags {
+		case rangeAdded:
+			rec.Cache.PagesAdded += uint64(r.Nr)
+			rec.Cache.AddedRanges = append(rec.Cache.AddedRanges, pr)
+			in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0)
+			rec.Cache.PagesMissed += in
+			if in < uint64(r.Nr) {
+				beyond = append(beyond, pr)
+			}
+		case rangeDirtied:
+			rec.DirtiedRanges = append(rec.DirtiedRanges, pr)
+		}
+	}
+	if o.RangesLost > 0 {
+		rec.Truncated = &Truncations{RangePages: o.RangesLost}
+	}
+	if rec.Cache.PagesMissed > rec.Cache.PagesRequested {
+		rec.Cache.PagesMissed = rec.Cache.PagesRequested
+	}
+	rec.Cache.PagesHit = rec.Cache.PagesRequested - rec.Cache.PagesMissed
+	nra := int(o.NrRa)
+	if nra > len(o.Ra) {
+		nra = len(o.Ra)
+	}
+	for i := 0; i < nra; i++ {
+		r := o.Ra[i]
+		kind := "unknown"
+		switch r.Kind {
+		case raSync:
+			kind = "sync"
+		case raAsync:
+			kind = "async"
+		}
+		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: r.Start,
+			Pages: r.Size, AsyncPages: r.AsyncSize, Source: "kernel"})
+	}
+	if nra == 0 && len(beyond) > 0 && !isWriteSys(o.Sys) {
+		// No readahead hook on this kernel: pages inserted past the request
+		// were read ahead (sync if the call also missed, else async).
+		kind := "async"
+		if rec.Cache.PagesMissed > 0 {
+			kind = "sync"
+		}
+		start := beyond[0].Index
+		var pages uint32
+		for _, b := range beyond {
+			pages += b.Pages
+		}
+		if rec.Cache.PagesMissed > 0 && start > first {
+			start = first
+			pages += uint32(rec.Cache.PagesMissed)
+		}
+		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: "derived"})
+	}
+	return rec
+}
+
+// overlap counts pages of [a0,a1] inside [b0,b1].
+func overlap(a0, a1, b0, b1 uint64, valid bool) uint64 {
+	if !valid || a1 < b0 || a0 > b1 {
+		return 0
+	}
+	lo, hi := max(a0, b0), min(a1, b1)
+	return hi - lo + 1
+}

@@ -1,0 +1,546 @@
+package tracer
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/iopath/iopath/bpf"
+)
+
+// Engine joins the kernel's events into per-call stories. It is plain Go,
+// fed decoded events in ring-buffer order, and needs no kernel: tests drive
+// it with synthetic streams.
+//
+// The joins:
+//   - call ↔ bios: every owned bio names its call (op_id) in EV_RQ_ISSUE; a
+//     call's record is released once its EV_OP has arrived and every bio it
+//     queued (op.bios_queued) has completed, or when Tick/Flush gives up.
+//   - request ↔ completion: keyed by the request pointer (a recycled tag), in
+//     stream order; a second issue before completion is a requeue.
+//   - dirty page ↔ writeback: the kernel joins pages in BPF (EV_WB_BIO
+//     carries the write calls whose folios a bio writes); completion of its
+//     request makes them persisted.
+type Engine struct {
+	K *Kernel
+	// Out receives *Syscall, *Writeback and *Persisted records in the order
+	// they become complete.
+	Out func(rec any)
+	// HoldNs is how long a call waits for its bios before it is released
+	// with the ones seen so far (default 2 s of kernel time).
+	HoldNs uint64
+
+	ops      map[uint64]*pendingOp
+	rqs      map[uint64]*pendingRq
+	wbBios   map[uint64]*bpf.IopathWbBioEv // by bio pointer, until its request completes
+	workers  map[uint32]workerState        // writeback worker tid -> current work
+	paths    map[fileKey]string
+	pids     map[uint32]*PidSummary
+	files    map[fileKey]*FileSummary
+	dirty    map[uint64]int64 // write op_id -> dirtied pages not yet persisted or removed
+	dirtyTot atomic.Int64     // sum of the positive values of dirty (read by other goroutines)
+	lastTs   uint64
+	firstTs  uint64
+	counters EngineCounters
+}
+
+// EngineCounters are the engine's own losses and oddities.
+type EngineCounters struct {
+	UnattributedBios uint64 // bios of traced processes queued outside any traced call
+	IncompleteBios   uint64 // bios released without a completion
+	Requeues         uint64
+	OrphanCompletes  uint64 // completions of requests never seen issued
+}
+
+type fileKey struct {
+	dev uint32
+	ino uint64
+}
+
+type pendingOp struct {
+	rec      *Syscall
+	queued   uint32 // op.bios_queued
+	bios     []*bioRef
+	firstTs  uint64
+	isWrite  bool
+	readHits uint64
+}
+
+type bioRef struct {
+	Bio
+	done  bool
+	opID  uint64
+	pid   uint32
+	bioP  uint64
+	flags uint32
+}
+
+type pendingRq struct {
+	bios     []*bioRef
+	requeued bool
+}
+
+type workerState struct {
+	reason string
+	comm   string
+}
+
+// NewEngine returns an engine writing records to out.
+func NewEngine(k *Kernel, out func(any)) *Engine {
+	return &Engine{
+		K: k, Out: out, HoldNs: 2e9,
+		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*bpf.IopathWbBioEv{},
+		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
+		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{},
+	}
+}
+
+func (e *Engine) seen(ts uint64) {
+	if ts > e.lastTs {
+		e.lastTs = ts
+	}
+	if e.firstTs == 0 || (ts != 0 && ts < e.firstTs) {
+		e.firstTs = ts
+	}
+}
+
+func (e *Engine) op(id uint64, ts uint64) *pendingOp {
+	p := e.ops[id]
+	if p == nil {
+		p = &pendingOp{firstTs: ts}
+		e.ops[id] = p
+	}
+	return p
+}
+
+// HandleOp takes an EV_OP record (a call at its exit).
+func (e *Engine) HandleOp(o *bpf.IopathOp) {
+	e.seen(o.EndNs)
+	rec := syscallRecord(o)
+	if rec.Path != "" {
+		e.paths[fileKey{o.Dev, o.Ino}] = rec.Path
+	} else if p, ok := e.paths[fileKey{o.Dev, o.Ino}]; ok {
+		rec.Path = p
+	}
+	p := e.op(o.OpId, o.StartNs)
+	p.rec = rec
+	p.queued = o.BiosQueued
+	p.isWrite = isWriteSys(o.Sys)
+	if p.isWrite && o.DirtiedPages > 0 {
+		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
+	}
+	e.tryRelease(o.OpId, p)
+}
+
+// HandleIssue takes an EV_RQ_ISSUE record.
+func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
+	e.seen(ev.Ts)
+	if rq, ok := e.rqs[ev.Rq]; ok {
+		// Issued again before completing: a requeue (seen here from kworker/N:1H).
+		for _, b := range rq.bios {
+			b.IssueNs = ev.Ts
+			b.Requeues++
+		}
+		e.counters.Requeues++
+		return
+	}
+	rq := &pendingRq{}
+	n := int(ev.NrOwn)
+	if n > len(ev.Own) {
+		n = len(ev.Own)
+	}
+	rwbs := e.K.Rwbs(ev.CmdFlags)
+	for i := 0; i < n; i++ {
+		own := &ev.Own[i]
+		b := &bioRef{
+			Bio: Bio{Dev: Dev(ev.Dev), Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
+				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
+			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags,
+		}
+		rq.bios = append(rq.bios, b)
+		switch {
+		case own.OpId != 0:
+			p := e.op(own.OpId, ev.Ts)
+			p.bios = append(p.bios, b)
+		case own.Flags&ownWriteback == 0:
+			e.counters.UnattributedBios++
+			ps := e.pid(own.Pid, "")
+			ps.Unattributed++
+			if e.K.IsRead(ev.CmdFlags) {
+				ps.DiskBytesRead += uint64(own.Bytes)
+			} else if e.K.IsWrite(ev.CmdFlags) {
+				ps.DiskBytesWrite += uint64(own.Bytes)
+			}
+		}
+	}
+	e.rqs[ev.Rq] = rq
+}
+
+// ownWriteback mirrors OWN_WRITEBACK in bpf/common.h.
+const ownWriteback = 1
+
+// HandleRequeue takes an EV_RQ_REQUEUE record.
+func (e *Engine) HandleRequeue(ev *bpf.IopathRqDoneEv) {
+	e.seen(ev.Ts)
+	if rq, ok := e.rqs[ev.Rq]; ok {
+		rq.requeued = true
+	}
+}
+
+// HandleComplete takes an EV_RQ_COMPLETE record.
+func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
+	e.seen(ev.Ts)
+	rq, ok := e.rqs[ev.Rq]
+	if !ok {
+		e.counters.OrphanCompletes++
+		return
+	}
+	delete(e.rqs, ev.Rq)
+	for _, b := range rq.bios {
+		b.done = true
+		b.CompleteNs = ev.Ts
+		b.Error = BlkStatus(ev.Error)
+		b.D2CNs = sub(ev.Ts, b.IssueNs)
+		b.Q2CNs = sub(ev.Ts, b.QueueNs)
+	}
+	for _, b := range rq.bios {
+		if b.flags&ownWriteback != 0 {
+			e.writebackDone(b)
+		}
+		if b.opID != 0 {
+			if p, ok := e.ops[b.opID]; ok {
+				e.tryRelease(b.opID, p)
+			}
+		}
+	}
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b && b != 0 {
+		return a - b
+	}
+	return 0
+}
+
+// HandleWBBio takes an EV_WB_BIO record: a write bio carrying tracked dirty folios.
+func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
+	e.seen(ev.Ts)
+	c := *ev
+	e.wbBios[ev.Bio] = &c
+}
+
+// HandleWBStart takes an EV_WB_START record: a flusher work item begins.
+func (e *Engine) HandleWBStart(ev *bpf.IopathWbStartEv) {
+	e.seen(ev.Ts)
+	e.workers[ev.Tid] = workerState{reason: e.K.WBReason(ev.Reason), comm: cString(ev.Comm[:])}
+}
+
+// HandleWBInode takes an EV_WB_INODE record: do_writepages on one inode.
+// Only used for the reason when no writeback_start was seen for the worker.
+func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
+	e.seen(ev.Ts)
+	if _, ok := e.workers[ev.Tid]; ok {
+		return
+	}
+	reason := ""
+	switch {
+	case ev.ForKupdate != 0:
+		reason = "periodic"
+	case ev.ForBackground != 0:
+		reason = "background"
+	case ev.ForSync != 0:
+		reason = "sync"
+	}
+	if reason != "" {
+		e.workers[ev.Tid] = workerState{reason: reason, comm: cString(ev.Comm[:])}
+	}
+}
+
+// HandleDirtyGone takes an EV_DIRTY_GONE record: a tracked dirty folio left
+// the page cache (truncate, hole punch, eviction) before any writeback.
+func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
+	e.seen(ev.Ts)
+	e.settle(ev.OpId, ev.Nr)
+	e.Out(&Persisted{Type: "persisted", OpID: ev.OpId, Pid: ev.Pid, Dev: Dev(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[fileKey{ev.Dev, ev.Ino}], Pages: ev.Nr, Outcome: "removed", DirtiedNs: 0})
+}
+
+func (e *Engine) settle(opID uint64, pages uint32) {
+	if opID == 0 {
+		return
+	}
+	e.adjustDirty(opID, -int64(pages))
+}
+
+// adjustDirty changes an op's outstanding dirty pages. The writeback of a
+// page can be seen before the call's own record (O_SYNC), so values may go
+// negative for a while; only positive values count as pending.
+func (e *Engine) adjustDirty(opID uint64, delta int64) {
+	old := e.dirty[opID]
+	v := old + delta
+	if v == 0 {
+		delete(e.dirty, opID)
+	} else {
+		e.dirty[opID] = v
+	}
+	e.dirtyTot.Add(max(v, 0) - max(old, 0))
+}
+
+func (e *Engine) writebackDone(b *bioRef) {
+	wb, ok := e.wbBios[b.bioP]
+	if !ok {
+		return
+	}
+	delete(e.wbBios, b.bioP)
+	key := fileKey{wb.Dev, wb.Ino}
+	worker := cString(wb.Comm[:])
+	reason := "unknown"
+	if ws, ok := e.workers[wb.Tid]; ok {
+		reason = ws.reason
+	}
+	n := int(wb.NrMatch)
+	if n > len(wb.Match) {
+		n = len(wb.Match)
+	}
+	var tracked uint32
+	for i := 0; i < n; i++ {
+		tracked += wb.Match[i].Nr
+	}
+	if wb.OpId != 0 {
+		reason = "fsync"
+		for i := 0; i < n; i++ {
+			if wb.Match[i].OpId == wb.OpId {
+				reason = "o_sync" // the call that dirtied the pages wrote them itself
+			}
+		}
+	}
+	e.Out(&Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
+		Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: []Bio{b.Bio},
+		Pages: wb.Pages, TrackedPages: tracked})
+	fs := e.file(key)
+	fs.DiskBytesWrite += uint64(b.Bytes)
+	// One persisted record per write call per bio.
+	type agg struct {
+		pages   uint32
+		dirtied uint64
+		pid     uint32
+	}
+	per := map[uint64]*agg{}
+	var order []uint64
+	for i := 0; i < n; i++ {
+		m := &wb.Match[i]
+		a := per[m.OpId]
+		if a == nil {
+			a = &agg{dirtied: m.DirtiedNs, pid: m.Pid}
+			per[m.OpId] = a
+			order = append(order, m.OpId)
+		}
+		a.pages += m.Nr
+		if m.DirtiedNs < a.dirtied {
+			a.dirtied = m.DirtiedNs
+		}
+	}
+	for _, id := range order {
+		a := per[id]
+		e.settle(id, a.pages)
+		outcome := "written"
+		if b.Error != "" {
+			outcome = "failed"
+		}
+		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+			Pages: a.pages, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
+			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
+			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error})
+	}
+}
+
+// tryRelease prints a call once its record and all its bios are complete.
+func (e *Engine) tryRelease(id uint64, p *pendingOp) {
+	if p.rec == nil || uint32(len(p.bios)) < p.queued {
+		return
+	}
+	for _, b := range p.bios {
+		if !b.done {
+			return
+		}
+	}
+	e.release(id, p)
+}
+
+func (e *Engine) release(id uint64, p *pendingOp) {
+	delete(e.ops, id)
+	rec := p.rec
+	rec.Bios = make([]Bio, 0, len(p.bios))
+	sort.SliceStable(p.bios, func(i, j int) bool { return p.bios[i].IssueNs < p.bios[j].IssueNs })
+	var readBytes uint64
+	for _, b := range p.bios {
+		if !b.done {
+			e.counters.IncompleteBios++
+		}
+		if p.isWrite && b.Rwbs != "" && b.Rwbs[0] == 'R' {
+			rec.ReadBeforeWritePages += (b.Bytes + 4095) / 4096
+		}
+		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
+			readBytes += uint64(b.Bytes)
+		}
+		rec.Bios = append(rec.Bios, b.Bio)
+	}
+	e.account(rec, readBytes)
+	e.Out(rec)
+}
+
+func (e *Engine) pid(pid uint32, comm string) *PidSummary {
+	ps := e.pids[pid]
+	if ps == nil {
+		ps = &PidSummary{Pid: pid}
+		e.pids[pid] = ps
+	}
+	if comm != "" {
+		ps.Comm = comm
+	}
+	return ps
+}
+
+func (e *Engine) file(k fileKey) *FileSummary {
+	fs := e.files[k]
+	if fs == nil {
+		fs = &FileSummary{Dev: Dev(k.dev), Ino: k.ino}
+		e.files[k] = fs
+	}
+	if fs.Path == "" {
+		fs.Path = e.paths[k]
+	}
+	return fs
+}
+
+func (e *Engine) account(rec *Syscall, readBytes uint64) {
+	var writeBytes uint64
+	for _, b := range rec.Bios {
+		if b.Rwbs != "" && b.Rwbs[0] != 'R' {
+			writeBytes += uint64(b.Bytes)
+		}
+	}
+	add := func(t *Totals) {
+		t.Calls++
+		t.StreamedCalls++
+		t.BytesRequested += rec.RequestedBytes
+		if rec.ReturnedBytes > 0 {
+			t.BytesReturned += uint64(rec.ReturnedBytes)
+		}
+		t.PagesHit += rec.Cache.PagesHit
+		t.PagesMissed += rec.Cache.PagesMissed
+		t.PagesAdded += rec.Cache.PagesAdded
+		t.DiskBytesRead += readBytes
+		t.DiskBytesWrite += writeBytes
+		t.DirtiedPages += uint64(rec.DirtiedPages)
+		t.ThrottleNs += rec.ThrottleNs
+		t.BlockedNs += rec.BlockedNs
+		if isReadName(rec.Syscall) {
+			t.ReadCalls++
+			t.ReadBytesReq += rec.RequestedBytes
+		} else if isWriteName(rec.Syscall) {
+			t.WriteCalls++
+		}
+	}
+	add(&e.pid(rec.Pid, rec.Comm).Totals)
+	if rec.Ino != 0 {
+		add(&e.file(fileKey{rec.kdev, rec.Ino}).Totals)
+	}
+}
+
+// AddHits folds the kernel's aggregate of calls that were not streamed
+// (pure cache hits: no insertion, no bio, no wait) into the summary.
+func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
+	add := func(t *Totals) {
+		t.Calls += v.Calls
+		t.BytesRequested += v.BytesRequested
+		t.BytesReturned += v.BytesReturned
+		t.PagesHit += v.Pages
+		if k.Write == 0 {
+			t.ReadCalls += v.Calls
+			t.ReadBytesReq += v.BytesRequested
+		} else {
+			t.WriteCalls += v.Calls
+		}
+	}
+	add(&e.pid(k.Pid, "").Totals)
+	if ps := e.pids[k.Pid]; ps.Comm == "" {
+		ps.Comm = cString(v.Comm[:])
+	}
+	add(&e.file(fileKey{k.Dev, k.Ino}).Totals)
+}
+
+// Tick releases calls that have waited HoldNs (kernel time) for bios that
+// never completed or were never issued, e.g. remapped by device mapper.
+func (e *Engine) Tick(now uint64) {
+	if now > e.lastTs {
+		e.lastTs = now
+	}
+	for id, p := range e.ops {
+		if p.rec != nil && e.lastTs > p.rec.TimeNs+p.rec.DurationNs+e.HoldNs {
+			e.release(id, p)
+		}
+	}
+}
+
+// Flush releases every pending call (end of trace), in op order.
+func (e *Engine) Flush() {
+	ids := make([]uint64, 0, len(e.ops))
+	for id, p := range e.ops {
+		if p.rec != nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return e.ops[ids[i]].rec.TimeNs < e.ops[ids[j]].rec.TimeNs })
+	for _, id := range ids {
+		e.release(id, e.ops[id])
+	}
+}
+
+// DirtyPending is the number of pages dirtied by traced write calls and not
+// yet seen written or removed.
+// Safe to call from any goroutine.
+func (e *Engine) DirtyPending() uint64 {
+	return uint64(max(e.dirtyTot.Load(), 0))
+}
+
+// Counters returns the engine's loss counters.
+func (e *Engine) Counters() EngineCounters { return e.counters }
+
+// Summary builds the end-of-trace totals (losses and attach filled by the caller).
+func (e *Engine) Summary() *Summary {
+	s := &Summary{Type: "summary", MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
+		Attach: map[string]string{}}
+	if e.lastTs > e.firstTs {
+		s.DurationNs = e.lastTs - e.firstTs
+	}
+	for _, p := range e.pids {
+		t := *p
+		finish(&t.Totals)
+		s.Pids = append(s.Pids, t)
+	}
+	sort.Slice(s.Pids, func(i, j int) bool { return s.Pids[i].Pid < s.Pids[j].Pid })
+	for k, f := range e.files {
+		t := *f
+		if t.Path == "" {
+			t.Path = e.paths[k]
+		}
+		finish(&t.Totals)
+		s.Files = append(s.Files, t)
+	}
+	sort.Slice(s.Files, func(i, j int) bool {
+		if s.Files[i].Dev != s.Files[j].Dev {
+			return s.Files[i].Dev < s.Files[j].Dev
+		}
+		return s.Files[i].Ino < s.Files[j].Ino
+	})
+	s.UnattributedBios = e.counters.UnattributedBios
+	s.IncompleteBios = e.counters.IncompleteBios
+	s.DirtyPending = e.DirtyPending()
+	return s
+}
+
+func finish(t *Totals) {
+	if t.ReadBytesReq > 0 {
+		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
+	}
+}

@@ -1,0 +1,149 @@
+package tracer
+
+import "github.com/iopath/iopath/bpf"
+
+// Mechanism is how a hook is attached.
+type Mechanism string
+
+// Mechanisms, in order of preference for function hooks (cheapest and most
+// precise first). TPBTF is a BTF-typed raw tracepoint; Tracepoint a classic one.
+const (
+	Fentry     Mechanism = "fentry"
+	Kprobe     Mechanism = "kprobe"
+	TPBTF      Mechanism = "tp_btf"
+	Tracepoint Mechanism = "tracepoint"
+	None       Mechanism = "none"
+)
+
+type attachKind int
+
+const (
+	akFentry attachKind = iota
+	akFexit
+	akKprobe
+	akKretprobe
+	akTracepoint // target "group/name"
+	akTPBTF      // target: event name
+)
+
+type attachment struct {
+	prog   string
+	kind   attachKind
+	target string
+}
+
+type candidate struct {
+	mech    Mechanism
+	attach  []attachment
+	variant string // what the candidate measures differently, for doctor
+}
+
+// Hook is one logical attachment point of the design.
+type Hook struct {
+	Name string
+	// What is lost when no mechanism attaches (empty: the hook is required).
+	Loses      string
+	candidates []candidate
+}
+
+func fn(prog string, kind attachKind, target string) attachment {
+	return attachment{prog: prog, kind: kind, target: target}
+}
+
+// syscallPair attaches an enter program and the shared exit program.
+func syscallPair(enterProg, name string) []attachment {
+	return []attachment{
+		fn(enterProg, akTracepoint, "syscalls/sys_enter_"+name),
+		fn(bpf.IopathProgTpExitOp, akTracepoint, "syscalls/sys_exit_"+name),
+	}
+}
+
+func concat(lists ...[]attachment) []attachment {
+	var out []attachment
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Hooks lists every logical hook with its candidate mechanisms, best first.
+// Function hooks come from the design (vfs_read, filemap_get_pages,
+// do_writepages, balance_dirty_pages); each has a tracepoint stand-in
+// (see docs/hooks.md and ../shared/KERNEL-HOOKS.md).
+func Hooks() []Hook {
+	return []Hook{
+		{Name: "vfs_read", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
+			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterRead, "read"), syscallPair(bpf.IopathProgTpEnterPread64, "pread64"))},
+		}},
+		{Name: "readv", Loses: "readv/preadv/preadv2 calls", candidates: []candidate{
+			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterReadv, "readv"), syscallPair(bpf.IopathProgTpEnterPreadv, "preadv"), syscallPair(bpf.IopathProgTpEnterPreadv2, "preadv2"))},
+		}},
+		{Name: "vfs_write", Loses: "write/pwrite64 calls", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsWrite, akFentry, "vfs_write"), fn(bpf.IopathProgFexitVfsWrite, akFexit, "vfs_write")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsWrite, akKprobe, "vfs_write"), fn(bpf.IopathProgKretprobeVfsWrite, akKretprobe, "vfs_write")}},
+			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterWrite, "write"), syscallPair(bpf.IopathProgTpEnterPwrite64, "pwrite64"))},
+		}},
+		{Name: "writev", Loses: "writev/pwritev/pwritev2 calls", candidates: []candidate{
+			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterWritev, "writev"), syscallPair(bpf.IopathProgTpEnterPwritev, "pwritev"), syscallPair(bpf.IopathProgTpEnterPwritev2, "pwritev2"))},
+		}},
+		{Name: "fsync", Loses: "fsync/fdatasync/sync_file_range/sync/syncfs calls", candidates: []candidate{
+			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterFsync, "fsync"), syscallPair(bpf.IopathProgTpEnterFdatasync, "fdatasync"),
+				syscallPair(bpf.IopathProgTpEnterSyncFileRange, "sync_file_range"), syscallPair(bpf.IopathProgTpEnterSync, "sync"), syscallPair(bpf.IopathProgTpEnterSyncfs, "syncfs"))},
+		}},
+		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},
+			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapGetPages, akTracepoint, "filemap/mm_filemap_get_pages")}},
+		}},
+		{Name: "page_cache_add", candidates: []candidate{
+			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheAdd, akTracepoint, "filemap/mm_filemap_add_to_page_cache")}},
+		}},
+		{Name: "readahead", Loses: "readahead windows from the kernel (derived from pages added instead)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitPageCacheSyncRa, akFexit, "page_cache_sync_ra"), fn(bpf.IopathProgFexitPageCacheAsyncRa, akFexit, "page_cache_async_ra")}},
+			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheSyncRa, akTracepoint, "readahead/page_cache_sync_ra"),
+				fn(bpf.IopathProgTpPageCacheAsyncRa, akTracepoint, "readahead/page_cache_async_ra"), fn(bpf.IopathProgTpPageCacheRaOrder, akTracepoint, "readahead/page_cache_ra_order")}},
+		}},
+		{Name: "block_bio_queue", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockBioQueue, akTPBTF, "block_bio_queue")}},
+		}},
+		{Name: "block_split", Loses: "attribution of split bios", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockSplit, akTPBTF, "block_split")}},
+		}},
+		{Name: "block_rq_issue", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqIssue, akTPBTF, "block_rq_issue")}},
+		}},
+		{Name: "block_rq_complete", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqComplete, akTPBTF, "block_rq_complete")}},
+		}},
+		{Name: "block_rq_requeue", Loses: "requeue counts", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqRequeue, akTPBTF, "block_rq_requeue")}},
+		}},
+		{Name: "iowait", Loses: "blocked_ns", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedSwitch, akTPBTF, "sched_switch")}},
+		}},
+		{Name: "follow", Loses: "children of traced processes", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedProcessFork, akTPBTF, "sched_process_fork"), fn(bpf.IopathProgTpSchedProcessExit, akTPBTF, "sched_process_exit")}},
+		}},
+		{Name: "dirty_folio", Loses: "dirtied pages and their writeback", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpWritebackDirtyFolio, akTPBTF, "writeback_dirty_folio")}},
+		}},
+		{Name: "page_cache_delete", Loses: "dirty pages removed before writeback", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpPageCacheDelete, akTPBTF, "mm_filemap_delete_from_page_cache")}},
+		}},
+		{Name: "balance_dirty_pages", Loses: "throttle_ns", candidates: []candidate{
+			{mech: Fentry, variant: "time inside the function", attach: []attachment{fn(bpf.IopathProgFentryBalanceDirtyPages, akFentry, "balance_dirty_pages"), fn(bpf.IopathProgFexitBalanceDirtyPages, akFexit, "balance_dirty_pages")}},
+			{mech: Kprobe, variant: "time inside the function", attach: []attachment{fn(bpf.IopathProgKprobeBalanceDirtyPages, akKprobe, "balance_dirty_pages"), fn(bpf.IopathProgKretprobeBalanceDirtyPages, akKretprobe, "balance_dirty_pages")}},
+			{mech: Tracepoint, variant: "sum of the kernel's planned pauses", attach: []attachment{fn(bpf.IopathProgTpBalanceDirtyPages, akTracepoint, "writeback/balance_dirty_pages")}},
+		}},
+		{Name: "do_writepages", Loses: "writeback passes per inode", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryDoWritepages, akFentry, "do_writepages")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeDoWritepages, akKprobe, "do_writepages")}},
+			{mech: TPBTF, variant: "flusher and sync_inode paths only", attach: []attachment{fn(bpf.IopathProgTpWritebackSingleInodeStart, akTPBTF, "writeback_single_inode_start")}},
+		}},
+		{Name: "writeback_start", Loses: "writeback reasons (derived from the inode pass instead)", candidates: []candidate{
+			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpWritebackStart, akTracepoint, "writeback/writeback_start")}},
+		}},
+	}
+}

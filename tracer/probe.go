@@ -1,0 +1,198 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// HookStatus says which mechanism a hook got, or why it got none.
+type HookStatus struct {
+	Hook      string    `json:"hook"`
+	Mechanism Mechanism `json:"mechanism"`
+	Variant   string    `json:"variant,omitempty"`
+	Targets   []string  `json:"targets,omitempty"` // functions or tracepoints attached
+	Loses     string    `json:"loses,omitempty"`   // what is unavailable when Mechanism is none
+	// Rejected lists the better mechanisms that were tried, with the reason.
+	Rejected []string `json:"rejected,omitempty"`
+}
+
+// prober tests mechanisms against the running kernel: a BTF lookup plus a
+// real test attach for fentry and kprobe (a function can be in BTF and still
+// refuse: EPERM here, or be inlined), the tracefs event for tracepoints, and
+// the btf_trace_* typedef for tp_btf.
+type prober struct {
+	kspec   *btf.Spec
+	tracefs string
+	cache   map[string]error
+}
+
+func newProber(kspec *btf.Spec) *prober {
+	return &prober{kspec: kspec, tracefs: TracefsDir(), cache: map[string]error{}}
+}
+
+// TracefsDir returns the tracefs mount, mounting it at /sys/kernel/tracing
+// when no mount is found (tracepoint IDs live there). Empty if impossible.
+func TracefsDir() string {
+	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
+			return d
+		}
+	}
+	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err == nil {
+		return "/sys/kernel/tracing"
+	}
+	return ""
+}
+
+func (p *prober) probe(c candidate) error {
+	for _, a := range c.attach {
+		key := fmt.Sprint(a.kind, ":", a.target)
+		err, ok := p.cache[key]
+		if !ok {
+			err = p.probeOne(a)
+			p.cache[key] = err
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *prober) probeOne(a attachment) error {
+	switch a.kind {
+	case akFentry, akFexit:
+		return probeTracing(a.target, a.kind == akFexit)
+	case akKprobe, akKretprobe:
+		return probeKprobe(a.target, a.kind == akKretprobe)
+	case akTracepoint:
+		if p.tracefs == "" {
+			return errors.New("tracefs is not mounted and could not be mounted")
+		}
+		if _, err := os.Stat(filepath.Join(p.tracefs, "events", a.target, "id")); err != nil {
+			return fmt.Errorf("tracepoint %s does not exist on this kernel", a.target)
+		}
+		return nil
+	case akTPBTF:
+		var td *btf.Typedef
+		if err := p.kspec.TypeByName("btf_trace_"+a.target, &td); err != nil {
+			return fmt.Errorf("no BTF tracepoint %s on this kernel", a.target)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown attach kind %d", a.kind)
+}
+
+var trivial = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+
+func probeTracing(fn string, exit bool) error {
+	at := ebpf.AttachTraceFEntry
+	if exit {
+		at = ebpf.AttachTraceFExit
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: at, AttachTo: fn,
+		Instructions: trivial, License: "GPL"})
+	if err != nil {
+		return fmt.Errorf("fentry/fexit %s: %s", fn, shortErr(err))
+	}
+	defer prog.Close()
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	if err != nil {
+		return fmt.Errorf("fentry/fexit %s attach: %s", fn, shortErr(err))
+	}
+	return l.Close()
+}
+
+func probeKprobe(fn string, ret bool) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, Instructions: trivial, License: "GPL"})
+	if err != nil {
+		return fmt.Errorf("kprobe program: %s", shortErr(err))
+	}
+	defer prog.Close()
+	var l link.Link
+	if ret {
+		l, err = link.Kretprobe(fn, prog, nil)
+	} else {
+		l, err = link.Kprobe(fn, prog, nil)
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !kprobesAvailable() {
+			return errors.New("kprobes unavailable (CONFIG_KPROBES not set: no kprobe PMU, no kprobe_events)")
+		}
+		return fmt.Errorf("kprobe %s: %s", fn, shortErr(err))
+	}
+	return l.Close()
+}
+
+func kprobesAvailable() bool {
+	if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err == nil {
+		return true
+	}
+	_, err := os.Stat("/sys/kernel/tracing/kprobe_events")
+	return err == nil
+}
+
+// shortErr trims cilium/ebpf's verifier log from an error.
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// choose picks a mechanism per hook. force maps a hook name (or "*") to the
+// mechanism it must use; a forced hook that cannot use it falls back and
+// says so in Rejected.
+func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus, map[string]candidate) {
+	var out []HookStatus
+	chosen := map[string]candidate{}
+	for _, h := range hooks {
+		st := HookStatus{Hook: h.Name, Mechanism: None}
+		want, forced := force[h.Name]
+		if !forced {
+			want, forced = force["*"]
+		}
+		cands := h.candidates
+		if forced {
+			var pref, rest []candidate
+			for _, c := range cands {
+				if c.mech == want {
+					pref = append(pref, c)
+				} else {
+					rest = append(rest, c)
+				}
+			}
+			if len(pref) > 0 {
+				cands = append(pref, rest...)
+			}
+		}
+		for _, c := range cands {
+			if err := p.probe(c); err != nil {
+				st.Rejected = append(st.Rejected, fmt.Sprintf("%s: %v", c.mech, err))
+				continue
+			}
+			st.Mechanism = c.mech
+			st.Variant = c.variant
+			for _, a := range c.attach {
+				st.Targets = append(st.Targets, a.target)
+			}
+			chosen[h.Name] = c
+			break
+		}
+		if st.Mechanism == None {
+			st.Loses = h.Loses
+		}
+		out = append(out, st)
+	}
+	return out, chosen
+}

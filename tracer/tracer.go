@@ -1,0 +1,494 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/iopath/iopath/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure a Tracer.
+type Options struct {
+	Pids []int  // processes to trace (all their threads; children too)
+	Comm string // trace tasks with this comm (at most 15 bytes)
+	// All streams every call; by default pure cache hits are only counted
+	// in the kernel and appear in the summary.
+	All bool
+	// RingBufBytes is the ring buffer size (power of two, ≥ 4096); default 8 MiB.
+	RingBufBytes int
+	// MaxDirtyPages bounds the dirty-page map (entries = folios); default 262144.
+	MaxDirtyPages int
+	// Force maps a hook name, or "*" for all, to a preferred mechanism.
+	Force map[string]Mechanism
+	// NoWriteback disables dirty-page tracking (the write story's join).
+	NoWriteback bool
+}
+
+// Tracer owns the loaded BPF objects, their links and the ring buffer.
+type Tracer struct {
+	K      *Kernel
+	Hooks  []HookStatus
+	Engine *Engine
+
+	coll    *ebpf.Collection
+	targets *ebpf.Map
+	events  *ebpf.Map
+	counter *ebpf.Map
+	hits    *ebpf.Map
+	links   []link.Link
+	rd      *ringbuf.Reader
+	opts    Options
+	started time.Time
+	out     func(any)
+}
+
+// Error kinds callers can test with errors.Is to choose a message.
+var (
+	ErrNotRoot  = errors.New("iopath needs root (CAP_BPF and CAP_PERFMON): run it with sudo")
+	ErrNoBTF    = errors.New("the kernel exposes no BTF (/sys/kernel/btf/vmlinux missing): iopath needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distro kernels since 5.x)")
+	ErrRequired = errors.New("a required hook could not be attached")
+)
+
+// Preflight checks privileges and BTF, the two causes of most failures.
+func Preflight() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return ErrNoBTF
+	}
+	return nil
+}
+
+// Probe chooses a mechanism for every hook without loading iopath's programs.
+func Probe(force map[string]Mechanism) ([]HookStatus, error) {
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+	}
+	_ = rlimit.RemoveMemlock()
+	st, _ := newProber(kspec).choose(Hooks(), force)
+	return st, nil
+}
+
+// New probes the kernel, loads the chosen programs and attaches them. out
+// receives records (*Syscall, *Writeback, *Persisted) from Run. On error
+// nothing stays loaded or attached.
+func New(opts Options, out func(any)) (t *Tracer, err error) {
+	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	kspec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+	}
+	k, err := KernelFromBTF(kspec)
+	if err != nil {
+		return nil, err
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
+	}
+	t = &Tracer{K: k, opts: opts, out: out, started: time.Now()}
+	defer func() {
+		if err != nil {
+			t.Close()
+			t = nil
+		}
+	}()
+	statuses, chosen := newProber(kspec).choose(Hooks(), opts.Force)
+	t.Hooks = statuses
+	for _, h := range Hooks() {
+		if h.Loses == "" {
+			if _, ok := chosen[h.Name]; !ok {
+				return nil, fmt.Errorf("%w: %s (%s); run `iopath doctor` for details", ErrRequired, h.Name, strings.Join(rejections(statuses, h.Name), "; "))
+			}
+		}
+	}
+	spec, err := bpf.LoadIopath()
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
+	}
+	keep := map[string]bool{}
+	for _, c := range chosen {
+		for _, a := range c.attach {
+			keep[a.prog] = true
+		}
+	}
+	for name := range spec.Programs {
+		if !keep[name] {
+			delete(spec.Programs, name)
+		}
+	}
+	if err := configure(spec, opts); err != nil {
+		return nil, err
+	}
+	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kspec}})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("the kernel's verifier rejected a program: %s (full log: IOPATH_VERBOSE=1)", verifierSummary(ve))
+		}
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	}
+	t.targets = t.coll.Maps[bpf.IopathMapTargets]
+	t.events = t.coll.Maps[bpf.IopathMapEvents]
+	t.counter = t.coll.Maps[bpf.IopathMapCounters]
+	t.hits = t.coll.Maps[bpf.IopathMapHitStats]
+	for _, pid := range opts.Pids {
+		if err := t.AddPid(pid); err != nil {
+			return nil, err
+		}
+	}
+	progs := t.coll.Programs
+	for _, h := range Hooks() {
+		c, ok := chosen[h.Name]
+		if !ok {
+			continue
+		}
+		for _, a := range c.attach {
+			l, err := attach(a, progs[a.prog])
+			if err != nil {
+				return nil, fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err)
+			}
+			t.links = append(t.links, l)
+		}
+	}
+	rd, err := ringbuf.NewReader(t.events)
+	if err != nil {
+		return nil, fmt.Errorf("opening ring buffer: %w", err)
+	}
+	t.rd = rd
+	t.Engine = NewEngine(k, out)
+	return t, nil
+}
+
+func rejections(st []HookStatus, hook string) []string {
+	for _, s := range st {
+		if s.Hook == hook {
+			return s.Rejected
+		}
+	}
+	return nil
+}
+
+func verifierSummary(ve *ebpf.VerifierError) string {
+	if os.Getenv("IOPATH_VERBOSE") != "" {
+		return fmt.Sprintf("%+v", ve)
+	}
+	for i := len(ve.Log) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(ve.Log[i]); l != "" && !strings.HasPrefix(l, "processed ") {
+			return l
+		}
+	}
+	return ve.Error()
+}
+
+func configure(spec *ebpf.CollectionSpec, opts Options) error {
+	set := func(name string, v any) error {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("BPF object has no variable %s (stale generated files?)", name)
+		}
+		return vs.Set(v)
+	}
+	b := func(x bool) uint8 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	if err := set("self_tgid", uint32(os.Getpid())); err != nil {
+		return err
+	}
+	if err := set("emit_all", b(opts.All)); err != nil {
+		return err
+	}
+	if err := set("track_dirty", b(!opts.NoWriteback)); err != nil {
+		return err
+	}
+	if opts.Comm != "" {
+		if len(opts.Comm) > 15 {
+			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
+		}
+		var c [16]byte
+		copy(c[:], opts.Comm)
+		if err := set("filter_comm", uint8(1)); err != nil {
+			return err
+		}
+		if err := set("target_comm", c); err != nil {
+			return err
+		}
+	}
+	rb := opts.RingBufBytes
+	if rb == 0 {
+		rb = 8 << 20
+	}
+	if rb < 4096 || rb&(rb-1) != 0 {
+		return fmt.Errorf("--ringbuf-size %d is not a power of two ≥ 4096 bytes", rb)
+	}
+	spec.Maps["events"].MaxEntries = uint32(rb)
+	if opts.MaxDirtyPages > 0 {
+		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
+	}
+	return nil
+}
+
+func attach(a attachment, prog *ebpf.Program) (link.Link, error) {
+	if prog == nil {
+		return nil, fmt.Errorf("program %s was not loaded", a.prog)
+	}
+	switch a.kind {
+	case akFentry, akFexit, akTPBTF:
+		return link.AttachTracing(link.TracingOptions{Program: prog})
+	case akKprobe:
+		return link.Kprobe(a.target, prog, nil)
+	case akKretprobe:
+		return link.Kretprobe(a.target, prog, nil)
+	case akTracepoint:
+		group, name, _ := strings.Cut(a.target, "/")
+		return link.Tracepoint(group, name, prog, nil)
+	}
+	return nil, fmt.Errorf("unknown attach kind %d", a.kind)
+}
+
+// AddPid starts tracing a process (all its threads, and children it forks
+// from now on). It fails if the process does not exist.
+func (t *Tracer) AddPid(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("pid %d is not a process id", pid)
+	}
+	if err := unix.Kill(pid, 0); err == unix.ESRCH {
+		return fmt.Errorf("no process with pid %d: check the pid with `ps -p %d`", pid, pid)
+	}
+	tgid := readTgid(pid)
+	return t.targets.Put(uint32(tgid), uint8(1))
+}
+
+// readTgid maps a thread id to its process id via /proc (a tid passed as -p
+// traces its whole process).
+func readTgid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			var tg int
+			if _, err := fmt.Sscan(strings.TrimSpace(v), &tg); err == nil && tg > 0 {
+				return tg
+			}
+		}
+	}
+	return pid
+}
+
+// Run reads events until ctx is done, then drains what the kernel has
+// already written and waits up to settle for bios still in flight.
+func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
+	var rec ringbuf.Record
+	done := ctx.Done()
+	draining := false
+	var drainUntil time.Time
+	for {
+		if !draining {
+			select {
+			case <-done:
+				draining = true
+				drainUntil = time.Now().Add(settle)
+			default:
+			}
+		}
+		deadline := time.Now().Add(100 * time.Millisecond)
+		if draining {
+			if time.Now().After(drainUntil) {
+				deadline = time.Now()
+			} else if len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0 {
+				deadline = time.Now()
+			}
+		}
+		t.rd.SetDeadline(deadline)
+		err := t.rd.ReadInto(&rec)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+				t.Engine.Tick(monotonicNow())
+				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || (len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0)) {
+					t.Engine.Flush()
+					return nil
+				}
+				continue
+			}
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("reading ring buffer: %w", err)
+		}
+		t.dispatch(rec.RawSample)
+	}
+}
+
+// dispatch decodes one ring-buffer record in place (no copy, no allocation
+// for the common records) and feeds the engine.
+func (t *Tracer) dispatch(raw []byte) {
+	if err := Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
+		fmt.Fprintln(os.Stderr, "iopath:", err)
+	}
+}
+
+// Dispatch decodes one raw ring-buffer record and hands it to e. It returns
+// an error for a short or unknown record.
+func Dispatch(e *Engine, raw []byte) error {
+	if len(raw) < 4 {
+		return fmt.Errorf("short record (%d bytes)", len(raw))
+	}
+	typ := *(*uint32)(unsafe.Pointer(&raw[0]))
+	need := func(size uintptr) bool { return uintptr(len(raw)) >= size }
+	switch bpf.IopathEvType(typ) {
+	case bpf.IopathEvTypeEV_OP:
+		if need(unsafe.Sizeof(bpf.IopathOp{})) {
+			e.HandleOp((*bpf.IopathOp)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_ISSUE:
+		if need(unsafe.Sizeof(bpf.IopathRqIssueEv{})) {
+			e.HandleIssue((*bpf.IopathRqIssueEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_COMPLETE:
+		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
+			e.HandleComplete((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_REQUEUE:
+		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
+			e.HandleRequeue((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_BIO:
+		if need(unsafe.Sizeof(bpf.IopathWbBioEv{})) {
+			e.HandleWBBio((*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_START:
+		if need(unsafe.Sizeof(bpf.IopathWbStartEv{})) {
+			e.HandleWBStart((*bpf.IopathWbStartEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_INODE:
+		if need(unsafe.Sizeof(bpf.IopathWbInodeEv{})) {
+			e.HandleWBInode((*bpf.IopathWbInodeEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_DIRTY_GONE:
+		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
+			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown record type %d (%d bytes)", typ, len(raw))
+	}
+	return fmt.Errorf("record type %d too short (%d bytes)", typ, len(raw))
+}
+
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// MonotonicNow returns CLOCK_MONOTONIC in ns, the clock of every *_ns timestamp.
+func MonotonicNow() uint64 { return monotonicNow() }
+
+// Counters sums the kernel's per-CPU loss counters by name.
+func (t *Tracer) Counters() map[string]uint64 {
+	names := map[bpf.IopathCounter]string{
+		bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
+		bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
+		bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
+		bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
+		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
+		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops",
+	}
+	out := map[string]uint64{}
+	for idx, name := range names {
+		var per []uint64
+		if err := t.counter.Lookup(uint32(idx), &per); err != nil {
+			continue
+		}
+		var sum uint64
+		for _, v := range per {
+			sum += v
+		}
+		out[name] = sum
+	}
+	return out
+}
+
+// Summary returns the end-of-trace summary: the engine's totals plus the
+// kernel's aggregated cache hits, loss counters and the attach report.
+func (t *Tracer) Summary() *Summary {
+	var k bpf.IopathStatKey
+	var per []bpf.IopathStatVal
+	it := t.hits.Iterate()
+	for it.Next(&k, &per) {
+		var sum bpf.IopathStatVal
+		for _, v := range per {
+			sum.Calls += v.Calls
+			sum.BytesRequested += v.BytesRequested
+			sum.BytesReturned += v.BytesReturned
+			sum.Pages += v.Pages
+			if sum.Comm[0] == 0 {
+				sum.Comm = v.Comm
+			}
+		}
+		t.Engine.AddHits(k, sum)
+	}
+	s := t.Engine.Summary()
+	s.DurationNs = uint64(time.Since(t.started))
+	c := t.Counters()
+	s.LostEvents = c["ringbuf_lost"]
+	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops"} {
+		s.MapEvictions[m] = c[m]
+	}
+	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
+		s.Truncations[m] = c[m]
+	}
+	for _, h := range t.Hooks {
+		s.Attach[h.Hook] = string(h.Mechanism)
+	}
+	return s
+}
+
+// Close detaches every link and unloads every program and map. Safe to call twice.
+func (t *Tracer) Close() error {
+	if t == nil {
+		return nil
+	}
+	for _, l := range t.links {
+		l.Close()
+	}
+	t.links = nil
+	if t.rd != nil {
+		t.rd.Close()
+		t.rd = nil
+	}
+	if t.coll != nil {
+		t.coll.Close()
+		t.coll = nil
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package workloads
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// Report is what a run did, in fio's terms. JSON field names carry their units.
+type Report struct {
+	Kind      string `json:"kind"`
+	Engine    string `json:"engine"`
+	File      string `json:"file"`
+	BlockSize int64  `json:"bs_bytes"`
+	FileSize  int64  `json:"file_size_bytes"` // bytes of the region the ops cover
+	Base      int64  `json:"base_offset_bytes"`
+	Random    bool   `json:"random"`
+	Seed      uint64 `json:"seed,omitempty"` // set when Random
+	Direct    bool   `json:"direct"`
+	Cold      bool   `json:"cold"`
+	Fadvise   string `json:"fadvise,omitempty"`
+
+	Ops         int64         `json:"ops"`   // completed reads or writes
+	Bytes       int64         `json:"bytes"` // bytes they moved
+	Runtime     time.Duration `json:"runtime_ns"`
+	IOPS        float64       `json:"iops"`     // ops per second
+	Bandwidth   float64       `json:"bw_mib_s"` // MiB (2^20 bytes) per second
+	Interrupted bool          `json:"interrupted,omitempty"`
+
+	// Latency of each op: the time between the clock reads after consecutive
+	// ops, so it includes the loop's own few nanoseconds of bookkeeping.
+	Latency Latency `json:"lat_ns"`
+	// SyncLatency is of each fsync/fdatasync/msync, when there were any.
+	SyncLatency *Latency `json:"sync_lat_ns,omitempty"`
+
+	CPUUser     time.Duration `json:"cpu_user_ns"` // whole process, over the run
+	CPUSys      time.Duration `json:"cpu_sys_ns"`
+	MinorFaults int64         `json:"minor_faults"` // page faults served from memory
+	MajorFaults int64         `json:"major_faults"` // page faults that waited for storage
+
+	// Syscalls are the calls the engine issued, counted by iopath.
+	Syscalls []SyscallCount `json:"syscalls"`
+	// Kernel is the kernel's count for the run's thread, to check Syscalls
+	// against; nil when /proc/thread-self/io is missing.
+	Kernel *ProcIO `json:"kernel_io,omitempty"`
+	// Cache is the file's page-cache residency after --cold dropped it.
+	Cache *Residency `json:"cache_after_cold,omitempty"`
+	Notes []string   `json:"notes,omitempty"`
+}
+
+// Latency summarises a latency histogram, in ns. Percentiles are accurate
+// to 3 significant digits.
+type Latency struct {
+	Count int64   `json:"count"`
+	Min   int64   `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   int64   `json:"p50"`
+	P90   int64   `json:"p90"`
+	P99   int64   `json:"p99"`
+	P999  int64   `json:"p99_9"`
+	Max   int64   `json:"max"`
+}
+
+func summarize(h *hdrhistogram.Histogram) Latency {
+	q := h.ValueAtPercentiles([]float64{50, 90, 99, 99.9})
+	return Latency{
+		Count: h.TotalCount(), Min: h.Min(), Mean: h.Mean(), Max: h.Max(),
+		P50: q[50], P90: q[90], P99: q[99], P999: q[99.9],
+	}
+}
+
+// report assembles the Report of a finished (or failed) loop.
+func (p *Prepared) report(st *runState, ru0, ru1 *unix.Rusage) *Report {
+	s := &p.Spec
+	r := &Report{
+		Kind: s.Kind, Engine: s.Engine, File: p.Path, BlockSize: s.BlockSize,
+		FileSize: s.FileSize, Base: p.Base, Random: s.random(), Direct: s.Direct,
+		Cold: s.Cold, Fadvise: s.Fadvise,
+		Ops: st.ops, Bytes: st.bytes, Runtime: st.elapsed, Interrupted: st.stopped,
+		Latency:     summarize(st.lat),
+		CPUUser:     tv(ru1.Utime) - tv(ru0.Utime),
+		CPUSys:      tv(ru1.Stime) - tv(ru0.Stime),
+		MinorFaults: ru1.Minflt - ru0.Minflt,
+		MajorFaults: ru1.Majflt - ru0.Majflt,
+		Syscalls:    p.eng.calls(),
+		Cache:       p.Cache,
+		Notes:       append([]string(nil), p.Notes...),
+	}
+	if r.Random {
+		r.Seed = s.Seed
+	}
+	if st.syncLat.TotalCount() > 0 {
+		l := summarize(st.syncLat)
+		r.SyncLatency = &l
+	}
+	if sec := st.elapsed.Seconds(); sec > 0 {
+		r.IOPS = float64(st.ops) / sec
+		r.Bandwidth = float64(st.bytes) / sec / (1 << 20)
+	}
+	if r.Syscalls == nil {
+		r.Syscalls = []SyscallCount{}
+	}
+	return r
+}
+
+func tv(t unix.Timeval) time.Duration {
+	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+}
