@@ -2,7 +2,8 @@
 
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Page-cache hooks.
- * "page_cache_add": filemap:mm_filemap_add_to_page_cache (all kernels; the
+ * "page_cache_add": filemap:mm_filemap_add_to_page_cache, as tp_btf (typed
+ *   struct folio *, 5.17+) or as a classic tracepoint (all kernels; the
  *   `order` field exists from 5.17, older events are single pages). Fires in
  *   the task inserting the folio: the reader for sync/async readahead, the
  *   writer in write_begin, the faulting task for mmap.
@@ -24,6 +25,31 @@ int tp_page_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 		nr = 1U << (BPF_CORE_READ(ctx, order) & 15);
 	op->pages_added += nr;
 	add_range(op, ctx->index, nr, RANGE_ADDED);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(btf_page_cache_add, struct folio *folio)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u32 nr = folio_pages(folio);
+	op->pages_added += nr;
+	add_range(op, BPF_CORE_READ(folio, index), nr, RANGE_ADDED);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(btf_filemap_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	if (op->lookups == 0)
+		op->lookup_first = index;
+	op->lookup_last = last_index;
+	op->lookups++;
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "op.h"
 #include "vfs_read.c"
 #include "vfs_write.c"
+#include "syscalls.c"
 #include "filemap.c"
 #include "readahead.c"
 #include "block.c"

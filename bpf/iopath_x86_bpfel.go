@@ -282,6 +282,12 @@ const (
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapWbScratch                    = "wb_scratch"
+	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
+	IopathProgBtfPageCacheAdd             = "btf_page_cache_add"
+	IopathProgBtfPageCacheAsyncRa         = "btf_page_cache_async_ra"
+	IopathProgBtfPageCacheRaOrder         = "btf_page_cache_ra_order"
+	IopathProgBtfPageCacheSyncRa          = "btf_page_cache_sync_ra"
+	IopathProgBtfWritebackStart           = "btf_writeback_start"
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
@@ -300,6 +306,8 @@ const (
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
+	IopathProgRawSysEnter                 = "raw_sys_enter"
+	IopathProgRawSysExit                  = "raw_sys_exit"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathProgTpBlockRqComplete           = "tp_block_rq_complete"
@@ -337,6 +345,7 @@ const (
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFilterComm                   = "filter_comm"
+	IopathVarRawSysMask                   = "raw_sys_mask"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTrackDirty                   = "track_dirty"
@@ -391,6 +400,12 @@ type IopathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathProgramSpecs struct {
+	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
+	BtfPageCacheAdd             *ebpf.ProgramSpec `ebpf:"btf_page_cache_add"`
+	BtfPageCacheAsyncRa         *ebpf.ProgramSpec `ebpf:"btf_page_cache_async_ra"`
+	BtfPageCacheRaOrder         *ebpf.ProgramSpec `ebpf:"btf_page_cache_ra_order"`
+	BtfPageCacheSyncRa          *ebpf.ProgramSpec `ebpf:"btf_page_cache_sync_ra"`
+	BtfWritebackStart           *ebpf.ProgramSpec `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
@@ -409,6 +424,8 @@ type IopathProgramSpecs struct {
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
+	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
+	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
@@ -468,6 +485,7 @@ type IopathVariableSpecs struct {
 	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
+	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
 	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
@@ -534,6 +552,7 @@ type IopathVariables struct {
 	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
+	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
 	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
@@ -550,6 +569,12 @@ type IopathVariables struct {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathPrograms struct {
+	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
+	BtfPageCacheAdd             *ebpf.Program `ebpf:"btf_page_cache_add"`
+	BtfPageCacheAsyncRa         *ebpf.Program `ebpf:"btf_page_cache_async_ra"`
+	BtfPageCacheRaOrder         *ebpf.Program `ebpf:"btf_page_cache_ra_order"`
+	BtfPageCacheSyncRa          *ebpf.Program `ebpf:"btf_page_cache_sync_ra"`
+	BtfWritebackStart           *ebpf.Program `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
@@ -568,6 +593,8 @@ type IopathPrograms struct {
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
+	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
+	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
@@ -606,6 +633,12 @@ type IopathPrograms struct {
 
 func (p *IopathPrograms) Close() error {
 	return _IopathClose(
+		p.BtfFilemapGetPages,
+		p.BtfPageCacheAdd,
+		p.BtfPageCacheAsyncRa,
+		p.BtfPageCacheRaOrder,
+		p.BtfPageCacheSyncRa,
+		p.BtfWritebackStart,
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
@@ -624,6 +657,8 @@ func (p *IopathPrograms) Close() error {
 		p.KretprobeBalanceDirtyPages,
 		p.KretprobeVfsRead,
 		p.KretprobeVfsWrite,
+		p.RawSysEnter,
+		p.RawSysExit,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockRqComplete,

@@ -217,4 +217,40 @@ static __always_inline __u32 syscall_from_regs(bool write, __s64 *fd)
 	return write ? SYS_VFS_WRITE : SYS_VFS_READ;
 }
 
+/* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */
+static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vlen)
+{
+	__u64 total = 0;
+	for (int i = 0; i < 8; i++) {
+		if (i >= vlen)
+			break;
+		struct iovec v = {};
+		bpf_probe_read_user(&v, sizeof(v), &iov[i]);
+		total += v.iov_len;
+	}
+	return total;
+}
+
+struct folio___old {
+	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 folio_pages(struct folio *folio)
+{
+	unsigned long flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
+	int head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (!(flags & (1UL << head)))
+		return 1;
+	unsigned int order = 0;
+	if (bpf_core_field_exists(folio->_flags_1)) {
+		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);
+		order = f1 & 0xff;
+	} else {
+		struct folio___old *old = (void *)folio;
+		order = BPF_CORE_READ(old, _folio_order);
+	}
+	return 1U << (order & 15);
+}
+
 #endif /* IOPATH_OP_H */

@@ -95,3 +95,43 @@ int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
 	r->async_size = ctx->async_size;
 	return 0;
 }
+
+/* The same three events as BTF raw tracepoints (typed struct file_ra_state *):
+ * cheaper to attach and detach than classic tracepoints. */
+SEC("tp_btf/page_cache_sync_ra")
+int BPF_PROG(btf_page_cache_sync_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
+{
+	struct op *op = current_op();
+	if (op)
+		ra_push(op, RA_SYNC, index, req_count);
+	return 0;
+}
+
+SEC("tp_btf/page_cache_async_ra")
+int BPF_PROG(btf_page_cache_async_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
+{
+	struct op *op = current_op();
+	if (op)
+		ra_push(op, RA_ASYNC, index, req_count);
+	return 0;
+}
+
+SEC("tp_btf/page_cache_ra_order")
+int BPF_PROG(btf_page_cache_ra_order, struct inode *inode, unsigned long index, struct file_ra_state *ra)
+{
+	struct op *op = current_op();
+	if (!op)
+		return 0;
+	__u32 n = op->nr_ra;
+	struct ra_decision *r = NULL;
+	if (n > 0 && n <= MAX_RA && op->ra[n - 1].size == 0)
+		r = &op->ra[n - 1];
+	else
+		r = ra_push(op, RA_ORDER, index, 0);
+	if (!r)
+		return 0;
+	r->start = BPF_CORE_READ(ra, start);
+	r->size = BPF_CORE_READ(ra, size);
+	r->async_size = BPF_CORE_READ(ra, async_size);
+	return 0;
+}

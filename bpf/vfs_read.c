@@ -71,20 +71,6 @@ int tp_exit_op(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
-/* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */
-static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vlen)
-{
-	__u64 total = 0;
-	for (int i = 0; i < 8; i++) {
-		if (i >= vlen)
-			break;
-		struct iovec v = {};
-		bpf_probe_read_user(&v, sizeof(v), &iov[i]);
-		total += v.iov_len;
-	}
-	return total;
-}
-
 SEC("tracepoint/syscalls/sys_enter_readv")
 int tp_enter_readv(struct trace_event_raw_sys_enter *ctx)
 {

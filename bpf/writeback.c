@@ -13,28 +13,6 @@
  * "writeback_start": writeback:writeback_start, the work item and its reason. */
 #include "op.h"
 
-struct folio___old {
-	unsigned char _folio_order;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u32 folio_pages(struct folio *folio)
-{
-	unsigned long flags = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
-	int head = bpf_core_enum_value(enum pageflags, PG_head);
-	if (!(flags & (1UL << head)))
-		return 1;
-	unsigned int order = 0;
-	if (bpf_core_field_exists(folio->_flags_1)) {
-		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);
-		order = f1 & 0xff;
-	} else {
-		struct folio___old *old = (void *)folio;
-		order = BPF_CORE_READ(old, _folio_order);
-	}
-	return 1U << (order & 15);
-}
-
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
@@ -191,6 +169,29 @@ int tp_writeback_start(struct trace_event_raw_writeback_work_class *ctx)
 		.sync_mode = ctx->sync_mode,
 		.for_kupdate = ctx->for_kupdate,
 		.for_background = ctx->for_background,
+	};
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	emit(&ev, sizeof(ev));
+	return 0;
+}
+
+SEC("tp_btf/writeback_start")
+int BPF_PROG(btf_writeback_start, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	if (dirty_tracked <= 0)
+		return 0;
+	struct super_block *sb = BPF_CORE_READ(work, sb);
+	struct wb_start_ev ev = {
+		.type = EV_WB_START,
+		.tid = (__u32)bpf_get_current_pid_tgid(),
+		.ts = bpf_ktime_get_ns(),
+		.nr_pages = BPF_CORE_READ(work, nr_pages),
+		.sb_dev = sb ? BPF_CORE_READ(sb, s_dev) : 0,
+		.reason = BPF_CORE_READ(work, reason),
+		.sync_mode = BPF_CORE_READ(work, sync_mode),
+		.for_kupdate = BPF_CORE_READ_BITFIELD_PROBED(work, for_kupdate),
+		.for_background = BPF_CORE_READ_BITFIELD_PROBED(work, for_background),
+		.for_sync = BPF_CORE_READ_BITFIELD_PROBED(work, for_sync),
 	};
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	emit(&ev, sizeof(ev));

@@ -18,7 +18,7 @@
 #   -m, --mem MIB       guest memory (default 2048)        --smp N   vCPUs (default 2)
 #       --disk-size MIB size of the fresh ext4 test disk (default 512)
 #   -e, --env NAME=VAL  extra environment for the programs. Repeatable.
-#   -v, --verbose       stream the programs' output (and the console on failure) while it runs
+#   -v, --verbose       stream the programs' output while they run (instead of after each boot)
 #       --keep          keep the work directory (disk image, console logs) and print its path
 #       --prepare       only download/extract the kernels and build the initramfs (cache warm-up)
 #   -h, --help
@@ -27,7 +27,9 @@
 # the caller's cwd; the repository is mounted read-only at its host path, so that works for
 # `go test -exec`, which runs us in the package directory:
 #   CGO_ENABLED=0 go test -p 1 -exec "$PWD/scripts/vmtest.sh --" ./tracer/
-# (a cwd outside the repository becomes /tmp in the guest). Environment given to the programs:
+# (a cwd outside the repository becomes /tmp in the guest). scripts/vmtest-go.sh builds the test
+# binaries of several packages and runs them all in one boot per kernel.
+# Environment given to the programs:
 #   TMPDIR=/mnt/disk/tmp  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
 # Mounted: proc, sysfs, devtmpfs, tmpfs /tmp, tracefs /sys/kernel/tracing, debugfs, bpffs
 # /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
@@ -41,7 +43,8 @@
 # Cache: $VMTEST_CACHE (default REPO/.cache/vmtest): debs/, kernels/PKG_VERSION/ (extracted,
 # depmod'ed), initramfs/KVER-HASH.cpio.gz. Remove it to start over.
 # Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_QEMU, VMTEST_APPEND
-# (extra kernel command line), VMTEST_MODULES (module names to load, deps resolved).
+# (extra kernel command line), VMTEST_MODULES (module names to load, deps resolved),
+# VMTEST_PVH (auto: boot xz-packed kernels from their vmlinux via PVH, 0 never, 1 also zstd).
 set -euo pipefail
 
 # ---- pinned kernels (Debian 12 bookworm-security, amd64 generic flavour) --------------------

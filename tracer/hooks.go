@@ -1,6 +1,10 @@
 package tracer
 
-import "github.com/iopath/iopath/bpf"
+import (
+	"strings"
+
+	"github.com/iopath/iopath/bpf"
+)
 
 // Mechanism is how a hook is attached.
 type Mechanism string
@@ -36,6 +40,7 @@ type candidate struct {
 	mech    Mechanism
 	attach  []attachment
 	variant string // what the candidate measures differently, for doctor
+	sysMask uint64 // raw_syscalls candidates: op_sys values served (raw_sys_mask bits)
 }
 
 // Hook is one logical attachment point of the design.
@@ -58,6 +63,19 @@ func syscallPair(enterProg, name string) []attachment {
 	}
 }
 
+// rawSyscalls is the raw_syscalls:sys_enter/sys_exit stand-in for the given
+// syscalls (bpf/syscalls.c). Several hooks share its two programs.
+func rawSyscalls(sys ...bpf.IopathOpSys) candidate {
+	var mask uint64
+	var names []string
+	for _, s := range sys {
+		mask |= 1 << uint(s)
+		names = append(names, sysNames[uint32(s)])
+	}
+	return candidate{mech: TPBTF, sysMask: mask, variant: "raw_syscalls filtered to " + strings.Join(names, ","), attach: []attachment{
+		fn(bpf.IopathProgRawSysEnter, akTPBTF, "sys_enter"), fn(bpf.IopathProgRawSysExit, akTPBTF, "sys_exit")}}
+}
+
 func concat(lists ...[]attachment) []attachment {
 	var out []attachment
 	for _, l := range lists {
@@ -75,33 +93,42 @@ func Hooks() []Hook {
 		{Name: "vfs_read", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
+			rawSyscalls(bpf.IopathOpSysSYS_READ, bpf.IopathOpSysSYS_PREAD64),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterRead, "read"), syscallPair(bpf.IopathProgTpEnterPread64, "pread64"))},
 		}},
 		{Name: "readv", Loses: "readv/preadv/preadv2 calls", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_READV, bpf.IopathOpSysSYS_PREADV, bpf.IopathOpSysSYS_PREADV2),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterReadv, "readv"), syscallPair(bpf.IopathProgTpEnterPreadv, "preadv"), syscallPair(bpf.IopathProgTpEnterPreadv2, "preadv2"))},
 		}},
 		{Name: "vfs_write", Loses: "write/pwrite64 calls", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsWrite, akFentry, "vfs_write"), fn(bpf.IopathProgFexitVfsWrite, akFexit, "vfs_write")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsWrite, akKprobe, "vfs_write"), fn(bpf.IopathProgKretprobeVfsWrite, akKretprobe, "vfs_write")}},
+			rawSyscalls(bpf.IopathOpSysSYS_WRITE, bpf.IopathOpSysSYS_PWRITE64),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterWrite, "write"), syscallPair(bpf.IopathProgTpEnterPwrite64, "pwrite64"))},
 		}},
 		{Name: "writev", Loses: "writev/pwritev/pwritev2 calls", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_WRITEV, bpf.IopathOpSysSYS_PWRITEV, bpf.IopathOpSysSYS_PWRITEV2),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterWritev, "writev"), syscallPair(bpf.IopathProgTpEnterPwritev, "pwritev"), syscallPair(bpf.IopathProgTpEnterPwritev2, "pwritev2"))},
 		}},
 		{Name: "fsync", Loses: "fsync/fdatasync/sync_file_range/sync/syncfs calls", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_FSYNC, bpf.IopathOpSysSYS_FDATASYNC, bpf.IopathOpSysSYS_SYNC_FILE_RANGE, bpf.IopathOpSysSYS_SYNC, bpf.IopathOpSysSYS_SYNCFS),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterFsync, "fsync"), syscallPair(bpf.IopathProgTpEnterFdatasync, "fdatasync"),
 				syscallPair(bpf.IopathProgTpEnterSyncFileRange, "sync_file_range"), syscallPair(bpf.IopathProgTpEnterSync, "sync"), syscallPair(bpf.IopathProgTpEnterSyncfs, "syncfs"))},
 		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfFilemapGetPages, akTPBTF, "mm_filemap_get_pages")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapGetPages, akTracepoint, "filemap/mm_filemap_get_pages")}},
 		}},
 		{Name: "page_cache_add", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfPageCacheAdd, akTPBTF, "mm_filemap_add_to_page_cache")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheAdd, akTracepoint, "filemap/mm_filemap_add_to_page_cache")}},
 		}},
 		{Name: "readahead", Loses: "readahead windows from the kernel (derived from pages added instead)", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitPageCacheSyncRa, akFexit, "page_cache_sync_ra"), fn(bpf.IopathProgFexitPageCacheAsyncRa, akFexit, "page_cache_async_ra")}},
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfPageCacheSyncRa, akTPBTF, "page_cache_sync_ra"),
+				fn(bpf.IopathProgBtfPageCacheAsyncRa, akTPBTF, "page_cache_async_ra"), fn(bpf.IopathProgBtfPageCacheRaOrder, akTPBTF, "page_cache_ra_order")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheSyncRa, akTracepoint, "readahead/page_cache_sync_ra"),
 				fn(bpf.IopathProgTpPageCacheAsyncRa, akTracepoint, "readahead/page_cache_async_ra"), fn(bpf.IopathProgTpPageCacheRaOrder, akTracepoint, "readahead/page_cache_ra_order")}},
 		}},
@@ -143,6 +170,7 @@ func Hooks() []Hook {
 			{mech: TPBTF, variant: "flusher and sync_inode paths only", attach: []attachment{fn(bpf.IopathProgTpWritebackSingleInodeStart, akTPBTF, "writeback_single_inode_start")}},
 		}},
 		{Name: "writeback_start", Loses: "writeback reasons (derived from the inode pass instead)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfWritebackStart, akTPBTF, "writeback_start")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpWritebackStart, akTracepoint, "writeback/writeback_start")}},
 		}},
 	}

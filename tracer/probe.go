@@ -147,7 +147,8 @@ func shortErr(err error) string {
 	if i := strings.Index(s, "\n"); i >= 0 {
 		s = s[:i]
 	}
-	return s
+	// We removed the memlock limit already; the hint misleads.
+	return strings.TrimSuffix(s, " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)")
 }
 
 // choose picks a mechanism per hook. force maps a hook name (or "*") to the

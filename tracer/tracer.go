@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -137,6 +138,13 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := configure(spec, opts); err != nil {
 		return nil, err
 	}
+	var sysMask uint64
+	for _, c := range chosen {
+		sysMask |= c.sysMask
+	}
+	if err := spec.Variables["raw_sys_mask"].Set(sysMask); err != nil {
+		return nil, fmt.Errorf("setting raw_sys_mask: %w", err)
+	}
 	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kspec}})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -155,12 +163,17 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 	}
 	progs := t.coll.Programs
+	attached := map[attachment]bool{} // raw_syscalls programs serve several hooks
 	for _, h := range Hooks() {
 		c, ok := chosen[h.Name]
 		if !ok {
 			continue
 		}
 		for _, a := range c.attach {
+			if attached[a] {
+				continue
+			}
+			attached[a] = true
 			l, err := attach(a, progs[a.prog])
 			if err != nil {
 				return nil, fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err)
@@ -478,9 +491,17 @@ func (t *Tracer) Close() error {
 	if t == nil {
 		return nil
 	}
+	// Detaching waits for an RCU grace period per link (tens of ms each);
+	// closing them concurrently lets those waits overlap.
+	var wg sync.WaitGroup
 	for _, l := range t.links {
-		l.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Close()
+		}()
 	}
+	wg.Wait()
 	t.links = nil
 	if t.rd != nil {
 		t.rd.Close()

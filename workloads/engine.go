@@ -73,14 +73,11 @@ type psyncEngine struct {
 }
 
 func (e *psyncEngine) op(buf []byte, off int64) (int, error) {
+	if e.write {
+		return e.pwrite(buf, off)
+	}
 	for {
-		var n int
-		var err error
-		if e.write {
-			n, err = unix.Pwrite(e.fd, buf, off)
-		} else {
-			n, err = unix.Pread(e.fd, buf, off)
-		}
+		n, err := unix.Pread(e.fd, buf, off)
 		e.n++
 		if n > 0 {
 			e.bytes += int64(n)
@@ -88,6 +85,24 @@ func (e *psyncEngine) op(buf []byte, off int64) (int, error) {
 		if err != unix.EINTR {
 			return n, err
 		}
+	}
+}
+
+// pwrite writes all of buf at off: after a short write it writes the rest,
+// which either completes or returns the reason (such as ENOSPC).
+func (e *psyncEngine) pwrite(buf []byte, off int64) (int, error) {
+	done := 0
+	for {
+		n, err := unix.Pwrite(e.fd, buf[done:], off+int64(done))
+		e.n++
+		if n > 0 {
+			e.bytes += int64(n)
+			done += n
+		}
+		if err == unix.EINTR || err == nil && n > 0 && done < len(buf) {
+			continue
+		}
+		return done, err
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,8 +29,8 @@ func dirError(dir, flag string, err error) error {
 
 // fullError explains running out of space after written bytes, with the fix.
 func fullError(during, path string, written int64, err error) error {
-	return fmt.Errorf("disk full (%v) %s %s after writing %d bytes (%s): free space on %s, use a smaller --size, or --dir on a larger filesystem",
-		errnoOf(err), during, path, written, FormatSize(written), fsName(path))
+	return fmt.Errorf("disk full (%v) %s %s after writing %d bytes (%s): free space on %s (%s), use a smaller --size, or --dir on a larger filesystem",
+		errnoOf(err), during, path, written, FormatSize(written), filepath.Dir(path), fsName(path))
 }
 
 // isFull reports whether err means the filesystem or quota is out of space.

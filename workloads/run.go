@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
@@ -86,7 +87,7 @@ func (p *Prepared) Run(ctx context.Context) (*Report, error) {
 func (p *Prepared) loop(ctx context.Context, st *runState, offs *Offsets) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = faultError(r, p.Path)
+			err = p.faultError(r)
 		}
 	}()
 	s := &p.Spec
@@ -169,12 +170,29 @@ func (e errShort) Error() string {
 	return fmt.Sprintf("short IO: %d of %d bytes (did the file shrink during the run?)", e.n, e.bs)
 }
 
-// faultError turns a memory fault in the mapping (SIGBUS) into an error.
-func faultError(r any, path string) error {
-	if re, ok := r.(runtime.Error); ok {
-		return fmt.Errorf("memory fault in the mapping of %s (%v): the filesystem could not provide the page, usually because it is full", path, re)
+// errFault is a memory fault (SIGBUS) on the file's mapping during the run.
+type errFault struct{ off int64 } // file offset of the faulting address; -1 if unknown
+
+func (e errFault) Error() string {
+	return fmt.Sprintf("memory fault (SIGBUS) at file offset %d", e.off)
+}
+
+// faultError turns a memory fault in the mapping into an errFault, and
+// re-panics on anything else.
+func (p *Prepared) faultError(r any) error {
+	re, ok := r.(interface {
+		runtime.Error
+		Addr() uintptr
+	})
+	if !ok || len(p.mapping) == 0 {
+		panic(r)
 	}
-	panic(r)
+	start := uintptr(unsafe.Pointer(&p.mapping[0]))
+	off := int64(-1)
+	if a := re.Addr(); a >= start && a < start+uintptr(len(p.mapping)) {
+		off = int64(a - start)
+	}
+	return errFault{off: off}
 }
 
 // runError explains an error from the run, with what got done.
@@ -186,7 +204,11 @@ func (p *Prepared) runError(err error, rep *Report) error {
 			written = c.Bytes
 		}
 	}
+	var fault errFault
 	switch {
+	case errors.As(err, &fault):
+		return fmt.Errorf("the mapping of %s faulted (SIGBUS) at offset %d after %d ops and %d bytes: the filesystem (%s) could not provide the page, usually because it is full; free space, use a smaller --size, --prealloc, or another --engine",
+			p.Path, fault.off, rep.Ops, rep.Bytes, fsName(p.Path))
 	case isFull(err):
 		return fullError("while writing", p.Path, written, err)
 	case errors.Is(err, unix.EINVAL) && s.Direct:

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { subcommands = append(subcommands, newTraceCmd, newExecGateCmd) }
+func init() { subcommands = append(subcommands, newTraceCmd) }
 
 type traceFlags struct {
 	pids          []int
@@ -152,51 +152,38 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	return nil
 }
 
-// startGated starts the command held at a pipe until its pid is traced, so
-// that none of its IO escapes (the child is `iopath __exec`, which execs the
-// command once the pipe closes).
+// startGated starts the command stopped right after its execve (ptrace's
+// exec stop), adds its pid to the traced set, then lets it run: none of the
+// program's own IO escapes the trace, and none of iopath's gets in.
 func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	c := exec.Command(self, append([]string{"__exec", path}, args...)...)
+	runtime.LockOSThread() // ptrace requests must come from the tracing thread
+	defer runtime.UnlockOSThread()
+	c := exec.Command(path)
+	c.Args = args
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.ExtraFiles = []*os.File{r}
+	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := c.Start(); err != nil {
-		r.Close()
-		w.Close()
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
-	r.Close()
-	if err := t.AddPid(c.Process.Pid); err != nil {
+	pid := c.Process.Pid
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		c.Process.Kill()
-		w.Close()
+		c.Wait()
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %v)", args[0], ws, err)
+	}
+	if err := t.AddPid(pid); err != nil {
+		c.Process.Kill()
+		syscall.PtraceDetach(pid)
 		c.Wait()
 		return nil, err
 	}
-	w.Close()
-	return c, nil
-}
-
-func newExecGateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "__exec PATH ARGV...",
-		Hidden: true,
-		Args:   cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			gate := os.NewFile(3, "gate")
-			io.Copy(io.Discard, gate)
-			gate.Close()
-			err := syscall.Exec(args[0], args[1:], os.Environ())
-			return fmt.Errorf("exec %s: %w", args[0], err)
-		},
-		DisableFlagParsing: true,
+	if err := syscall.PtraceDetach(pid); err != nil {
+		c.Process.Kill()
+		c.Wait()
+		return nil, fmt.Errorf("releasing %s after exec: %w", args[0], err)
 	}
+	return c, nil
 }
 
 func attachLine(hooks []tracer.HookStatus) string {

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestWorkloadHelperProcess is not a test: when a test starts this binary as
+// a child with IOPATH_TEST_HELPER=1, it runs iopath's main with the
+// arguments after "--".
+func TestWorkloadHelperProcess(t *testing.T) {
+	if os.Getenv("IOPATH_TEST_HELPER") != "1" {
+		t.Skip("helper process for the workload CLI tests")
+	}
+	args := os.Args
+	for len(args) > 0 && args[0] != "--" {
+		args = args[1:]
+	}
+	os.Args = append([]string{"iopath"}, args[1:]...)
+	main()
+	os.Exit(0)
+}
+
+// iopathCmd returns a command running "iopath args..." as a child process with TMPDIR=tmp.
+func iopathCmd(tmp string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestWorkloadHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "IOPATH_TEST_HELPER=1", "TMPDIR="+tmp)
+	return cmd
+}
+
+// runIopath runs iopath as a child and returns stdout, stderr and the exit code.
+func runIopath(t *testing.T, tmp string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := iopathCmd(tmp, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// leftovers lists what is left in dir.
+func leftovers(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error {
+		if p != dir {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// checkRefused checks a one-line "iopath: ..." error, exit status 1, and nothing left in tmp.
+func checkRefused(t *testing.T, tmp, want string, args ...string) {
+	t.Helper()
+	stdout, stderr, code := runIopath(t, tmp, args...)
+	if code != 1 || stdout != "" {
+		t.Errorf("iopath %q: exit %d, stdout %q; want exit 1 and no output", args, code, stdout)
+	}
+	if !strings.HasPrefix(stderr, "iopath: ") || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("iopath %q: stderr %q, want one line \"iopath: ...%s...\"", args, stderr, want)
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("iopath %q left %v", args, l)
+	}
+}
+
+func TestWorkloadBadInput(t *testing.T) {
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"missing workload kind: run iopath workload KIND, with KIND one of read-1byte", []string{"workload"}},
+		{`unknown workload kind "fio": choose one of read-1byte, small-write, seq-read, rand-read, seq-write, rand-write`, []string{"workload", "fio"}},
+		{"--size 0: a size of 0 leaves nothing to do; give a positive size, e.g. --size 64m", []string{"workload", "rand-read", "--size", "0"}},
+		{"--bs 0: a size of 0", []string{"workload", "rand-read", "--bs", "0"}},
+		{`--bs: invalid size "4q"`, []string{"workload", "rand-read", "--bs", "4q"}},
+		{"block size 8192 bytes is larger than the file size 4096 bytes", []string{"workload", "seq-read", "--bs", "8k", "--size", "4k"}},
+		{`unknown engine "libaio": choose one of psync, sync, mmap, stdio`, []string{"workload", "seq-read", "--engine", "libaio"}},
+		{"read-1byte always reads 1 byte per call", []string{"workload", "read-1byte", "--bs", "4k"}},
+		{"directory " + tmp + "/nope does not exist: create it first or choose another --dir", []string{"workload", "seq-read", "--dir", tmp + "/nope"}},
+		{"O_DIRECT needs the psync or sync engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
+		{"choose one of --fsync and --fdatasync, not both", []string{"workload", "small-write", "--fsync", "1", "--fdatasync", "1"}},
+	} {
+		checkRefused(t, tmp, c.want, c.args...)
+	}
+}
+
+func TestWorkloadDirectMisaligned(t *testing.T) {
+	tmp := t.TempDir()
+	var st unix.Statfs_t
+	if unix.Statfs(tmp, &st) == nil && (st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC) {
+		t.Skipf("%s is in memory; set TMPDIR to a disk filesystem to test O_DIRECT", tmp)
+	}
+	checkRefused(t, tmp, "--bs 1000 does not fit O_DIRECT", "workload", "rand-read", "--direct", "--bs", "1000", "--size", "1m")
+	checkRefused(t, tmp, "read-1byte cannot use --direct", "workload", "read-1byte", "--direct")
+}
+
+// mountTmpfs mounts a tmpfs with opts on a test directory, or skips when not root.
+func mountTmpfs(t *testing.T, fstype, opts string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root to mount %s; run the tests as root to cover this case", fstype)
+	}
+	dir := t.TempDir()
+	if err := unix.Mount(fstype, dir, fstype, 0, opts); err != nil {
+		t.Skipf("cannot mount %s: %v", fstype, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+func TestWorkloadFullDisk(t *testing.T) {
+	dir := mountTmpfs(t, "tmpfs", "size=1m")
+	checkRefused(t, dir, "disk full (ENOSPC: no space left on device) while writing", "workload", "seq-write", "--size", "4m")
+	checkRefused(t, dir, "after writing 1048576 bytes (1MiB)", "workload", "seq-write", "--size", "4m", "--dir", dir)
+	checkRefused(t, dir, "while filling", "workload", "rand-read", "--size", "4m")
+}
+
+func TestWorkloadDirectRefused(t *testing.T) {
+	dir := mountTmpfs(t, "ramfs", "")
+	checkRefused(t, dir, "(ramfs) does not support O_DIRECT", "workload", "rand-read", "--direct", "--size", "1m")
+}
+
+func TestWorkloadText(t *testing.T) {
+	tmp := t.TempDir()
+	stdout, stderr, code := runIopath(t, tmp, "workload", "rand-read", "--size", "1m", "--count", "100", "--dir", tmp)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{"workload     rand-read (engine psync, bs 4KiB, 1MiB region, random offsets (seed 1))", "ops          100\n", "IOPS", "bandwidth", "p99.9", "pread64  100    409600  4096.0", "syscr 100,"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left %v", l)
+	}
+}
+
+func TestWorkloadJSON(t *testing.T) {
+	tmp := t.TempDir()
+	stdout, stderr, code := runIopath(t, tmp, "workload", "small-write", "--count", "1000", "--fdatasync", "500", "--json")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var r struct {
+		Kind     string             `json:"kind"`
+		Ops      int64              `json:"ops"`
+		Bytes    int64              `json:"bytes"`
+		IOPS     float64            `json:"iops"`
+		BW       *float64           `json:"bw_mib_s"`
+		Runtime  int64              `json:"runtime_ns"`
+		Lat      map[string]float64 `json:"lat_ns"`
+		SyncLat  map[string]float64 `json:"sync_lat_ns"`
+		CPUSys   *int64             `json:"cpu_sys_ns"`
+		Syscalls []struct {
+			Name  string `json:"name"`
+			Calls int64  `json:"calls"`
+			Bytes int64  `json:"bytes"`
+		} `json:"syscalls"`
+		Kernel map[string]int64 `json:"kernel_io"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if r.Kind != "small-write" || r.Ops != 1000 || r.Bytes != 1000 || r.IOPS <= 0 || r.BW == nil || r.Runtime <= 0 || r.CPUSys == nil {
+		t.Errorf("report %+v", r)
+	}
+	for _, k := range []string{"count", "min", "mean", "p50", "p90", "p99", "p99_9", "max"} {
+		if _, ok := r.Lat[k]; !ok {
+			t.Errorf("lat_ns has no %q: %v", k, r.Lat)
+		}
+	}
+	if r.SyncLat["count"] != 2 {
+		t.Errorf("sync_lat_ns %v, want 2 fdatasyncs", r.SyncLat)
+	}
+	if len(r.Syscalls) != 2 || r.Syscalls[0].Name != "pwrite64" || r.Syscalls[0].Calls != 1000 || r.Syscalls[1].Name != "fdatasync" || r.Syscalls[1].Calls != 2 {
+		t.Errorf("syscalls %+v", r.Syscalls)
+	}
+	if r.Kernel["syscw"] != 1000 || r.Kernel["wchar"] != 1000 {
+		t.Errorf("kernel_io %v, want 1000 write calls of 1 byte", r.Kernel)
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left %v", l)
+	}
+}
+
+func TestWorkloadKeep(t *testing.T) {
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "kept.dat")
+	_, stderr, code := runIopath(t, tmp, "workload", "seq-write", "--size", "64k", "--file", path, "--keep")
+	if code != 0 || stderr != "kept "+path+"\n" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 64<<10 {
+		t.Errorf("kept file: %v, %v", fi, err)
+	}
+}
+
+func TestWorkloadInterrupt(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := iopathCmd(tmp, "workload", "read-1byte", "--duration", "1m", "--json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the file, which exists once the command is ready to handle signals.
+	for deadline := time.Now().Add(10 * time.Second); len(leftovers(tmp)) < 2; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the workload never created its file")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("after SIGINT: %v, want exit status 130", err)
+	}
+	var r struct {
+		Interrupted bool  `json:"interrupted"`
+		Ops         int64 `json:"ops"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.Interrupted || r.Ops == 0 {
+		t.Errorf("report after SIGINT: %+v, %v", r, err)
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left %v after SIGINT", l)
+	}
+}

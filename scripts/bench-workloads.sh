@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# bench-workloads.sh: compare "iopath workload" with fio on the same file, in
+# the same run, in interleaved rounds, for patterns both tools can express:
+#
+#   rand-4k-cached   psync 4 KiB random reads of a file in the page cache
+#   rand-4k-direct   the same with O_DIRECT
+#   seq-1byte-cached psync 1-byte sequential reads of a file in the page cache
+#
+# It prints each round's IOPS for both tools and, per pattern, the median
+# IOPS and the ratio iopath/fio (above 1: iopath issues ops faster).
+#
+# Settings (environment): ROUNDS (3), SECONDS_PER_RUN (5), SIZE (256m),
+# DIR (a new directory under $TMPDIR, removed at the end; must be a disk
+# filesystem for O_DIRECT), IOPATH (/tmp/iopath, built here), FIO (fio),
+# CPU (unset: no pinning; a CPU number: run both tools under taskset -c CPU).
+# Needs fio and jq.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+SIZE=${SIZE:-256m}
+IOPATH=${IOPATH:-/tmp/iopath}
+FIO=${FIO:-fio}
+
+die() { echo "bench-workloads: $*" >&2; exit 1; }
+command -v "$FIO" >/dev/null || die "fio not found: install it (apt-get install fio) or set FIO"
+command -v jq >/dev/null || die "jq not found: install it (apt-get install jq)"
+
+cd "$(dirname "$0")/.."
+CGO_ENABLED=0 go build -o "$IOPATH" ./cmd/iopath
+
+if [[ -n ${DIR:-} ]]; then
+	work=$(mktemp -d "$DIR/iopath-bench.XXXXXX")
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/iopath-bench.XXXXXX")
+fi
+trap 'rm -rf "$work"' EXIT
+file=$work/data
+fstype=$(stat -f -c %T "$work")
+[[ $fstype == tmpfs || $fstype == ramfs ]] && echo "warning: $work is on $fstype: O_DIRECT numbers mean nothing there; set DIR to a disk filesystem" >&2
+
+pin=()
+[[ -n ${CPU:-} ]] && pin=(taskset -c "$CPU")
+
+# Lay out the file once with real data (iopath writes random bytes and syncs).
+"$IOPATH" workload seq-read --file "$file" --size "$SIZE" --count 1 --keep --json >/dev/null 2>&1
+cat "$file" >/dev/null # fully cached
+
+# iopath_run ARGS...: prints IOPS.
+iopath_run() {
+	"${pin[@]}" "$IOPATH" workload "$@" --file "$file" --duration "${SECONDS_PER_RUN}s" --json | jq -r .iops
+}
+
+# fio_run ARGS...: prints read IOPS. invalidate=0 keeps the page cache
+# (fio drops it by default); norandommap matches iopath's uniform offsets
+# with repeats.
+fio_run() {
+	"${pin[@]}" "$FIO" --name=bench --filename="$file" --size="$SIZE" --ioengine=psync \
+		--invalidate=0 --norandommap --randrepeat=1 --time_based --runtime="$SECONDS_PER_RUN" \
+		--output-format=json "$@" | jq -r '.jobs[0].read.iops'
+}
+
+patterns=(rand-4k-cached rand-4k-direct seq-1byte-cached)
+declare -A iopath_args=(
+	[rand-4k-cached]="rand-read --bs 4k"
+	[rand-4k-direct]="rand-read --bs 4k --direct"
+	[seq-1byte-cached]="read-1byte"
+)
+declare -A fio_args=(
+	[rand-4k-cached]="--rw=randread --bs=4k"
+	[rand-4k-direct]="--rw=randread --bs=4k --direct=1"
+	[seq-1byte-cached]="--rw=read --bs=1"
+)
+declare -A res_iopath res_fio
+
+echo "iopath $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $("$FIO" --version), $(uname -r), $(nproc) CPUs, $fstype, file $SIZE, ${SECONDS_PER_RUN}s per run, $ROUNDS rounds${CPU:+, pinned to CPU $CPU}"
+printf '%-18s %5s %14s %14s %7s\n' pattern round iopath_iops fio_iops ratio
+for round in $(seq 1 "$ROUNDS"); do
+	for p in "${patterns[@]}"; do
+		# Alternate which tool goes first, so drift does not favour either.
+		# shellcheck disable=SC2086
+		if ((round % 2)); then
+			a=$(iopath_run ${iopath_args[$p]})
+			f=$(fio_run ${fio_args[$p]})
+		else
+			f=$(fio_run ${fio_args[$p]})
+			a=$(iopath_run ${iopath_args[$p]})
+		fi
+		res_iopath[$p]+="$a "
+		res_fio[$p]+="$f "
+		printf '%-18s %5d %14.0f %14.0f %7.3f\n' "$p" "$round" "$a" "$f" "$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')"
+	done
+done
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+echo
+printf '%-18s %14s %14s %7s\n' "median" iopath_iops fio_iops ratio
+for p in "${patterns[@]}"; do
+	a=$(median <<<"${res_iopath[$p]}")
+	f=$(median <<<"${res_fio[$p]}")
+	printf '%-18s %14.0f %14.0f %7.3f\n' "$p" "$a" "$f" "$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')"
+done
