@@ -298,6 +298,7 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	done
 	(cd "$ir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.tmp"
 	mv "$INITRD.tmp" "$INITRD"; rm -rf "$ir"
+	for b in "$CACHE/initramfs/$kver"-*.cpio.gz; do [ "$b" = "$INITRD" ] || rm -f "$b"; done  # stale builds
 }
 
 KPKGS=() KVERS=() KIMAGES=() KINITRDS=()

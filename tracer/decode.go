@@ -159,8 +159,19 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 		case raAsync:
 			kind = "async"
 		}
-		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: r.Start,
-			Pages: r.Size, AsyncPages: r.AsyncSize, Source: "kernel"})
+		ra := Readahead{Kind: kind, StartIndex: r.Start, Pages: r.Size, AsyncPages: r.AsyncSize, Source: "kernel"}
+		if r.Size == 0 {
+			// The kernel did not size a window (e.g. 6.18's random-access
+			// path reads just the requested pages): report what it added
+			// from the trigger index on.
+			for _, a := range rec.Cache.AddedRanges {
+				if a.Index+uint64(a.Pages) > r.Start {
+					ra.Pages += a.Pages - uint32(min(a.Pages, uint32(sub(r.Start, a.Index))))
+				}
+			}
+			ra.Source = "kernel (window from pages added)"
+		}
+		rec.Cache.Readahead = append(rec.Cache.Readahead, ra)
 	}
 	if nra == 0 && len(beyond) > 0 && !isWriteSys(o.Sys) {
 		// No readahead hook on this kernel: pages inserted past the request

@@ -429,6 +429,7 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 		t.PagesHit += rec.Cache.PagesHit
 		t.PagesMissed += rec.Cache.PagesMissed
 		t.PagesAdded += rec.Cache.PagesAdded
+		t.PagesPrefetched += rec.Cache.PagesAdded - rec.Cache.PagesMissed
 		t.DiskBytesRead += readBytes
 		t.DiskBytesWrite += writeBytes
 		t.DirtiedPages += uint64(rec.DirtiedPages)
@@ -540,6 +541,8 @@ func (e *Engine) Summary() *Summary {
 }
 
 func finish(t *Totals) {
+	t.PagesHitPrefetched = min(t.PagesHit, t.PagesPrefetched)
+	t.PagesHitCached = t.PagesHit - t.PagesHitPrefetched
 	if t.ReadBytesReq > 0 {
 		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
 	}

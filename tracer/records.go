@@ -155,6 +155,13 @@ type Totals struct {
 	PagesHit       uint64  `json:"pages_hit"`
 	PagesMissed    uint64  `json:"pages_missed"`
 	PagesAdded     uint64  `json:"pages_added"`
+	// PagesPrefetched are pages calls added beyond what they asked for
+	// (readahead). Of the hits, PagesHitPrefetched = min(hits, prefetched)
+	// were served by that readahead (a cold sequential read is all such
+	// hits); PagesHitCached = the rest, pages cached before the trace.
+	PagesPrefetched    uint64 `json:"pages_prefetched"`
+	PagesHitPrefetched uint64 `json:"pages_hit_prefetched"`
+	PagesHitCached     uint64 `json:"pages_hit_cached"`
 	DiskBytesRead  uint64  `json:"disk_bytes_read"`
 	DiskBytesWrite uint64  `json:"disk_bytes_written"`
 	Amplification  float64 `json:"amplification"` // disk bytes read / bytes requested by reads

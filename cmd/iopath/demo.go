@@ -107,7 +107,11 @@ func demoDir(f *demoFlags) (string, func(), error) {
 			}
 		}, nil
 	}
-	d, err := os.MkdirTemp("", "iopath-demo-")
+	base := os.TempDir()
+	if !describeFS(base).blockDevice {
+		base = "/var/tmp" // $TMPDIR is memory-backed (tmpfs): no disk IO to show there
+	}
+	d, err := os.MkdirTemp(base, "iopath-demo-")
 	if err != nil {
 		return "", nil, fmt.Errorf("creating a temp dir: %v: set TMPDIR to a writable directory", err)
 	}
@@ -257,13 +261,13 @@ func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, w
 		return nil, nil, nil, err
 	}
 	defer t.Close()
-	self, err := os.Executable()
+	self, argv, err := selfCommand(append([]string{"__demo-child"}, args...)...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	child, err := startGated(self, append([]string{"iopath", "__demo-child"}, args...), t)
+	child, err := startGated(self, argv, t)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -284,6 +288,21 @@ func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, w
 		return nil, nil, nil, childErr
 	}
 	return p.collected, t.Summary(), t.Hooks, nil
+}
+
+// selfCommand returns the path and argv that run this iopath binary with
+// args. Under `go test` (IOPATH_TEST_HELPER=1) the binary is the test binary,
+// which runs iopath's main behind its helper test.
+func selfCommand(args ...string) (string, []string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	argv := []string{"iopath"}
+	if os.Getenv("IOPATH_TEST_HELPER") == "1" {
+		argv = []string{self, "-test.run=^TestWorkloadHelperProcess$", "--"}
+	}
+	return self, append(argv, args...), nil
 }
 
 // newDemoChildCmd is the traced side of the demos: it does exactly the

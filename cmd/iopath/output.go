@@ -158,7 +158,11 @@ func storySyscall(r *tracer.Syscall) string {
 		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"))
 	}
 	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && tracerIsRead(r.Syscall) {
-		b.WriteString("  disk: no IO (served from the page cache)\n")
+		if r.ReturnedBytes == 0 && r.Error == "" {
+			b.WriteString("  end of file: nothing to read, no IO\n")
+		} else {
+			b.WriteString("  disk: no IO (served from the page cache)\n")
+		}
 	}
 	for _, bio := range r.Bios {
 		b.WriteString("  " + bioLine(bio) + "\n")

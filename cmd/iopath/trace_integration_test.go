@@ -1,0 +1,457 @@
+package main
+
+// Privileged integration tests: the real tracer on this machine's kernel.
+// They run `iopath trace --json -- CMD` (this test binary acting as iopath)
+// and check the records of the traced command only: the kernel filters by
+// pid, and other processes on the machine do IO at the same time.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/tracer"
+	"golang.org/x/sys/unix"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to load BPF programs (run the tests as root: sudo make test)")
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		t.Skip("needs a kernel with BTF (/sys/kernel/btf/vmlinux)")
+	}
+}
+
+// diskDir returns a temp dir on a disk-backed filesystem ($TMPDIR, or /var/tmp
+// when $TMPDIR is tmpfs), removed at the end of the test.
+func diskDir(t *testing.T) string {
+	t.Helper()
+	base := os.TempDir()
+	if !describeFS(base).blockDevice {
+		base = "/var/tmp"
+	}
+	if !describeFS(base).blockDevice {
+		t.Skipf("no disk-backed directory ($TMPDIR and /var/tmp are memory-backed)")
+	}
+	d, err := os.MkdirTemp(base, "iopath-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// coldFile writes size random bytes, syncs and evicts them from the page cache.
+func coldFile(t *testing.T, dir string, size int64) string {
+	t.Helper()
+	p := filepath.Join(dir, fmt.Sprintf("cold-%d.dat", size))
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		rand.Read(buf)
+		if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if left, err := evict(p); err != nil || left != 0 {
+		t.Fatalf("evicting %s: %d pages left, %v", p, left, err)
+	}
+	return p
+}
+
+// traced holds the records of one `iopath trace --json` run.
+type traced struct {
+	calls     []tracer.Syscall
+	wbs       []tracer.Writeback
+	persisted []tracer.Persisted
+	summary   *tracer.Summary
+	stderr    string
+	code      int
+}
+
+func (tr *traced) forIno(ino uint64) []tracer.Syscall {
+	var out []tracer.Syscall
+	for _, c := range tr.calls {
+		if c.Ino == ino {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func parseRecords(t *testing.T, out []byte) *traced {
+	t.Helper()
+	tr := &traced{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue // the traced command's own output
+		}
+		var head struct{ Type string }
+		if err := json.Unmarshal(line, &head); err != nil {
+			t.Fatalf("bad JSON line %q: %v", line, err)
+		}
+		var err error
+		switch head.Type {
+		case "syscall":
+			var c tracer.Syscall
+			err = json.Unmarshal(line, &c)
+			tr.calls = append(tr.calls, c)
+		case "writeback":
+			var w tracer.Writeback
+			err = json.Unmarshal(line, &w)
+			tr.wbs = append(tr.wbs, w)
+		case "persisted":
+			var p tracer.Persisted
+			err = json.Unmarshal(line, &p)
+			tr.persisted = append(tr.persisted, p)
+		case "summary":
+			tr.summary = &tracer.Summary{}
+			err = json.Unmarshal(line, tr.summary)
+		}
+		if err != nil {
+			t.Fatalf("decoding %s: %v", line, err)
+		}
+	}
+	return tr
+}
+
+// traceCmd runs `iopath trace --json ARGS` and parses what it printed.
+func traceCmd(t *testing.T, args ...string) *traced {
+	t.Helper()
+	cmd := iopathCmd(os.TempDir(), append([]string{"trace", "--json"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	tr := parseRecords(t, out.Bytes())
+	tr.stderr = errb.String()
+	if ee, ok := err.(*exec.ExitError); ok {
+		tr.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if tr.summary == nil {
+		t.Fatalf("no summary record; stderr:\n%s", tr.stderr)
+	}
+	if tr.summary.LostEvents != 0 {
+		t.Errorf("lost %d events", tr.summary.LostEvents)
+	}
+	return tr
+}
+
+func inoOf(t *testing.T, p string) uint64 {
+	t.Helper()
+	_, ino, err := inode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ino
+}
+
+func sumBioBytes(calls []tracer.Syscall) (total uint64) {
+	for _, c := range calls {
+		for _, b := range c.Bios {
+			total += uint64(b.Bytes)
+		}
+	}
+	return total
+}
+
+// Must-be-true 1: a 1-byte read of a cold 1 MiB file, then the same warm.
+func TestTraceColdOneByteRead(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	ino := inoOf(t, f)
+	tr := traceCmd(t, "--", "dd", "if="+f, "of=/dev/null", "bs=1", "count=1")
+	calls := tr.forIno(ino)
+	if len(calls) != 1 {
+		t.Fatalf("want 1 read record for %s, got %d: %+v", f, len(calls), calls)
+	}
+	c := calls[0]
+	if c.Syscall != "read" || c.RequestedBytes != 1 || c.ReturnedBytes != 1 || c.Cache.PagesMissed < 1 {
+		t.Errorf("cold read record: %+v", c)
+	}
+	if got, want := sumBioBytes(calls), c.Cache.PagesAdded*4096; got != want || got == 0 {
+		t.Errorf("bio bytes %d, pages_added*4096 = %d", got, want)
+	}
+	for _, b := range c.Bios {
+		if !strings.Contains(b.Rwbs, "R") || b.CompleteNs == 0 || b.IssueNs < b.QueueNs {
+			t.Errorf("bio %+v", b)
+		}
+	}
+	// Measured here (6.18, read_ahead_kb=8192): 4 pages added, one 16 KiB RA request.
+	t.Logf("cold 1-byte read: %d pages added, bios %+v, readahead %+v", c.Cache.PagesAdded, c.Bios, c.Cache.Readahead)
+
+	warm := traceCmd(t, "--all", "--", "dd", "if="+f, "of=/dev/null", "bs=1", "count=1")
+	wc := warm.forIno(ino)
+	if len(wc) != 1 || wc[0].Cache.PagesMissed != 0 || len(wc[0].Bios) != 0 || wc[0].Cache.PagesHit != 1 {
+		t.Errorf("warm read: %+v", wc)
+	}
+	// Default mode does not stream hits: they are counted in the summary.
+	quiet := traceCmd(t, "--", "dd", "if="+f, "of=/dev/null", "bs=1", "count=1")
+	if len(quiet.forIno(ino)) != 0 {
+		t.Errorf("a cache hit was streamed without --all")
+	}
+	found := false
+	for _, fs := range quiet.summary.Files {
+		if fs.Ino == ino {
+			found = true
+			if fs.Calls != 1 || fs.PagesHit != 1 || fs.PagesMissed != 0 || fs.DiskBytesRead != 0 {
+				t.Errorf("summary for the warm file: %+v", fs)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("warm read missing from the summary: %+v", quiet.summary.Files)
+	}
+}
+
+// Must-be-true 2: a 1-byte pread in the middle of a cold 64 MiB file.
+func TestTraceColdPreadMiddle(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 64<<20)
+	ino := inoOf(t, f)
+	off := int64(9876) * 4096 // page-aligned, mid-file (38.6 MiB)
+	tr := traceCmd(t, "--", "dd", "if="+f, "of=/dev/null", "bs=1", "count=1", fmt.Sprintf("skip=%d", off), "iflag=skip_bytes")
+	calls := tr.forIno(ino)
+	if len(calls) != 1 {
+		t.Fatalf("want 1 record, got %+v", calls)
+	}
+	c := calls[0]
+	if c.Offset != uint64(off) || c.Cache.PagesMissed != 1 {
+		t.Errorf("record %+v", c)
+	}
+	// Consistency, not a fixed size: every bio byte is a page the call added.
+	if got, want := sumBioBytes(calls), c.Cache.PagesAdded*4096; got != want {
+		t.Errorf("bio bytes %d != pages_added*4096 %d", got, want)
+	}
+	for _, r := range c.Cache.AddedRanges {
+		if r.Index > uint64(off)/4096+uint64(r.Pages) || r.Index+uint64(r.Pages) <= uint64(off)/4096 {
+			t.Errorf("added range %+v does not cover the read page %d", r, off/4096)
+		}
+	}
+	// Measured here (6.18, read_ahead_kb=8192): at a mid-file offset with no
+	// previous read the kernel's sync readahead reads only the requested page
+	// (1 page added, one 4 KiB bio): no 16 KiB start-of-file window.
+	t.Logf("mid-file 1-byte read: pages added %d, ranges %+v, readahead %+v", c.Cache.PagesAdded, c.Cache.AddedRanges, c.Cache.Readahead)
+}
+
+// Must-be-true 3: 4 KiB sequential reads of a cold 8 MiB file.
+func TestTraceSequentialRead(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 8<<20)
+	ino := inoOf(t, f)
+	tr := traceCmd(t, "--all", "--", "dd", "if="+f, "of=/dev/null", "bs=4k")
+	calls := tr.forIno(ino)
+	var requested, hit, missed, added uint64
+	for _, c := range calls {
+		requested += c.Cache.PagesRequested
+		hit += c.Cache.PagesHit
+		missed += c.Cache.PagesMissed
+		added += c.Cache.PagesAdded
+		if c.Cache.PagesHit+c.Cache.PagesMissed != c.Cache.PagesRequested {
+			t.Errorf("hits+misses != requested in %+v", c.Cache)
+		}
+	}
+	if requested != 2048 {
+		t.Errorf("pages requested %d, want 2048", requested)
+	}
+	if hit+missed != requested {
+		t.Errorf("hit %d + missed %d != requested %d", hit, missed, requested)
+	}
+	// Cold file: every hit is on a page this trace's readahead brought in.
+	for _, fs := range tr.summary.Files {
+		if fs.Ino == ino && (fs.PagesHitCached > 1 || fs.PagesHitPrefetched+fs.PagesHitCached != fs.PagesHit) {
+			t.Errorf("cold sequential read: hits from the cache %d, prefetched %d, total %d", fs.PagesHitCached, fs.PagesHitPrefetched, fs.PagesHit)
+		}
+	}
+	bio := sumBioBytes(calls)
+	var pidDisk uint64
+	for _, p := range tr.summary.Pids {
+		if p.Comm == "dd" {
+			pidDisk = p.DiskBytesRead
+			if p.Unattributed != 0 {
+				t.Errorf("dd has %d unattributed bios", p.Unattributed)
+			}
+		}
+	}
+	// All the file's disk reads are in its read records; the pid's disk
+	// bytes also include reading dd itself and its libraries (small).
+	if bio < 8<<20 || bio > 8<<20+8192*1024 {
+		t.Errorf("bio bytes for the file %d, want 8 MiB ± one readahead window", bio)
+	}
+	if pidDisk < bio {
+		t.Errorf("pid disk bytes %d < the file's %d", pidDisk, bio)
+	}
+	if added*4096 != bio {
+		t.Errorf("pages added %d × 4096 != bio bytes %d", added, bio)
+	}
+	t.Logf("8 MiB sequential: %d calls, %d hits, %d misses, bio bytes %d", len(calls), hit, missed, bio)
+}
+
+// Must-be-true 4: O_DIRECT 8 KiB reads.
+func TestTraceDirectRead(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	ino := inoOf(t, f)
+	tr := traceCmd(t, "--", "dd", "if="+f, "of=/dev/null", "bs=8k", "count=4", "iflag=direct")
+	calls := tr.forIno(ino)
+	if len(calls) != 4 {
+		t.Fatalf("want 4 records, got %d", len(calls))
+	}
+	for _, c := range calls {
+		if !c.Direct || c.Cache.PagesAdded != 0 || c.Cache.PagesRequested != 0 || sumBioBytes([]tracer.Syscall{c}) != 8192 {
+			t.Errorf("O_DIRECT record %+v", c)
+		}
+		if c.Comm != "dd" {
+			t.Errorf("charged to %q", c.Comm)
+		}
+	}
+}
+
+// progNames lists iopath's BPF program names loaded in the kernel.
+func progNames(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("bpftool", "prog", "list").Output()
+	if err != nil {
+		t.Skipf("bpftool prog list: %v", err)
+	}
+	var ours []string
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, p := range []string{"raw_sys_", "tp_block_", "btf_page_cache", "tp_sched_", "tp_writeback_", "btf_writeback_"} {
+			if strings.Contains(line, " name "+p) {
+				ours = append(ours, line)
+			}
+		}
+	}
+	return ours
+}
+
+// Must-be-true 6: bad input gives one line, a non-zero exit, and leaves nothing.
+func TestTraceBadInput(t *testing.T) {
+	needRoot(t)
+	before := progNames(t)
+	tmp := t.TempDir()
+	checkRefused(t, tmp, "no process with pid 999999", "trace", "-p", "999999")
+	checkRefused(t, tmp, `command "no-such-command-xyz" not found`, "trace", "--", "no-such-command-xyz")
+	checkRefused(t, tmp, "nothing to trace", "trace")
+	checkRefused(t, tmp, "tmpfs, which has no block device", "demo", "read-1byte", "--dir", "/dev/shm")
+	checkRefused(t, tmp, "--wait-writeback needs a command", "trace", "-p", fmt.Sprint(os.Getpid()), "--wait-writeback", "5s")
+	if after := progNames(t); len(after) != len(before) {
+		t.Errorf("BPF programs left behind:\n%s", strings.Join(after, "\n"))
+	}
+}
+
+func TestTraceNotRoot(t *testing.T) {
+	needRoot(t) // we drop to nobody below
+	var data []byte
+	tmp, err := os.MkdirTemp("", "iopath-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	os.Chmod(tmp, 0o777)
+	// The test binary sits in a root-only build dir: give nobody a copy.
+	bin := filepath.Join(tmp, "iopath.test")
+	data, err = os.ReadFile(os.Args[0])
+	if err != nil || os.WriteFile(bin, data, 0o755) != nil {
+		t.Fatal("copying the test binary", err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestWorkloadHelperProcess$", "--", "trace", "--", "true")
+	cmd.Env = append(os.Environ(), "IOPATH_TEST_HELPER=1", "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if err == nil || !strings.Contains(errb.String(), "needs root") || strings.Count(errb.String(), "\n") != 1 {
+		t.Errorf("as nobody: err %v, stderr %q", err, errb.String())
+	}
+}
+
+// No BTF: hide /sys/kernel/btf in a private mount namespace.
+func TestTraceNoBTF(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) not installed")
+	}
+	self, argv, _ := selfCommandForTest()
+	script := `mount -t tmpfs none /sys/kernel/btf && exec "$@"`
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", self}, append(argv, "trace", "--", "true")...)...)
+	cmd.Env = append(os.Environ(), "IOPATH_TEST_HELPER=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if err == nil || !strings.Contains(errb.String(), "no BTF") || strings.Count(errb.String(), "\n") != 1 {
+		t.Errorf("without BTF: err %v, stderr %q", err, errb.String())
+	}
+}
+
+func selfCommandForTest() (string, []string, error) {
+	self, err := os.Executable()
+	return self, []string{"-test.run=^TestWorkloadHelperProcess$", "--"}, err
+}
+
+// SIGINT while tracing a process: summary printed, exit 0, no program left.
+func TestTraceSIGINTCleansUp(t *testing.T) {
+	needRoot(t)
+	before := progNames(t)
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := iopathCmd(os.TempDir(), "trace", "--json", "-p", fmt.Sprint(sleeper.Process.Pid), "--ready-file", ready)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("tracer never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if during := progNames(t); len(during) <= len(before) {
+		t.Errorf("no iopath programs loaded while tracing")
+	}
+	cmd.Process.Signal(unix.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after SIGINT: %v", err)
+	}
+	if !strings.Contains(out.String(), `"type":"summary"`) {
+		t.Errorf("no summary after SIGINT: %q", out.String())
+	}
+	if _, err := os.Stat(ready); err == nil {
+		t.Errorf("ready file left behind")
+	}
+	if after := progNames(t); len(after) != len(before) {
+		t.Errorf("BPF programs left behind after SIGINT:\n%s", strings.Join(after, "\n"))
+	}
+}
