@@ -27,6 +27,68 @@ static __always_inline struct folio *folio_of(struct page *page)
 	return (struct folio *)page;
 }
 
+struct bvec_walk {
+	struct wb_bio_ev *ev;
+	struct bio_vec *vecs;
+	struct folio *last_folio;
+};
+
+/* bvec_step handles one bio_vec (bpf_loop callback): resolve its page to
+ * (dev, inode, folio index) and claim the tracked dirty folio, merging
+ * contiguous folios of the same call into one match. */
+static long bvec_step(__u32 i, struct bvec_walk *w)
+{
+	struct wb_bio_ev *ev = w->ev;
+	struct bio_vec bv = {};
+	bpf_probe_read_kernel(&bv, sizeof(bv), &w->vecs[i]);
+	ev->pages += (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
+	struct folio *folio = folio_of(bv.bv_page);
+	if (folio == w->last_folio)
+		return 0;
+	w->last_folio = folio;
+	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+	if (!mapping || ((unsigned long)mapping & 3))
+		return 0; /* anonymous, movable or no file */
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	struct dirty_key k = {
+		.ino = BPF_CORE_READ(host, i_ino),
+		.index = BPF_CORE_READ(folio, index),
+		.dev = BPF_CORE_READ(host, i_sb, s_dev),
+	};
+	if (!ev->ino) {
+		ev->ino = k.ino;
+		ev->dev = k.dev;
+	}
+	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
+	if (!v)
+		return 0;
+	__u32 n = ev->nr_match;
+	if (n > 0 && n <= MAX_WB_MATCH) {
+		struct wb_match *last = &ev->match[n - 1];
+		if (last->op_id == v->op_id && last->index + last->nr == k.index) {
+			last->nr += v->nr;
+			if (v->ts < last->dirtied_ns)
+				last->dirtied_ns = v->ts;
+			goto claimed;
+		}
+	}
+	if (n < MAX_WB_MATCH) {
+		ev->match[n].op_id = v->op_id;
+		ev->match[n].dirtied_ns = v->ts;
+		ev->match[n].index = k.index;
+		ev->match[n].nr = v->nr;
+		ev->match[n].pid = v->pid;
+		ev->nr_match = n + 1;
+	} else {
+		ev->lost_pages += v->nr;
+		count_event(CNT_WB_MATCH_TRUNC);
+	}
+claimed:
+	if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
+		__sync_fetch_and_add(&dirty_tracked, -1);
+	return 0;
+}
+
 /* walk_wb_bio joins a write bio's pages with tracked dirty folios. */
 static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pid, __u32 tid)
 {
@@ -41,56 +103,18 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->tid = tid;
 	ev->nr_match = 0;
 	ev->pages = 0;
+	ev->lost_pages = 0;
 	ev->ino = 0;
 	ev->dev = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
 	unsigned short vcnt = BPF_CORE_READ(bio, bi_vcnt);
-	struct bio_vec *vecs = BPF_CORE_READ(bio, bi_io_vec);
-	struct folio *last_folio = NULL;
-	for (int i = 0; i < MAX_BVECS; i++) {
-		if (i >= vcnt)
-			break;
-		struct bio_vec bv = {};
-		bpf_probe_read_kernel(&bv, sizeof(bv), &vecs[i]);
-		__u32 npages = (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
-		ev->pages += npages;
-		struct folio *folio = folio_of(bv.bv_page);
-		if (folio == last_folio)
-			continue;
-		last_folio = folio;
-		struct address_space *mapping = BPF_CORE_READ(folio, mapping);
-		if (!mapping || ((unsigned long)mapping & 3))
-			continue; /* anonymous, movable or no file */
-		struct inode *host = BPF_CORE_READ(mapping, host);
-		struct dirty_key k = {
-			.ino = BPF_CORE_READ(host, i_ino),
-			.index = BPF_CORE_READ(folio, index),
-			.dev = BPF_CORE_READ(host, i_sb, s_dev),
-		};
-		if (!ev->ino) {
-			ev->ino = k.ino;
-			ev->dev = k.dev;
-		}
-		struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
-		if (!v)
-			continue;
-		__u32 n = ev->nr_match;
-		if (n < MAX_WB_MATCH) {
-			ev->match[n].op_id = v->op_id;
-			ev->match[n].dirtied_ns = v->ts;
-			ev->match[n].index = k.index;
-			ev->match[n].nr = v->nr;
-			ev->match[n].pid = v->pid;
-			ev->nr_match = n + 1;
-		} else {
-			count_event(CNT_WB_MATCH_TRUNC);
-		}
-		if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
-			__sync_fetch_and_add(&dirty_tracked, -1);
-	}
-	if (vcnt > MAX_BVECS)
+	struct bvec_walk w = { .ev = ev, .vecs = BPF_CORE_READ(bio, bi_io_vec) };
+	if (vcnt > MAX_BVECS) {
 		count_event(CNT_BVEC_TRUNC);
+		vcnt = MAX_BVECS;
+	}
+	bpf_loop(vcnt, bvec_step, &w, 0);
 	if (ev->nr_match == 0)
 		return;
 	emit(ev, sizeof(*ev));
@@ -100,6 +124,13 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	};
 	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY))
 		count_event(CNT_BIO_OWNER_FULL);
+}
+
+static __always_inline bool is_jbd2(void)
+{
+	char comm[8];
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2' && comm[4] == '/';
 }
 
 SEC("tp_btf/block_bio_queue")
@@ -114,6 +145,19 @@ int BPF_PROG(tp_block_bio_queue, struct bio *bio)
 		walk_wb_bio(bio, op, tgid, tid);
 		if (bpf_map_lookup_elem(&bio_owners, &bio))
 			goto counted;
+	}
+	if (!op && syncs_active > 0 && is_jbd2()) {
+		__u32 dev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
+		__u64 *waiter = bpf_map_lookup_elem(&sync_waiters, &dev);
+		if (waiter) {
+			struct bio_owner j = {
+				.op_id = *waiter, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
+				.flags = OWN_JOURNAL,
+			};
+			if (bpf_map_update_elem(&bio_owners, &bio, &j, BPF_ANY))
+				count_event(CNT_BIO_OWNER_FULL);
+			return 0;
+		}
 	}
 	if (!op && !is_traced(tgid))
 		return 0;
@@ -146,6 +190,41 @@ int BPF_PROG(tp_block_split, struct bio *split)
 	return 0;
 }
 
+struct rq_walk {
+	struct rq_issue_ev *ev;
+	struct bio *bio;
+	__u32 nr;
+};
+
+static long rq_bio_step(__u32 i, struct rq_walk *w)
+{
+	struct bio *bio = w->bio;
+	if (!bio)
+		return 1;
+	struct rq_issue_ev *ev = w->ev;
+	__u64 key = (__u64)bio;
+	struct bio_owner *o = bpf_map_lookup_elem(&bio_owners, &key);
+	if (o) {
+		__u32 n = ev->nr_own;
+		if (n < MAX_ISSUE_OWN) {
+			ev->own[n].op_id = o->op_id;
+			ev->own[n].bio = key;
+			ev->own[n].sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
+			ev->own[n].bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
+			ev->own[n].queue_ns = o->queue_ns;
+			ev->own[n].pid = o->pid;
+			ev->own[n].tid = o->tid;
+			ev->own[n].flags = o->flags;
+			ev->nr_own = n + 1;
+		} else {
+			count_event(CNT_RQ_OWN_TRUNC);
+		}
+	}
+	w->nr++;
+	w->bio = BPF_CORE_READ(bio, bi_next);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue, struct request *rq)
 {
@@ -154,32 +233,9 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	if (!ev)
 		return 0;
 	ev->nr_own = 0;
-	struct bio *bio = BPF_CORE_READ(rq, bio);
-	__u32 i = 0;
-	for (; i < MAX_RQ_BIOS; i++) {
-		if (!bio)
-			break;
-		__u64 key = (__u64)bio;
-		struct bio_owner *o = bpf_map_lookup_elem(&bio_owners, &key);
-		if (o) {
-			__u32 n = ev->nr_own;
-			if (n < MAX_ISSUE_OWN) {
-				ev->own[n].op_id = o->op_id;
-				ev->own[n].bio = key;
-				ev->own[n].sector = BPF_CORE_READ(bio, bi_iter.bi_sector);
-				ev->own[n].bytes = BPF_CORE_READ(bio, bi_iter.bi_size);
-				ev->own[n].queue_ns = o->queue_ns;
-				ev->own[n].pid = o->pid;
-				ev->own[n].tid = o->tid;
-				ev->own[n].flags = o->flags;
-				ev->nr_own = n + 1;
-			} else {
-				count_event(CNT_RQ_OWN_TRUNC);
-			}
-		}
-		bio = BPF_CORE_READ(bio, bi_next);
-	}
-	if (bio)
+	struct rq_walk w = { .ev = ev, .bio = BPF_CORE_READ(rq, bio) };
+	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
+	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
 	if (ev->nr_own == 0)
 		return 0;
@@ -190,7 +246,7 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	ev->sector = BPF_CORE_READ(rq, __sector);
 	ev->bytes = BPF_CORE_READ(rq, __data_len);
 	ev->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
-	ev->nr_bios = i;
+	ev->nr_bios = w.nr;
 	ev->issuer_tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 rqk = (__u64)rq;
 	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
@@ -199,16 +255,21 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	return 0;
 }
 
+static long forget_step(__u32 i, struct rq_walk *w)
+{
+	struct bio *bio = w->bio;
+	if (!bio)
+		return 1;
+	__u64 key = (__u64)bio;
+	bpf_map_delete_elem(&bio_owners, &key);
+	w->bio = BPF_CORE_READ(bio, bi_next);
+	return 0;
+}
+
 static __always_inline void forget_bios(struct request *rq)
 {
-	struct bio *bio = BPF_CORE_READ(rq, bio);
-	for (int i = 0; i < MAX_RQ_BIOS; i++) {
-		if (!bio)
-			break;
-		__u64 key = (__u64)bio;
-		bpf_map_delete_elem(&bio_owners, &key);
-		bio = BPF_CORE_READ(bio, bi_next);
-	}
+	struct rq_walk w = { .bio = BPF_CORE_READ(rq, bio) };
+	bpf_loop(MAX_RQ_BIOS, forget_step, &w, 0);
 }
 
 SEC("tp_btf/block_rq_complete")

@@ -20,9 +20,9 @@
 #define E2BIG 7
 #define MAX_RANGES 24    /* page-cache ranges (added or dirtied) kept per call */
 #define MAX_RA 4         /* readahead decisions kept per call */
-#define MAX_RQ_BIOS 32   /* bios walked per request (rq->bio chain) */
-#define MAX_ISSUE_OWN 8  /* owned bios reported per request issue */
-#define MAX_BVECS 64     /* bvecs walked per writeback bio */
+#define MAX_RQ_BIOS 256  /* bios walked per request (rq->bio chain, bpf_loop) */
+#define MAX_ISSUE_OWN 32 /* owned bios reported per request issue */
+#define MAX_BVECS 256    /* bvecs walked per writeback bio (BIO_MAX_VECS; bpf_loop) */
 #define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
 #define PATH_PARTS 6     /* dentry names kept per call (deepest first) */
 #define PART_LEN 32
@@ -122,6 +122,7 @@ struct op {
 	__u32 path_done;    /* 1: the walk reached the root; 0: path[] is a suffix */
 	__u64 file;         /* internal: struct file * */
 	__u64 bdp_start;    /* internal: balance_dirty_pages entry time (fentry/kprobe) */
+	__u64 max_pause_ns; /* longest single throttle pause */
 	struct page_range ranges[MAX_RANGES];
 	struct ra_decision ra[MAX_RA];
 	char comm[16];
@@ -140,6 +141,7 @@ struct issue_own {
 };
 
 #define OWN_WRITEBACK 1 /* bio carries tracked dirty pages */
+#define OWN_JOURNAL   2 /* queued by jbd2 while a traced fsync-family call waited on its device */
 
 struct rq_issue_ev {
 	__u32 type;     /* EV_RQ_ISSUE */
@@ -197,7 +199,7 @@ struct wb_bio_ev {
 	__u32 tid;       /* submitter */
 	__u32 nr_match;
 	__u32 pages;     /* pages walked in the bio */
-	__u32 pad;
+	__u32 lost_pages; /* tracked pages beyond MAX_WB_MATCH matches (counted, not reported) */
 	char comm[16];
 	struct wb_match match[MAX_WB_MATCH];
 };
@@ -347,6 +349,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rq_issue_ev);
 } rq_scratch SEC(".maps");
+
+/* Traced fsync-family calls in flight, by the kernel dev_t of their file's
+ * filesystem: jbd2 bios queued for that device meanwhile are the journal
+ * commit the call waits for. The latest call on a device wins. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} sync_waiters SEC(".maps");
+
+__s64 syncs_active = 0;
 
 /* Number of live entries in dirty_pages (approximate under races); gates the
  * bio page walk so that untraced write bios cost one load. */

@@ -118,6 +118,7 @@ type IopathOp struct {
 	PathDone       uint32
 	File           uint64
 	BdpStart       uint64
+	MaxPauseNs     uint64
 	Ranges         [24]struct {
 		_     structs.HostLayout
 		Index uint64
@@ -182,7 +183,7 @@ type IopathRqIssueEv struct {
 	NrOwn     uint32
 	IssuerTid uint32
 	Pad       uint32
-	Own       [8]struct {
+	Own       [32]struct {
 		_       structs.HostLayout
 		OpId    uint64
 		Bio     uint64
@@ -214,19 +215,19 @@ type IopathStatVal struct {
 }
 
 type IopathWbBioEv struct {
-	_       structs.HostLayout
-	Type    uint32
-	Dev     uint32
-	Bio     uint64
-	Ino     uint64
-	Ts      uint64
-	OpId    uint64
-	Tid     uint32
-	NrMatch uint32
-	Pages   uint32
-	Pad     uint32
-	Comm    [16]int8
-	Match   [16]struct {
+	_         structs.HostLayout
+	Type      uint32
+	Dev       uint32
+	Bio       uint64
+	Ino       uint64
+	Ts        uint64
+	OpId      uint64
+	Tid       uint32
+	NrMatch   uint32
+	Pages     uint32
+	LostPages uint32
+	Comm      [16]int8
+	Match     [16]struct {
 		_         structs.HostLayout
 		OpId      uint64
 		DirtiedNs uint64
@@ -279,6 +280,7 @@ const (
 	IopathMapHitStats                     = "hit_stats"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
+	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapWbScratch                    = "wb_scratch"
@@ -347,6 +349,7 @@ const (
 	IopathVarFilterComm                   = "filter_comm"
 	IopathVarRawSysMask                   = "raw_sys_mask"
 	IopathVarSelfTgid                     = "self_tgid"
+	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTrackDirty                   = "track_dirty"
 	IopathVarUnusedCounter                = "unused_counter"
@@ -466,16 +469,17 @@ type IopathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathMapSpecs struct {
-	BioOwners  *ebpf.MapSpec `ebpf:"bio_owners"`
-	Counters   *ebpf.MapSpec `ebpf:"counters"`
-	DirtyPages *ebpf.MapSpec `ebpf:"dirty_pages"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	HitStats   *ebpf.MapSpec `ebpf:"hit_stats"`
-	Inflight   *ebpf.MapSpec `ebpf:"inflight"`
-	RqScratch  *ebpf.MapSpec `ebpf:"rq_scratch"`
-	Targets    *ebpf.MapSpec `ebpf:"targets"`
-	TaskOps    *ebpf.MapSpec `ebpf:"task_ops"`
-	WbScratch  *ebpf.MapSpec `ebpf:"wb_scratch"`
+	BioOwners   *ebpf.MapSpec `ebpf:"bio_owners"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
+	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
+	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
+	Targets     *ebpf.MapSpec `ebpf:"targets"`
+	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
+	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
 // IopathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -487,6 +491,7 @@ type IopathVariableSpecs struct {
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
 	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
 	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
@@ -518,16 +523,17 @@ func (o *IopathObjects) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathMaps struct {
-	BioOwners  *ebpf.Map `ebpf:"bio_owners"`
-	Counters   *ebpf.Map `ebpf:"counters"`
-	DirtyPages *ebpf.Map `ebpf:"dirty_pages"`
-	Events     *ebpf.Map `ebpf:"events"`
-	HitStats   *ebpf.Map `ebpf:"hit_stats"`
-	Inflight   *ebpf.Map `ebpf:"inflight"`
-	RqScratch  *ebpf.Map `ebpf:"rq_scratch"`
-	Targets    *ebpf.Map `ebpf:"targets"`
-	TaskOps    *ebpf.Map `ebpf:"task_ops"`
-	WbScratch  *ebpf.Map `ebpf:"wb_scratch"`
+	BioOwners   *ebpf.Map `ebpf:"bio_owners"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
+	Events      *ebpf.Map `ebpf:"events"`
+	HitStats    *ebpf.Map `ebpf:"hit_stats"`
+	Inflight    *ebpf.Map `ebpf:"inflight"`
+	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
+	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
+	Targets     *ebpf.Map `ebpf:"targets"`
+	TaskOps     *ebpf.Map `ebpf:"task_ops"`
+	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
 func (m *IopathMaps) Close() error {
@@ -539,6 +545,7 @@ func (m *IopathMaps) Close() error {
 		m.HitStats,
 		m.Inflight,
 		m.RqScratch,
+		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
 		m.WbScratch,
@@ -554,6 +561,7 @@ type IopathVariables struct {
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
 	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
 	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`

@@ -108,7 +108,12 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->path_done = 0;
 	op->file = (__u64)file;
 	op->bdp_start = 0;
+	op->max_pause_ns = 0;
 	op->active = 1;
+	if (is_sync_sys(sys) && dev) {
+		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
+		__sync_fetch_and_add(&syncs_active, 1);
+	}
 	return op;
 }
 
@@ -168,6 +173,12 @@ static __always_inline void op_end(__s64 ret)
 	op->active = 0;
 	op->ret = ret;
 	op->end_ns = bpf_ktime_get_ns();
+	if (is_sync_sys(op->sys) && op->dev) {
+		__u64 *w = bpf_map_lookup_elem(&sync_waiters, &op->dev);
+		if (w && *w == op->op_id)
+			bpf_map_delete_elem(&sync_waiters, &op->dev);
+		__sync_fetch_and_add(&syncs_active, -1);
+	}
 	if (interesting(op)) {
 		bpf_get_current_comm(op->comm, sizeof(op->comm));
 		fill_path(op);

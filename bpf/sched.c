@@ -20,8 +20,15 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	__u32 ntid = next->pid;
 	op = bpf_map_lookup_elem(&task_ops, &ntid);
 	if (op && op->active && op->sleep_start) {
-		op->blocked_ns += bpf_ktime_get_ns() - op->sleep_start;
+		__u64 slept = bpf_ktime_get_ns() - op->sleep_start;
+		op->blocked_ns += slept;
 		op->sleep_start = 0;
+		if (op->bdp_start) {
+			/* A sleep inside balance_dirty_pages (fentry/kprobe mechanism). */
+			op->throttle_pauses++;
+			if (slept > op->max_pause_ns)
+				op->max_pause_ns = slept;
+		}
 	}
 	return 0;
 }

@@ -24,6 +24,13 @@ int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space
 	if (!op && !is_traced(tgid))
 		return 0;
 	struct inode *host = BPF_CORE_READ(mapping, host);
+	if ((BPF_CORE_READ(host, i_mode) & S_IFMT) != S_IFREG) {
+		/* Filesystem metadata in the block device's page cache (inode
+		 * tables, directories): it goes to disk through the journal. */
+		if (op)
+			op->other_dirtied += folio_pages(folio);
+		return 0;
+	}
 	struct dirty_key k = {
 		.ino = BPF_CORE_READ(host, i_ino),
 		.index = BPF_CORE_READ(folio, index),
@@ -106,8 +113,11 @@ int tp_balance_dirty_pages(struct trace_event_raw_balance_dirty_pages *ctx)
 		return 0;
 	long pause = ctx->pause; /* ms, as the tracepoint converts it */
 	if (pause > 0) {
+		__u64 ns = (__u64)pause * 1000000;
 		op->throttle_pauses++;
-		op->throttle_ns += (__u64)pause * 1000000;
+		op->throttle_ns += ns;
+		if (ns > op->max_pause_ns)
+			op->max_pause_ns = ns;
 	}
 	return 0;
 }

@@ -99,7 +99,7 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 		Syscall: sysNames[o.Sys], Fd: o.Fd, Path: opPath(o), Dev: Dev(o.Dev), Ino: o.Ino,
 		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
 		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
-		ThrottlePauses: o.ThrottlePauses, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
+		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
 		Cache: Cache{Readahead: []Readahead{}, Lookups: o.Lookups},
 	}
 	if rec.Syscall == "" {

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/iopath/iopath/bpf"
@@ -175,8 +176,11 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 	e.rqs[ev.Rq] = rq
 }
 
-// ownWriteback mirrors OWN_WRITEBACK in bpf/common.h.
-const ownWriteback = 1
+// Bio ownership flags, mirrored from bpf/common.h.
+const (
+	ownWriteback = 1
+	ownJournal   = 2
+)
 
 // HandleRequeue takes an EV_RQ_REQUEUE record.
 func (e *Engine) HandleRequeue(ev *bpf.IopathRqDoneEv) {
@@ -382,6 +386,9 @@ func (e *Engine) release(id uint64, p *pendingOp) {
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
 			readBytes += uint64(b.Bytes)
 		}
+		if isSyncName(rec.Syscall) {
+			b.Kind = bioKind(b)
+		}
 		rec.Bios = append(rec.Bios, b.Bio)
 	}
 	e.account(rec, readBytes)
@@ -546,4 +553,25 @@ func finish(t *Totals) {
 	if t.ReadBytesReq > 0 {
 		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
 	}
+}
+
+// bioKind classifies a bio of an fsync-family call.
+func bioKind(b *bioRef) string {
+	switch {
+	case b.flags&ownJournal != 0:
+		return "journal"
+	case b.Bytes == 0 || strings.HasPrefix(b.Rwbs, "F"):
+		return "flush"
+	case strings.Contains(b.Rwbs, "M"):
+		return "metadata"
+	}
+	return "data"
+}
+
+func isSyncName(n string) bool {
+	switch n {
+	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs":
+		return true
+	}
+	return false
 }

@@ -35,6 +35,7 @@ type Syscall struct {
 	OtherDirtiedPages    uint32       `json:"other_dirtied_pages"` // pages of other inodes (metadata, atime) dirtied during the call
 	ThrottleNs           uint64       `json:"throttle_ns"`
 	ThrottlePauses       uint32       `json:"throttle_pauses"`
+	ThrottleMaxPauseNs   uint64       `json:"throttle_max_pause_ns"`
 	ReadBeforeWritePages uint32       `json:"read_before_write_pages"`
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
@@ -85,7 +86,9 @@ type Bio struct {
 	Requeues     uint32 `json:"requeues,omitempty"`
 	RequestBytes uint32 `json:"request_bytes"` // the whole request (merged bios included)
 	RequestBios  uint32 `json:"request_bios"`
-	Kind         string `json:"kind,omitempty"` // data | journal | flush (fsync family)
+	// Kind, for fsync-family calls: data (file pages), metadata (rwbs M),
+	// journal (queued by jbd2 while the call waited), flush (cache flush).
+	Kind string `json:"kind,omitempty"`
 }
 
 // Truncations counts what did not fit in the kernel's fixed-size records.
@@ -111,24 +114,24 @@ type Writeback struct {
 
 // Persisted says when the pages a write call dirtied reached the disk ("type":"persisted").
 type Persisted struct {
-	Type           string `json:"type"`
-	OpID           uint64 `json:"op_id"`
-	Pid            uint32 `json:"pid"`
-	Dev            string `json:"dev"`
-	Ino            uint64 `json:"ino"`
-	Path           string `json:"path,omitempty"`
-	Pages          uint32 `json:"pages"`
-	Outcome        string `json:"outcome"` // written | removed (truncated/evicted before writeback) | pending
-	DirtiedNs      uint64 `json:"dirtied_ns"`
-	PersistedNs    uint64 `json:"persisted_ns,omitempty"`
-	DirtyToDiskNs  uint64 `json:"dirty_to_disk_ns,omitempty"`
-	Reason         string `json:"reason,omitempty"`
-	Worker         string `json:"worker,omitempty"`
-	WorkerTid      uint32 `json:"worker_tid,omitempty"`
-	Sector         uint64 `json:"sector,omitempty"`
-	RequestBytes   uint32 `json:"request_bytes,omitempty"`
-	ByOpID         uint64 `json:"by_op_id,omitempty"` // fsync-family call that wrote it
-	Error          string `json:"error,omitempty"`
+	Type          string `json:"type"`
+	OpID          uint64 `json:"op_id"`
+	Pid           uint32 `json:"pid"`
+	Dev           string `json:"dev"`
+	Ino           uint64 `json:"ino"`
+	Path          string `json:"path,omitempty"`
+	Pages         uint32 `json:"pages"`
+	Outcome       string `json:"outcome"` // written | removed (truncated/evicted before writeback) | pending
+	DirtiedNs     uint64 `json:"dirtied_ns"`
+	PersistedNs   uint64 `json:"persisted_ns,omitempty"`
+	DirtyToDiskNs uint64 `json:"dirty_to_disk_ns,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Worker        string `json:"worker,omitempty"`
+	WorkerTid     uint32 `json:"worker_tid,omitempty"`
+	Sector        uint64 `json:"sector,omitempty"`
+	RequestBytes  uint32 `json:"request_bytes,omitempty"`
+	ByOpID        uint64 `json:"by_op_id,omitempty"` // fsync-family call that wrote it
+	Error         string `json:"error,omitempty"`
 }
 
 // Summary closes a trace ("type":"summary").
@@ -148,30 +151,30 @@ type Summary struct {
 
 // Totals are shared by per-pid and per-file summaries.
 type Totals struct {
-	Calls          uint64  `json:"calls"`
-	StreamedCalls  uint64  `json:"streamed_calls"` // calls printed as records; the rest were pure hits
-	BytesRequested uint64  `json:"bytes_requested"`
-	BytesReturned  uint64  `json:"bytes_returned"`
-	PagesHit       uint64  `json:"pages_hit"`
-	PagesMissed    uint64  `json:"pages_missed"`
-	PagesAdded     uint64  `json:"pages_added"`
+	Calls          uint64 `json:"calls"`
+	StreamedCalls  uint64 `json:"streamed_calls"` // calls printed as records; the rest were pure hits
+	BytesRequested uint64 `json:"bytes_requested"`
+	BytesReturned  uint64 `json:"bytes_returned"`
+	PagesHit       uint64 `json:"pages_hit"`
+	PagesMissed    uint64 `json:"pages_missed"`
+	PagesAdded     uint64 `json:"pages_added"`
 	// PagesPrefetched are pages calls added beyond what they asked for
 	// (readahead). Of the hits, PagesHitPrefetched = min(hits, prefetched)
 	// were served by that readahead (a cold sequential read is all such
 	// hits); PagesHitCached = the rest, pages cached before the trace.
-	PagesPrefetched    uint64 `json:"pages_prefetched"`
-	PagesHitPrefetched uint64 `json:"pages_hit_prefetched"`
-	PagesHitCached     uint64 `json:"pages_hit_cached"`
-	DiskBytesRead  uint64  `json:"disk_bytes_read"`
-	DiskBytesWrite uint64  `json:"disk_bytes_written"`
-	Amplification  float64 `json:"amplification"` // disk bytes read / bytes requested by reads
-	ReadCalls      uint64  `json:"read_calls"`
-	ReadBytesReq   uint64  `json:"read_bytes_requested"`
-	WriteCalls     uint64  `json:"write_calls"`
-	DirtiedPages   uint64  `json:"dirtied_pages"`
-	ThrottleNs     uint64  `json:"throttle_ns"`
-	BlockedNs      uint64  `json:"blocked_ns"`
-	Unattributed   uint64  `json:"unattributed_bios"`
+	PagesPrefetched    uint64  `json:"pages_prefetched"`
+	PagesHitPrefetched uint64  `json:"pages_hit_prefetched"`
+	PagesHitCached     uint64  `json:"pages_hit_cached"`
+	DiskBytesRead      uint64  `json:"disk_bytes_read"`
+	DiskBytesWrite     uint64  `json:"disk_bytes_written"`
+	Amplification      float64 `json:"amplification"` // disk bytes read / bytes requested by reads
+	ReadCalls          uint64  `json:"read_calls"`
+	ReadBytesReq       uint64  `json:"read_bytes_requested"`
+	WriteCalls         uint64  `json:"write_calls"`
+	DirtiedPages       uint64  `json:"dirtied_pages"`
+	ThrottleNs         uint64  `json:"throttle_ns"`
+	BlockedNs          uint64  `json:"blocked_ns"`
+	Unattributed       uint64  `json:"unattributed_bios"`
 }
 
 // PidSummary totals one process.

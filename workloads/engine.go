@@ -23,8 +23,9 @@ type engine interface {
 	sync(data bool) error
 	// finish flushes user-space buffers at the end of a run.
 	finish() error
-	// reset zeroes the counters and drops buffered state before a run.
-	reset()
+	// reset zeroes the counters and drops buffered state before a run;
+	// raw selects raw system calls for the ops (see sysIO).
+	reset(raw bool)
 	// calls lists the system calls made since reset.
 	calls() []SyscallCount
 }
@@ -68,6 +69,7 @@ func retry(f func() error) error {
 type psyncEngine struct {
 	syncCounter
 	write bool
+	raw   bool
 	n     int64 // calls
 	bytes int64
 }
@@ -77,7 +79,7 @@ func (e *psyncEngine) op(buf []byte, off int64) (int, error) {
 		return e.pwrite(buf, off)
 	}
 	for {
-		n, err := unix.Pread(e.fd, buf, off)
+		n, err := sysIO(e.raw, unix.SYS_PREAD64, e.fd, buf, off)
 		e.n++
 		if n > 0 {
 			e.bytes += int64(n)
@@ -93,7 +95,7 @@ func (e *psyncEngine) op(buf []byte, off int64) (int, error) {
 func (e *psyncEngine) pwrite(buf []byte, off int64) (int, error) {
 	done := 0
 	for {
-		n, err := unix.Pwrite(e.fd, buf[done:], off+int64(done))
+		n, err := sysIO(e.raw, unix.SYS_PWRITE64, e.fd, buf[done:], off+int64(done))
 		e.n++
 		if n > 0 {
 			e.bytes += int64(n)
@@ -108,7 +110,9 @@ func (e *psyncEngine) pwrite(buf []byte, off int64) (int, error) {
 
 func (e *psyncEngine) finish() error { return nil }
 
-func (e *psyncEngine) reset() { e.n, e.bytes, e.fsyncs, e.fdatasyncs = 0, 0, 0, 0 }
+func (e *psyncEngine) reset(raw bool) {
+	e.n, e.bytes, e.fsyncs, e.fdatasyncs, e.raw = 0, 0, 0, 0, raw
+}
 
 func (e *psyncEngine) calls() []SyscallCount {
 	name := "pread64"
@@ -127,11 +131,12 @@ type fdStream struct {
 	writes, wrBytes  int64
 	seeks            int64
 	posKnown         bool
+	raw              bool // raw system calls (see sysIO)
 }
 
 func (s *fdStream) Read(p []byte) (int, error) {
 	for {
-		n, err := unix.Read(s.fd, p)
+		n, err := sysIO(s.raw, unix.SYS_READ, s.fd, p, 0)
 		s.reads++
 		if n > 0 {
 			s.readBytes += int64(n)
@@ -150,7 +155,7 @@ func (s *fdStream) Read(p []byte) (int, error) {
 func (s *fdStream) Write(p []byte) (int, error) {
 	done := 0
 	for done < len(p) {
-		n, err := unix.Write(s.fd, p[done:])
+		n, err := sysIO(s.raw, unix.SYS_WRITE, s.fd, p[done:], 0)
 		s.writes++
 		if n > 0 {
 			s.wrBytes += int64(n)
@@ -173,7 +178,7 @@ func (s *fdStream) seek(off int64) error {
 		return nil
 	}
 	s.seeks++
-	if _, err := unix.Seek(s.fd, off, 0); err != nil {
+	if err := sysSeek(s.raw, s.fd, off); err != nil {
 		s.posKnown = false
 		return err
 	}
@@ -181,8 +186,8 @@ func (s *fdStream) seek(off int64) error {
 	return nil
 }
 
-func (s *fdStream) reset() {
-	*s = fdStream{fd: s.fd}
+func (s *fdStream) reset(raw bool) {
+	*s = fdStream{fd: s.fd, raw: raw}
 }
 
 func (s *fdStream) counts() []SyscallCount {
@@ -223,6 +228,6 @@ func (e *syncEngine) op(buf []byte, off int64) (int, error) {
 
 func (e *syncEngine) finish() error { return nil }
 
-func (e *syncEngine) reset() { e.s.reset(); e.fsyncs, e.fdatasyncs = 0, 0 }
+func (e *syncEngine) reset(raw bool) { e.s.reset(raw); e.fsyncs, e.fdatasyncs = 0, 0 }
 
 func (e *syncEngine) calls() []SyscallCount { return append(e.s.counts(), e.counts()...) }

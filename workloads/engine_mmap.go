@@ -25,7 +25,7 @@ func (e *mmapEngine) sync(bool) error {
 
 func (e *mmapEngine) finish() error { return nil }
 
-func (e *mmapEngine) reset() { e.msyncs = 0 }
+func (e *mmapEngine) reset(bool) { e.msyncs = 0 }
 
 func (e *mmapEngine) calls() []SyscallCount {
 	if e.msyncs == 0 {

@@ -100,8 +100,8 @@ func (e *stdioEngine) finish() error {
 	return nil
 }
 
-func (e *stdioEngine) reset() {
-	e.s.reset()
+func (e *stdioEngine) reset(raw bool) {
+	e.s.reset(raw)
 	e.pos, e.fsyncs, e.fdatasyncs = 0, 0, 0
 	if e.write {
 		e.w.Reset(&e.s)

@@ -67,87 +67,97 @@ func simulateSync(offs *Offsets, ops, bs int64) (seeks int64) {
 // system calls the engine claims, and that the kernel's own per-thread
 // counters agree with the engine's counts.
 func TestSyscalls(t *testing.T) {
-	for _, kind := range Kinds() {
-		for _, engine := range Engines() {
-			t.Run(kind+"/"+engine, func(t *testing.T) {
-				s := Spec{Kind: kind, Engine: engine, FileSize: 256 << 10, Count: 300}
-				if s.small() {
-					s.FileSize, s.Count = 64<<10, 10000
-				}
-				p := prepare(t, s)
-				r := run(t, p)
-				bs := p.Spec.BlockSize
-				if r.Ops != s.Count || r.Bytes != s.Count*bs {
-					t.Fatalf("ops %d bytes %d, want %d and %d", r.Ops, r.Bytes, s.Count, s.Count*bs)
-				}
-				if r.Latency.Count != r.Ops {
-					t.Errorf("latency histogram has %d values for %d ops", r.Latency.Count, r.Ops)
-				}
-				k := r.Kernel
-				if k == nil {
-					t.Fatal("no kernel IO accounting: /proc/thread-self/io missing?")
-				}
-				rn, rb := calls(r, "read", "pread64")
-				wn, wb := calls(r, "write", "pwrite64")
-				if k.ReadCalls != rn || k.ReadChars != rb || k.WriteCalls != wn || k.WriteChars != wb {
-					t.Errorf("engine counted reads %d/%d B, writes %d/%d B; kernel counted reads %d/%d B, writes %d/%d B",
-						rn, rb, wn, wb, k.ReadCalls, k.ReadChars, k.WriteCalls, k.WriteChars)
-				}
-				write := isWrite(kind)
-				io, iob := rn, rb
-				if write {
-					io, iob = wn, wb
-					if rn != 0 {
-						t.Errorf("a write workload issued %d reads", rn)
-					}
-				} else if wn != 0 {
-					t.Errorf("a read workload issued %d writes", wn)
-				}
-				switch engine {
-				case EnginePsync:
-					if io != s.Count || iob != s.Count*bs {
-						t.Errorf("psync: %d calls of %d bytes, want one call of %d bytes per op", io, iob, bs)
-					}
-				case EngineSync:
-					seeks, _ := calls(r, "lseek")
-					if want := simulateSync(p.Offsets(), s.Count, bs); seeks != want {
-						t.Errorf("sync: %d lseeks, want %d", seeks, want)
-					}
-					if io != s.Count || iob != s.Count*bs {
-						t.Errorf("sync: %d calls of %d bytes, want one call of %d bytes per op", io, iob, bs)
-					}
-				case EngineMmap:
-					if len(r.Syscalls) != 0 || k.ReadCalls != 0 || k.WriteCalls != 0 {
-						t.Errorf("mmap issued system calls: %+v, kernel %+v", r.Syscalls, k)
-					}
-				case EngineStdio:
-					if iob != s.Count*bs && !write {
-						// Reads may fetch a little more than asked (whole buffers).
-						if iob < s.Count*bs {
-							t.Errorf("stdio read %d bytes for %d bytes of ops", iob, s.Count*bs)
-						}
-					}
-					if write && iob != s.Count*bs {
-						t.Errorf("stdio wrote %d bytes for %d bytes of ops", iob, s.Count*bs)
-					}
-					if bs == 1 && !p.Spec.random() {
-						// 10000 sequential bytes through a 4096-byte buffer: 3 calls.
-						if io != 3 {
-							t.Errorf("stdio made %d calls for 10000 sequential 1-byte ops, want 3 (4096+4096+1808 bytes)", io)
-						}
-					}
-				}
-				fi, err := os.Stat(p.Path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := p.Base + p.Spec.FileSize; p.Spec.appends() && engine != EngineMmap && fi.Size() != min(want, p.Base+s.Count*bs) {
-					t.Errorf("after appending %d bytes the file is %d bytes", s.Count*bs, fi.Size())
-				} else if !p.Spec.appends() && fi.Size() != p.Spec.FileSize {
-					t.Errorf("file size changed from %d to %d: a write went past the end", p.Spec.FileSize, fi.Size())
-				}
-			})
+	orig := runtime.GOMAXPROCS(0)
+	defer runtime.GOMAXPROCS(orig)
+	// GOMAXPROCS 1 makes the engines use ordinary system calls, 2 raw ones.
+	for _, procs := range []int{1, 2} {
+		runtime.GOMAXPROCS(procs)
+		for _, kind := range Kinds() {
+			for _, engine := range Engines() {
+				t.Run(fmt.Sprintf("%s/%s/procs=%d", kind, engine, procs), func(t *testing.T) {
+					testSyscalls(t, kind, engine)
+				})
+			}
 		}
+	}
+}
+
+func testSyscalls(t *testing.T, kind, engine string) {
+	s := Spec{Kind: kind, Engine: engine, FileSize: 256 << 10, Count: 300}
+	if s.small() {
+		s.FileSize, s.Count = 64<<10, 10000
+	}
+	p := prepare(t, s)
+	r := run(t, p)
+	bs := p.Spec.BlockSize
+	if r.Ops != s.Count || r.Bytes != s.Count*bs {
+		t.Fatalf("ops %d bytes %d, want %d and %d", r.Ops, r.Bytes, s.Count, s.Count*bs)
+	}
+	if r.Latency.Count != r.Ops {
+		t.Errorf("latency histogram has %d values for %d ops", r.Latency.Count, r.Ops)
+	}
+	k := r.Kernel
+	if k == nil {
+		t.Fatal("no kernel IO accounting: /proc/thread-self/io missing?")
+	}
+	rn, rb := calls(r, "read", "pread64")
+	wn, wb := calls(r, "write", "pwrite64")
+	if k.ReadCalls != rn || k.ReadChars != rb || k.WriteCalls != wn || k.WriteChars != wb {
+		t.Errorf("engine counted reads %d/%d B, writes %d/%d B; kernel counted reads %d/%d B, writes %d/%d B",
+			rn, rb, wn, wb, k.ReadCalls, k.ReadChars, k.WriteCalls, k.WriteChars)
+	}
+	write := isWrite(kind)
+	io, iob := rn, rb
+	if write {
+		io, iob = wn, wb
+		if rn != 0 {
+			t.Errorf("a write workload issued %d reads", rn)
+		}
+	} else if wn != 0 {
+		t.Errorf("a read workload issued %d writes", wn)
+	}
+	switch engine {
+	case EnginePsync:
+		if io != s.Count || iob != s.Count*bs {
+			t.Errorf("psync: %d calls of %d bytes, want one call of %d bytes per op", io, iob, bs)
+		}
+	case EngineSync:
+		seeks, _ := calls(r, "lseek")
+		if want := simulateSync(p.Offsets(), s.Count, bs); seeks != want {
+			t.Errorf("sync: %d lseeks, want %d", seeks, want)
+		}
+		if io != s.Count || iob != s.Count*bs {
+			t.Errorf("sync: %d calls of %d bytes, want one call of %d bytes per op", io, iob, bs)
+		}
+	case EngineMmap:
+		if len(r.Syscalls) != 0 || k.ReadCalls != 0 || k.WriteCalls != 0 {
+			t.Errorf("mmap issued system calls: %+v, kernel %+v", r.Syscalls, k)
+		}
+	case EngineStdio:
+		if iob != s.Count*bs && !write {
+			// Reads may fetch a little more than asked (whole buffers).
+			if iob < s.Count*bs {
+				t.Errorf("stdio read %d bytes for %d bytes of ops", iob, s.Count*bs)
+			}
+		}
+		if write && iob != s.Count*bs {
+			t.Errorf("stdio wrote %d bytes for %d bytes of ops", iob, s.Count*bs)
+		}
+		if bs == 1 && !p.Spec.random() {
+			// 10000 sequential bytes through a 4096-byte buffer: 3 calls.
+			if io != 3 {
+				t.Errorf("stdio made %d calls for 10000 sequential 1-byte ops, want 3 (4096+4096+1808 bytes)", io)
+			}
+		}
+	}
+	fi, err := os.Stat(p.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := p.Base + p.Spec.FileSize; p.Spec.appends() && engine != EngineMmap && fi.Size() != min(want, p.Base+s.Count*bs) {
+		t.Errorf("after appending %d bytes the file is %d bytes", s.Count*bs, fi.Size())
+	} else if !p.Spec.appends() && fi.Size() != p.Spec.FileSize {
+		t.Errorf("file size changed from %d to %d: a write went past the end", p.Spec.FileSize, fi.Size())
 	}
 }
 

@@ -155,7 +155,7 @@ func storySyscall(r *tracer.Syscall) string {
 		fmt.Fprintf(&b, "  read %s from disk before writing (partial write to an uncached page)\n", pl(uint64(r.ReadBeforeWritePages), "page"))
 	}
 	if r.ThrottleNs > 0 || r.ThrottlePauses > 0 {
-		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"))
+		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s (longest %s)\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"), dur(r.ThrottleMaxPauseNs))
 	}
 	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && tracerIsRead(r.Syscall) {
 		if r.ReturnedBytes == 0 && r.Error == "" {
@@ -180,6 +180,9 @@ func tracerIsRead(s string) bool {
 
 func bioLine(bio tracer.Bio) string {
 	s := fmt.Sprintf("bio %-3s %s at sector %d on %s", bio.Rwbs, human(uint64(bio.Bytes)), bio.Sector, bio.Dev)
+	if bio.Kind != "" {
+		s = bio.Kind + " " + s
+	}
 	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {
 		s += fmt.Sprintf(" (request of %s, %d bios)", human(uint64(bio.RequestBytes)), bio.RequestBios)
 	}
