@@ -30,22 +30,70 @@ static __always_inline struct folio *folio_of(struct page *page)
 struct bvec_walk {
 	struct wb_bio_ev *ev;
 	struct bio_vec *vecs;
-	struct folio *last_folio;
+	__u32 vcnt;
+	__u32 i;           /* current bvec */
+	__u32 pg;          /* page offset of the next folio within the current bvec */
+	__u32 bv_pages;    /* pages spanned by the current bvec */
+	struct page *bv_page;
+	__u64 page_size;   /* sizeof(struct page), from BTF */
 };
 
-/* bvec_step handles one bio_vec (bpf_loop callback): resolve its page to
- * (dev, inode, folio index) and claim the tracked dirty folio, merging
- * contiguous folios of the same call into one match. */
-static long bvec_step(__u32 i, struct bvec_walk *w)
+/* claim records one tracked dirty folio in the event, merging contiguous
+ * folios of the same call into one match, and forgets it. */
+static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v)
+{
+	__u32 n = ev->nr_match;
+	if (n > 0 && n <= MAX_WB_MATCH) {
+		struct wb_match *last = &ev->match[n - 1];
+		if (last->op_id == v->op_id && last->index + last->nr == k->index) {
+			last->nr += v->nr;
+			if (v->ts < last->dirtied_ns)
+				last->dirtied_ns = v->ts;
+			goto forget;
+		}
+	}
+	if (n < MAX_WB_MATCH) {
+		ev->match[n].op_id = v->op_id;
+		ev->match[n].dirtied_ns = v->ts;
+		ev->match[n].index = k->index;
+		ev->match[n].nr = v->nr;
+		ev->match[n].pid = v->pid;
+		ev->nr_match = n + 1;
+	} else {
+		ev->lost_pages += v->nr;
+		count_event(CNT_WB_MATCH_TRUNC);
+	}
+forget:
+	if (bpf_map_delete_elem(&dirty_pages, k) == 0)
+		__sync_fetch_and_add(&dirty_tracked, -1);
+}
+
+/* folio_step handles one folio of the bio (bpf_loop callback). A bio_vec
+ * may span several folios (physically contiguous pages are merged into one
+ * multi-page bvec) and a large folio spans several pages. */
+static long folio_step(__u32 step, struct bvec_walk *w)
 {
 	struct wb_bio_ev *ev = w->ev;
-	struct bio_vec bv = {};
-	bpf_probe_read_kernel(&bv, sizeof(bv), &w->vecs[i]);
-	ev->pages += (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
-	struct folio *folio = folio_of(bv.bv_page);
-	if (folio == w->last_folio)
-		return 0;
-	w->last_folio = folio;
+	if (w->pg >= w->bv_pages) {
+		/* Next bvec. */
+		if (w->i >= w->vcnt)
+			return 1;
+		struct bio_vec bv = {};
+		bpf_probe_read_kernel(&bv, sizeof(bv), &w->vecs[w->i]);
+		w->i++;
+		w->bv_page = bv.bv_page + 0;
+		w->pg = bv.bv_offset >> PAGE_SHIFT;
+		w->bv_pages = (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
+		ev->pages += w->bv_pages - w->pg;
+		if (w->pg >= w->bv_pages)
+			return 0;
+	}
+	struct page *page = (struct page *)((char *)w->bv_page + (__u64)w->pg * w->page_size);
+	struct folio *folio = folio_of(page);
+	__u32 nr = folio_pages(folio);
+	__u32 in_folio = ((char *)page - (char *)folio) / w->page_size;
+	__u32 left = nr > in_folio ? nr - in_folio : 1;
+	w->pg += left;
 	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
 	if (!mapping || ((unsigned long)mapping & 3))
 		return 0; /* anonymous, movable or no file */
@@ -60,32 +108,8 @@ static long bvec_step(__u32 i, struct bvec_walk *w)
 		ev->dev = k.dev;
 	}
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
-	if (!v)
-		return 0;
-	__u32 n = ev->nr_match;
-	if (n > 0 && n <= MAX_WB_MATCH) {
-		struct wb_match *last = &ev->match[n - 1];
-		if (last->op_id == v->op_id && last->index + last->nr == k.index) {
-			last->nr += v->nr;
-			if (v->ts < last->dirtied_ns)
-				last->dirtied_ns = v->ts;
-			goto claimed;
-		}
-	}
-	if (n < MAX_WB_MATCH) {
-		ev->match[n].op_id = v->op_id;
-		ev->match[n].dirtied_ns = v->ts;
-		ev->match[n].index = k.index;
-		ev->match[n].nr = v->nr;
-		ev->match[n].pid = v->pid;
-		ev->nr_match = n + 1;
-	} else {
-		ev->lost_pages += v->nr;
-		count_event(CNT_WB_MATCH_TRUNC);
-	}
-claimed:
-	if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
-		__sync_fetch_and_add(&dirty_tracked, -1);
+	if (v)
+		claim(ev, &k, v);
 	return 0;
 }
 
@@ -108,13 +132,15 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->dev = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-	unsigned short vcnt = BPF_CORE_READ(bio, bi_vcnt);
-	struct bvec_walk w = { .ev = ev, .vecs = BPF_CORE_READ(bio, bi_io_vec) };
-	if (vcnt > MAX_BVECS) {
+	struct bvec_walk w = {
+		.ev = ev, .vecs = BPF_CORE_READ(bio, bi_io_vec), .vcnt = BPF_CORE_READ(bio, bi_vcnt),
+		.page_size = bpf_core_type_size(struct page),
+	};
+	/* One step per folio plus one per bvec; MAX_WALK_STEPS covers a 16 MiB
+	 * bio of single-page folios. Larger walks are counted as truncated. */
+	bpf_loop(MAX_WALK_STEPS, folio_step, &w, 0);
+	if (w.i < w.vcnt || w.pg < w.bv_pages)
 		count_event(CNT_BVEC_TRUNC);
-		vcnt = MAX_BVECS;
-	}
-	bpf_loop(vcnt, bvec_step, &w, 0);
 	if (ev->nr_match == 0)
 		return;
 	emit(ev, sizeof(*ev));

@@ -22,7 +22,7 @@
 #define MAX_RA 4         /* readahead decisions kept per call */
 #define MAX_RQ_BIOS 256  /* bios walked per request (rq->bio chain, bpf_loop) */
 #define MAX_ISSUE_OWN 32 /* owned bios reported per request issue */
-#define MAX_BVECS 256    /* bvecs walked per writeback bio (BIO_MAX_VECS; bpf_loop) */
+#define MAX_WALK_STEPS 4352 /* folios + bvecs walked per writeback bio (bpf_loop) */
 #define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
 #define PATH_PARTS 6     /* dentry names kept per call (deepest first) */
 #define PART_LEN 32
@@ -56,7 +56,7 @@ enum counter {
 	CNT_RQ_CHAIN_TRUNC,     /* request bio chain longer than MAX_RQ_BIOS */
 	CNT_RQ_OWN_TRUNC,       /* more owned bios in a request than MAX_ISSUE_OWN */
 	CNT_RANGES_TRUNC,       /* more page ranges in a call than MAX_RANGES */
-	CNT_BVEC_TRUNC,         /* writeback bio longer than MAX_BVECS */
+	CNT_BVEC_TRUNC,         /* writeback bio walk longer than MAX_WALK_STEPS */
 	CNT_WB_MATCH_TRUNC,     /* more matches in a bio than MAX_WB_MATCH */
 	CNT_TASK_OPS_FULL,      /* per-thread state map full: a call was not traced */
 	CNT_MAX,

@@ -36,7 +36,7 @@ else
 fi
 trap 'rm -rf "$work"' EXIT
 file=$work/data
-fstype=$(stat -f -c %T "$work")
+fstype=$(findmnt -no FSTYPE --target "$work" 2>/dev/null || stat -f -c %T "$work")
 [[ $fstype == tmpfs || $fstype == ramfs ]] && echo "warning: $work is on $fstype: O_DIRECT numbers mean nothing there; set DIR to a disk filesystem" >&2
 
 pin=()
@@ -71,7 +71,7 @@ declare -A fio_args=(
 	[rand-4k-direct]="--rw=randread --bs=4k --direct=1"
 	[seq-1byte-cached]="--rw=read --bs=1"
 )
-declare -A res_iopath res_fio
+declare -A res_iopath res_fio res_ratio
 
 echo "iopath $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $("$FIO" --version), $(uname -r), $(nproc) CPUs, $fstype, file $SIZE, ${SECONDS_PER_RUN}s per run, $ROUNDS rounds${CPU:+, pinned to CPU $CPU}"
 printf '%-18s %5s %14s %14s %7s\n' pattern round iopath_iops fio_iops ratio
@@ -86,17 +86,21 @@ for round in $(seq 1 "$ROUNDS"); do
 			f=$(fio_run ${fio_args[$p]})
 			a=$(iopath_run ${iopath_args[$p]})
 		fi
+		r=$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')
 		res_iopath[$p]+="$a "
 		res_fio[$p]+="$f "
-		printf '%-18s %5d %14.0f %14.0f %7.3f\n' "$p" "$round" "$a" "$f" "$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')"
+		res_ratio[$p]+="$r "
+		printf '%-18s %5d %14.0f %14.0f %7.3f\n' "$p" "$round" "$a" "$f" "$r"
 	done
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 echo
-printf '%-18s %14s %14s %7s\n' "median" iopath_iops fio_iops ratio
+# ratio: of the medians; paired: median of each round's ratio (the two runs
+# of a round are back to back, so this cancels slow drift of the machine).
+printf '%-18s %14s %14s %7s %7s\n' "median" iopath_iops fio_iops ratio paired
 for p in "${patterns[@]}"; do
 	a=$(median <<<"${res_iopath[$p]}")
 	f=$(median <<<"${res_fio[$p]}")
-	printf '%-18s %14.0f %14.0f %7.3f\n' "$p" "$a" "$f" "$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')"
+	printf '%-18s %14.0f %14.0f %7.3f %7.3f\n' "$p" "$a" "$f" "$(awk -v a="$a" -v f="$f" 'BEGIN{print a/f}')" "$(median <<<"${res_ratio[$p]}")"
 done

@@ -10,9 +10,9 @@ import (
 
 // Residency is how much of a file range is in the page cache.
 type Residency struct {
-	CachedPages int64  // pages of the range in the page cache
-	TotalPages  int64  // pages in the range
-	Method      string // "cachestat" (Linux 6.5+) or "mincore"
+	CachedPages int64  `json:"cached_pages"` // pages of the range in the page cache
+	TotalPages  int64  `json:"total_pages"`  // pages in the range
+	Method      string `json:"method"`       // "cachestat" (Linux 6.5+) or "mincore"
 }
 
 // CacheResidency reports how many pages of the first size bytes of the open

@@ -12,6 +12,8 @@ type SyscallCount struct {
 	Name  string `json:"name"`  // system call, e.g. "pread64"
 	Calls int64  `json:"calls"` // number of calls
 	Bytes int64  `json:"bytes"` // bytes read or written by them (0 for calls that move none)
+	// BytesPerCall is Bytes/Calls, filled in by Run.
+	BytesPerCall float64 `json:"bytes_per_call"`
 }
 
 // engine issues a workload's ops. Implementations count every system call

@@ -101,6 +101,11 @@ func (p *Prepared) report(st *runState, ru0, ru1 *unix.Rusage) *Report {
 	if r.Syscalls == nil {
 		r.Syscalls = []SyscallCount{}
 	}
+	for i := range r.Syscalls {
+		if c := &r.Syscalls[i]; c.Calls > 0 {
+			c.BytesPerCall = float64(c.Bytes) / float64(c.Calls)
+		}
+	}
 	return r
 }
 

@@ -59,8 +59,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, c := range r.Syscalls {
 		per := "-"
-		if c.Bytes > 0 && c.Calls > 0 {
-			per = fmt.Sprintf("%.1f", float64(c.Bytes)/float64(c.Calls))
+		if c.Bytes > 0 {
+			per = fmt.Sprintf("%.1f", c.BytesPerCall)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", c.Name, c.Calls, c.Bytes, per)
 	}
