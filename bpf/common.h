@@ -123,6 +123,7 @@ struct op {
 	__u64 file;         /* internal: struct file * */
 	__u64 bdp_start;    /* internal: balance_dirty_pages entry time (fentry/kprobe) */
 	__u64 max_pause_ns; /* longest single throttle pause */
+	__u64 fs_magic;     /* file's superblock s_magic (tmpfs: no block device, no writeback) */
 	struct page_range ranges[MAX_RANGES];
 	struct ra_decision ra[MAX_RA];
 	char comm[16];

@@ -119,6 +119,7 @@ type IopathOp struct {
 	File           uint64
 	BdpStart       uint64
 	MaxPauseNs     uint64
+	FsMagic        uint64
 	Ranges         [24]struct {
 		_     structs.HostLayout
 		Index uint64

@@ -50,7 +50,7 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	if (!is_traced(tgid))
 		return NULL;
 
-	__u64 ino = 0;
+	__u64 ino = 0, magic = 0;
 	__u32 dev = 0, f_flags = 0;
 	if (file) {
 		f_flags = BPF_CORE_READ(file, f_flags);
@@ -60,6 +60,7 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 			return NULL;
 		ino = BPF_CORE_READ(inode, i_ino);
 		dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		magic = BPF_CORE_READ(inode, i_sb, s_magic);
 		if (offset < 0)
 			offset = BPF_CORE_READ(file, f_pos);
 	} else if (sys != SYS_SYNC) {
@@ -109,6 +110,7 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->file = (__u64)file;
 	op->bdp_start = 0;
 	op->max_pause_ns = 0;
+	op->fs_magic = magic;
 	op->active = 1;
 	if (is_sync_sys(sys) && dev) {
 		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
@@ -156,8 +158,15 @@ static __always_inline void fill_path(struct op *op)
 	op->path_depth = j;
 }
 
+#define TMPFS_MAGIC 0x01021994
+#define RAMFS_MAGIC 0x858458f6
+
 static __always_inline bool interesting(struct op *op)
 {
+	/* A write to tmpfs/ramfs is streamed so the user learns it will never
+	 * be written back (no dirty-page event fires for shmem). */
+	if (is_write_sys(op->sys) && op->ret > 0 && (op->fs_magic == TMPFS_MAGIC || op->fs_magic == RAMFS_MAGIC))
+		return true;
 	return emit_all || op->pages_added || op->bios_queued || op->blocked_ns ||
 	       op->throttle_ns || op->throttle_pauses || op->dirtied_pages || op->ret < 0 ||
 	       is_sync_sys(op->sys);

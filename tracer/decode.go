@@ -96,7 +96,7 @@ func opPath(o *bpf.IopathOp) string {
 func syscallRecord(o *bpf.IopathOp) *Syscall {
 	rec := &Syscall{
 		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: cString(o.Comm[:]),
-		Syscall: sysNames[o.Sys], Fd: o.Fd, Path: opPath(o), Dev: Dev(o.Dev), Ino: o.Ino,
+		Syscall: sysNames[o.Sys], Fd: o.Fd, Path: opPath(o), Dev: Dev(o.Dev), Ino: o.Ino, FS: FSName(o.FsMagic),
 		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
 		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
 		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,

@@ -39,6 +39,8 @@ type Engine struct {
 	files    map[fileKey]*FileSummary
 	dirty    map[uint64]int64 // write op_id -> dirtied pages not yet persisted or removed
 	dirtyTot atomic.Int64     // sum of the positive values of dirty (read by other goroutines)
+	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
+	memoryWrites atomic.Int64
 	lastTs   uint64
 	firstTs  uint64
 	counters EngineCounters
@@ -128,6 +130,9 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	p.isWrite = isWriteSys(o.Sys)
 	if p.isWrite && o.DirtiedPages > 0 {
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
+	}
+	if p.isWrite && o.Ret > 0 && MemoryOnly(rec.FS) {
+		e.memoryWrites.Add(1)
 	}
 	e.tryRelease(o.OpId, p)
 }
@@ -510,6 +515,10 @@ func (e *Engine) Flush() {
 func (e *Engine) DirtyPending() uint64 {
 	return uint64(max(e.dirtyTot.Load(), 0))
 }
+
+// MemoryOnlyWrites counts writes to filesystems without writeback (tmpfs).
+// Safe to call from any goroutine.
+func (e *Engine) MemoryOnlyWrites() int64 { return e.memoryWrites.Load() }
 
 // Counters returns the engine's loss counters.
 func (e *Engine) Counters() EngineCounters { return e.counters }

@@ -21,6 +21,7 @@ type Syscall struct {
 	Path           string `json:"path,omitempty"`
 	Dev            string `json:"dev"`
 	Ino            uint64 `json:"ino"`
+	FS             string `json:"fs"` // filesystem type, from the superblock magic
 	Offset         uint64 `json:"offset"`
 	RequestedBytes uint64 `json:"requested_bytes"`
 	ReturnedBytes  int64  `json:"returned_bytes"`

@@ -54,6 +54,9 @@ func newDemoCmd() *cobra.Command {
 	cmd.PersistentFlags().StringVar(&f.dir, "dir", "", "directory for the demo's file (default: a new temp dir under $TMPDIR, removed afterwards)")
 	cmd.PersistentFlags().BoolVar(&f.keep, "keep", false, "keep the demo's files")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the raw records as JSON Lines after the explanation")
+	cmd.Flags().Bool("fsync", false, "write-1byte: fsync after the write")
+	cmd.Flags().Int("expire-centisecs", 0, "write-1byte: set vm.dirty_expire_centisecs for the demo (restored afterwards)")
+	cmd.Flags().Duration("timeout", 90*time.Second, "write-1byte: how long to wait for writeback")
 	return cmd
 }
 

@@ -145,8 +145,13 @@ func storySyscall(r *tracer.Syscall) string {
 		}
 		b.WriteString("\n")
 	}
-	if r.DirtiedPages > 0 {
+	switch {
+	case r.DirtiedPages > 0:
 		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", pl(uint64(r.DirtiedPages), "page"), ranges(r.DirtiedRanges))
+	case tracerIsWrite(r.Syscall) && r.ReturnedBytes > 0 && tracer.MemoryOnly(r.FS):
+		fmt.Fprintf(&b, "  %s keeps file data in memory only: these pages are never written back to a disk\n", r.FS)
+	case tracerIsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
+		b.WriteString("  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n")
 	}
 	if r.OtherDirtiedPages > 0 {
 		fmt.Fprintf(&b, "  also dirtied %s of other inodes (filesystem metadata such as the atime update)\n", pl(uint64(r.OtherDirtiedPages), "page"))
@@ -168,6 +173,14 @@ func storySyscall(r *tracer.Syscall) string {
 		b.WriteString("  " + bioLine(bio) + "\n")
 	}
 	return b.String()
+}
+
+func tracerIsWrite(s string) bool {
+	switch s {
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
+		return true
+	}
+	return false
 }
 
 func tracerIsRead(s string) bool {

@@ -46,6 +46,10 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 	time.Sleep(200 * time.Millisecond)
 	pending := t.Engine.DirtyPending()
 	if pending == 0 {
+		if n := t.Engine.MemoryOnlyWrites(); n > 0 {
+			fmt.Fprintf(errw, "iopath: --wait-writeback: the traced command's %d writes went to a memory-only filesystem (tmpfs): nothing is ever written back\n", n)
+			return
+		}
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/tracer"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	demos["write-1byte"] = struct {
+		short string
+		run   func(cmd *cobra.Command, f *demoFlags, args []string) error
+	}{"write(fd, \"x\", 1) to a new file: when does the byte reach the disk? (--fsync: made durable in the call)", runDemoWrite1}
+}
+
+// sysctlSetter changes a vm sysctl and restores it (also on SIGINT/SIGTERM).
+type sysctlSetter struct {
+	name, old string
+}
+
+func setSysctl(name, value string) (*sysctlSetter, error) {
+	p := "/proc/sys/" + name
+	old, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
+		return nil, fmt.Errorf("setting %s=%s: %w", name, value, err)
+	}
+	return &sysctlSetter{name: name, old: string(old)}, nil
+}
+
+func (s *sysctlSetter) restore() {
+	if s != nil {
+		os.WriteFile("/proc/sys/"+s.name, []byte(s.old), 0o644)
+	}
+}
+
+func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
+	fl := cmd.Flags()
+	fsync, _ := fl.GetBool("fsync")
+	expire, _ := fl.GetInt("expire-centisecs")
+	limit, _ := fl.GetDuration("timeout")
+	if err := tracer.Preflight(); err != nil {
+		return err
+	}
+	dir, cleanup, err := demoDir(f)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	fs := describeFS(dir)
+	if !fs.blockDevice {
+		return fmt.Errorf("%s is on %s, which has no block device: its writes are never written back; use --dir on a disk-backed filesystem such as /var/tmp", filepath.Dir(dir), fs.fsType)
+	}
+	if expire > 0 {
+		s, err := setSysctl("vm/dirty_expire_centisecs", strconv.Itoa(expire))
+		if err != nil {
+			return err
+		}
+		defer s.restore()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		go func() {
+			if _, ok := <-sig; ok {
+				s.restore()
+				cleanup()
+				os.Exit(130)
+			}
+		}()
+	}
+	path := filepath.Join(dir, "write-1byte.dat")
+	bound, why := writebackBound()
+	kind := "write-1byte"
+	if fsync {
+		kind = "write-1byte-fsync"
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintln(w, "iopath demo write-1byte: when does write(fd, \"x\", 1) reach the disk?")
+	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, tracer.Dev(fs.dev), fs.disk)
+	if fsync {
+		fmt.Fprintln(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), fsync(fd), close(fd) in a child process")
+	} else {
+		fmt.Fprintf(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), close(fd) in a child process, then\n"+
+			"the tracer waits for the kernel's periodic writeback (expected within %s: %s)\n", bound, why)
+	}
+	fmt.Fprintln(w)
+	wait := func(t *tracer.Tracer) {
+		if !fsync {
+			waitWriteback(context.Background(), t, limit, cmd.ErrOrStderr())
+		}
+	}
+	recs, sum, _, err := traceChild(cmd, tracer.Options{}, time.Second, wait, kind, path)
+	if err != nil {
+		return err
+	}
+	dev, ino, err := inode(path)
+	if err != nil {
+		return err
+	}
+	calls := fileRecords(recs, dev, ino)
+	var write, sync *tracer.Syscall
+	for _, c := range calls {
+		switch c.Syscall {
+		case "write":
+			write = c
+		case "fsync":
+			sync = c
+		}
+	}
+	if write == nil {
+		return fmt.Errorf("the traced write was not seen (lost events: %d): run `iopath doctor`", sum.LostEvents)
+	}
+	var persisted []*tracer.Persisted
+	var wbs []*tracer.Writeback
+	for _, r := range recs {
+		switch x := r.(type) {
+		case *tracer.Persisted:
+			if x.OpID == write.OpID {
+				persisted = append(persisted, x)
+			}
+		case *tracer.Writeback:
+			if x.Ino == ino {
+				wbs = append(wbs, x)
+			}
+		}
+	}
+	for _, c := range calls {
+		fmt.Fprint(w, storySyscall(c))
+	}
+	for _, x := range wbs {
+		fmt.Fprint(w, storyWriteback(x))
+	}
+	for _, p := range persisted {
+		fmt.Fprint(w, storyPersisted(p))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "write() returned %d byte after %s: it copied the byte into the page cache and dirtied %s in memory\n",
+		write.ReturnedBytes, dur(write.DurationNs), pl(uint64(write.DirtiedPages), "page"))
+	fmt.Fprintf(w, "(index %s); no disk IO happened inside the call.\n", ranges(write.DirtiedRanges))
+	if len(persisted) == 0 {
+		fmt.Fprintf(w, "The page did not reach the disk within %s (dirty pages still pending: %d).\n", limit, sum.DirtyPending)
+		return nil
+	}
+	p := persisted[0]
+	var bio tracer.Bio
+	for _, x := range wbs {
+		if len(x.Bios) > 0 && x.Bios[0].Sector == p.Sector {
+			bio = x.Bios[0]
+		}
+	}
+	if sync != nil && p.ByOpID == sync.OpID {
+		fmt.Fprintf(w, "fsync() wrote it itself, in the caller's context: the page reached the disk %s after the write,\n", dur(p.DirtyToDiskNs))
+		fmt.Fprintf(w, "in a %s %s request at sector %d (device time %s); fsync returned after %s.\n",
+			bio.Rwbs, human(uint64(bio.RequestBytes)), p.Sector, dur(bio.D2CNs), dur(sync.DurationNs))
+		return nil
+	}
+	fmt.Fprintf(w, "The page reached the disk %s after the write: the flusher %s (tid %d) wrote it for reason %q\n",
+		dur(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
+	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, human(uint64(bio.RequestBytes)), p.Sector, dur(bio.D2CNs))
+	if p.Reason == "periodic" {
+		fmt.Fprintf(w, "That delay is the kernel's: a dirty inode is written once it is older than vm.dirty_expire_centisecs,\n"+
+			"checked every vm.dirty_writeback_centisecs (%s). Call fsync(2) to make data durable now (--fsync).\n", why)
+	}
+	return nil
+}
