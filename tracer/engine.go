@@ -41,9 +41,9 @@ type Engine struct {
 	dirtyTot atomic.Int64     // sum of the positive values of dirty (read by other goroutines)
 	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
 	memoryWrites atomic.Int64
-	lastTs   uint64
-	firstTs  uint64
-	counters EngineCounters
+	lastTs       uint64
+	firstTs      uint64
+	counters     EngineCounters
 }
 
 // EngineCounters are the engine's own losses and oddities.
