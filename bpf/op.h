@@ -252,23 +252,27 @@ static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vl
 }
 
 struct folio___old {
-	unsigned char _folio_order;
+	unsigned char _folio_order; /* 5.17 - 6.5: the order had its own byte */
 } __attribute__((preserve_access_index));
 
+/* folio_pages returns the number of 4 KiB pages in a folio (folio_nr_pages). */
 static __always_inline __u32 folio_pages(struct folio *folio)
 {
+	/* flags is the first member of struct folio/page in every version; its
+	 * type changed (unsigned long -> memdesc_flags_t in 6.18), so read it by
+	 * address instead of through a CO-RE field access. */
 	unsigned long flags = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), &folio->flags);
+	bpf_probe_read_kernel(&flags, sizeof(flags), folio);
 	int head = bpf_core_enum_value(enum pageflags, PG_head);
 	if (!(flags & (1UL << head)))
 		return 1;
 	unsigned int order = 0;
-	if (bpf_core_field_exists(folio->_flags_1)) {
-		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);
-		order = f1 & 0xff;
-	} else {
-		struct folio___old *old = (void *)folio;
+	struct folio___old *old = (void *)folio;
+	if (bpf_core_field_exists(old->_folio_order)) {
 		order = BPF_CORE_READ(old, _folio_order);
+	} else {
+		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);
+		order = f1 & 0xff; /* 6.6+: folio_order() is the low byte of _flags_1 */
 	}
 	return 1U << (order & 15);
 }

@@ -11,7 +11,8 @@
 #
 # Settings (environment): ROUNDS (3), SECONDS_PER_RUN (5), SIZE (256m),
 # DIR (a new directory under $TMPDIR, removed at the end; must be a disk
-# filesystem for O_DIRECT), IOPATH (/tmp/iopath, built here), FIO (fio),
+# filesystem for O_DIRECT), IOPATH (/tmp/iopath, built here unless BUILD=0),
+# FIO (fio),
 # CPU (unset: no pinning; a CPU number: run both tools under taskset -c CPU).
 # Needs fio and jq.
 set -euo pipefail
@@ -27,7 +28,10 @@ command -v "$FIO" >/dev/null || die "fio not found: install it (apt-get install 
 command -v jq >/dev/null || die "jq not found: install it (apt-get install jq)"
 
 cd "$(dirname "$0")/.."
-CGO_ENABLED=0 go build -o "$IOPATH" ./cmd/iopath
+if [[ ${BUILD:-1} != 0 ]]; then
+	CGO_ENABLED=0 go build -o "$IOPATH" ./cmd/iopath
+fi
+[[ -x $IOPATH ]] || die "$IOPATH is not an executable iopath"
 
 if [[ -n ${DIR:-} ]]; then
 	work=$(mktemp -d "$DIR/iopath-bench.XXXXXX")

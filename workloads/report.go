@@ -9,24 +9,24 @@ import (
 
 // Report is what a run did, in fio's terms. JSON field names carry their units.
 type Report struct {
-	Kind      string `json:"kind"`
-	Engine    string `json:"engine"`
-	File      string `json:"file"`
-	BlockSize int64  `json:"bs_bytes"`
-	FileSize  int64  `json:"file_size_bytes"` // bytes of the region the ops cover
-	Base      int64  `json:"base_offset_bytes"`
-	Random    bool   `json:"random"`
-	Seed      uint64 `json:"seed,omitempty"` // set when Random
-	Direct    bool   `json:"direct"`
-	Cold      bool   `json:"cold"`
-	Fadvise   string `json:"fadvise,omitempty"`
+	Kind      string `json:"kind"`              // Spec.Kind
+	Engine    string `json:"engine"`            // Spec.Engine
+	File      string `json:"file"`              // the file the ops went to
+	BlockSize int64  `json:"bs_bytes"`          // bytes per op
+	FileSize  int64  `json:"file_size_bytes"`   // bytes of the region the ops cover
+	Base      int64  `json:"base_offset_bytes"` // file offset where the region starts (appends: the old end of file)
+	Random    bool   `json:"random"`            // random offsets
+	Seed      uint64 `json:"seed,omitempty"`    // seed of the random offsets, when Random
+	Direct    bool   `json:"direct"`            // O_DIRECT
+	Cold      bool   `json:"cold"`              // dropped from the page cache before the run
+	Fadvise   string `json:"fadvise,omitempty"` // access advice given before the run
 
-	Ops         int64         `json:"ops"`   // completed reads or writes
-	Bytes       int64         `json:"bytes"` // bytes they moved
-	Runtime     time.Duration `json:"runtime_ns"`
-	IOPS        float64       `json:"iops"`     // ops per second
-	Bandwidth   float64       `json:"bw_mib_s"` // MiB (2^20 bytes) per second
-	Interrupted bool          `json:"interrupted,omitempty"`
+	Ops         int64         `json:"ops"`                   // completed reads or writes
+	Bytes       int64         `json:"bytes"`                 // bytes they moved
+	Runtime     time.Duration `json:"runtime_ns"`            // from the first op's start to the last op's end (and the final flush)
+	IOPS        float64       `json:"iops"`                  // ops per second
+	Bandwidth   float64       `json:"bw_mib_s"`              // MiB (2^20 bytes) per second
+	Interrupted bool          `json:"interrupted,omitempty"` // the context was cancelled before the planned end
 
 	// Latency of each op: the time between the clock reads after consecutive
 	// ops, so it includes the loop's own few nanoseconds of bookkeeping.
@@ -46,20 +46,21 @@ type Report struct {
 	Kernel *ProcIO `json:"kernel_io,omitempty"`
 	// Cache is the file's page-cache residency after --cold dropped it.
 	Cache *Residency `json:"cache_after_cold,omitempty"`
-	Notes []string   `json:"notes,omitempty"`
+	// Notes are caveats about the numbers, e.g. that --cold did not work.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Latency summarises a latency histogram, in ns. Percentiles are accurate
 // to 3 significant digits.
 type Latency struct {
-	Count int64   `json:"count"`
-	Min   int64   `json:"min"`
-	Mean  float64 `json:"mean"`
-	P50   int64   `json:"p50"`
-	P90   int64   `json:"p90"`
-	P99   int64   `json:"p99"`
-	P999  int64   `json:"p99_9"`
-	Max   int64   `json:"max"`
+	Count int64   `json:"count"` // values recorded (ops, or syncs)
+	Min   int64   `json:"min"`   // ns
+	Mean  float64 `json:"mean"`  // ns
+	P50   int64   `json:"p50"`   // ns; half the values are at most this
+	P90   int64   `json:"p90"`   // ns
+	P99   int64   `json:"p99"`   // ns
+	P999  int64   `json:"p99_9"` // ns; the 99.9th percentile
+	Max   int64   `json:"max"`   // ns
 }
 
 func summarize(h *hdrhistogram.Histogram) Latency {

@@ -47,7 +47,7 @@ func (p *Prepared) Run(ctx context.Context) (*Report, error) {
 		lat:     hdrhistogram.New(1, maxLatency, 3),
 		syncLat: hdrhistogram.New(1, maxLatency, 3),
 	}
-	p.eng.reset(rawIO())
+	p.eng.reset(rawSyscalls)
 	offs := p.Offsets()
 	pio, pioErr := openProcIO()
 	if pio != nil {

@@ -35,7 +35,7 @@ const (
 // size of glibc's stdio buffer for a file on a 4 KiB-block filesystem.
 const StdioBufferSize = 4096
 
-// Defaults, in bytes.
+// Defaults; sizes in bytes.
 const (
 	DefaultBlockSize      = 4096     // block size of seq-read, rand-read, seq-write, rand-write
 	DefaultSmallBlockSize = 1        // block size of read-1byte and small-write

@@ -1,23 +1,27 @@
 package workloads
 
 import (
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // The engines issue their per-op system calls (read, write, pread64,
-// pwrite64, lseek) through sysIO. With raw set they use RawSyscall, which
-// is what a C program like fio does: the Go scheduler is not told, so the
-// call costs no runtime bookkeeping, and sysmon does not take the P away
-// during a blocking call and wake another thread to run it (which, for
-// O_DIRECT reads under Go 1.26, measured as a second context switch per op).
-// The price is that this P runs nothing else during the call, so raw mode
-// is used only when another P can run the rest of the program.
+// pwrite64, lseek) through sysIO, which by default uses RawSyscall: the
+// call is made the way a C program like fio makes it, without telling the
+// Go scheduler. On the ordinary path (entersyscall/exitsyscall) Go 1.26's
+// sysmon takes the P away during blocking calls and wakes another thread
+// to run it: on a 2-CPU VM that measured 1.8 context switches per O_DIRECT
+// read instead of fio's 1.0, and under taskset to one CPU, 0.85x fio's
+// O_DIRECT IOPS and 0.93x its 1-byte read IOPS (raw: 0.95x and 1.31x).
+// The price: while an op blocks, its P runs no other goroutine, so with
+// GOMAXPROCS=1 the process's other goroutines wait for the op to return
+// (as they would for a busy loop). fsync and fdatasync, which can block
+// for long, use the ordinary path.
 
-// rawIO reports whether the engines may use raw system calls now.
-func rawIO() bool { return runtime.GOMAXPROCS(0) >= 2 }
+// rawSyscalls selects raw system calls for the engines' ops; tests turn it
+// off to cover the ordinary path.
+var rawSyscalls = true
 
 // sysIO makes system call trap(fd, b, len(b), arg) and returns its result
 // or errno. b must not be on a goroutine stack, which can move: the

@@ -1,0 +1,513 @@
+#!/usr/bin/env bash
+# bench.sh (`make bench`): what tracing with iopath costs, in one run.
+#
+#   1 worst case  1-byte reads of a cached 1 MiB file (fio psync): untraced,
+#                 `iopath trace -p` (default mode), `iopath trace --all --json
+#                 >/dev/null`, and a minimal bpftrace script on the same
+#                 tracepoints (enter/exit of fio's syscall + mm_filemap_get_pages,
+#                 per-tid map, in-kernel histogram, filtered to fio's pid)
+#   2 typical     4 KiB cold random reads (file evicted before each round) and
+#                 1 MiB sequential buffered writes: untraced vs traced
+#   3 capacity    go test -bench in tracer/bench_test.go: decoder + engine
+#                 events/s on one core, allocs/event
+#   4 startup     exec of `iopath trace --ready-file F -p PID` until F exists
+#                 (every hook attached), median of 10; bpftrace attaching one
+#                 tracepoint until it prints "Attaching"
+#   5 memory      iopath's RSS and BPF map memory while it tracks ~1 M dirty
+#                 pages (dd of 4 GiB with vm.dirty_* raised, then restored),
+#                 and whether the bounded dirty_pages map overflowed (counted)
+#   6 drops       a 4 KiB ring buffer under --all: lost events are printed
+#   + profile     bpf_stats of iopath's programs during the worst case
+#
+# Ratios are measured in this run: ROUNDS rounds, the configurations of a
+# benchmark interleaved (each round starts with the next configuration),
+# medians reported. Every traced fio run attaches to the running fio (-p)
+# during fio's --startdelay, and checks the tracer was ready before fio's
+# measured interval began. Runs in about 4-5 minutes on 2 cores.
+#
+# Settings (environment):
+#   ROUNDS (3), RUNTIME (5, seconds per fio run), STARTDELAY (2, seconds
+#   given to the tracer to attach), DIR (parent of the work directory; a disk
+#   filesystem, default /var/tmp), SKIP (space-separated section numbers or
+#   names to skip: "5 profile"), STARTUP_N (10), OUT (also write the final
+#   table to this file).
+# Needs root, fio, bpftrace, bpftool, jq, go. Restores every sysctl it
+# changes (kernel.bpf_stats_enabled, vm.dirty_*) on exit, Ctrl-C included.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+RUNTIME=${RUNTIME:-5}
+STARTDELAY=${STARTDELAY:-2}
+STARTUP_N=${STARTUP_N:-10}
+SKIP=" ${SKIP:-} "
+
+die() { echo "bench: $*" >&2; exit 1; }
+note() { echo "bench: $*" >&2; }
+[ "$(id -u)" = 0 ] || die "run as root (sudo make bench): tracing needs CAP_BPF and CAP_PERFMON"
+for t in fio bpftrace bpftool jq go awk; do
+	command -v "$t" >/dev/null || die "$t not found: run scripts/setup.sh"
+done
+
+cd "$(dirname "$0")/.."
+repo=$PWD
+parent=${DIR:-/var/tmp}
+work=$(mktemp -d "$parent/iopath-bench.XXXXXX")
+shm=$(mktemp -d /dev/shm/iopath-bench.XXXXXX)
+bin=$work/iopath
+
+# --- cleanup: restore sysctls, stop what we started, remove files ---------
+declare -A saved_sysctl=()
+bg_pids=()
+save_sysctl() { # NAME...
+	local n
+	for n in "$@"; do
+		[ -n "${saved_sysctl[$n]+x}" ] || saved_sysctl[$n]=$(sysctl -n "$n")
+	done
+}
+restore_sysctls() {
+	local n
+	# vm.dirty_bytes and vm.dirty_ratio exclude each other (writing one
+	# zeroes the other): restore whichever of each pair was in force.
+	for n in "${!saved_sysctl[@]}"; do
+		case $n in
+		vm.dirty_bytes | vm.dirty_ratio | vm.dirty_background_bytes | vm.dirty_background_ratio) ;;
+		*) sysctl -qw "$n=${saved_sysctl[$n]}" || note "could not restore $n=${saved_sysctl[$n]}" ;;
+		esac
+	done
+	local pair b r
+	for pair in "dirty_bytes dirty_ratio" "dirty_background_bytes dirty_background_ratio"; do
+		read -r b r <<<"$pair"
+		[ -n "${saved_sysctl[vm.$b]+x}" ] || continue
+		if [ "${saved_sysctl[vm.$b]}" != 0 ]; then
+			sysctl -qw "vm.$b=${saved_sysctl[vm.$b]}" || note "could not restore vm.$b"
+		else
+			sysctl -qw "vm.$r=${saved_sysctl[vm.$r]}" || note "could not restore vm.$r"
+		fi
+	done
+	saved_sysctl=()
+}
+cleanup() {
+	local p
+	for p in "${bg_pids[@]}"; do
+		kill -INT "$p" 2>/dev/null || true
+	done
+	sleep 0.2
+	for p in "${bg_pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	restore_sysctls
+	rm -rf "$work" "$shm"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+skip() { [[ $SKIP == *" $1 "* || $SKIP == *" $2 "* ]]; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{if (NR==0) print "nan"; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.3f", a/b; else print "nan" }'; }
+now_ns() { date +%s%N; }
+ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
+si() { awk -v v="$1" 'BEGIN{ if (v >= 1e6) printf "%.2f M", v/1e6; else if (v >= 1e3) printf "%.1f k", v/1e3; else printf "%.0f ", v }'; }
+mib() { awk -v v="$1" 'BEGIN{ printf "%.1f MiB", v/1048576 }'; }
+# wait_for CMD... : poll CMD every 5 ms, for at most 20 s.
+wait_for() {
+	local i
+	for ((i = 0; i < 4000; i++)); do
+		"$@" && return 0
+		sleep 0.005
+	done
+	return 1
+}
+
+# --- build and describe the machine --------------------------------------
+CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/iopath
+
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+git diff --quiet HEAD -- bpf cmd tracer 2>/dev/null || rev="$rev+uncommitted"
+cpu_model=$(awk -F': *' '/^model name/{print $2; exit}' /proc/cpuinfo)
+hyp=$(grep -q hypervisor /proc/cpuinfo && echo ", virtual machine" || true)
+src=$(findmnt -no SOURCE --target "$work" | head -1)
+fstype=$(findmnt -no FSTYPE --target "$work" | head -1)
+disk=$(lsblk -ndo PKNAME "$src" 2>/dev/null | head -1)
+[ -n "$disk" ] || disk=$(basename "$src")
+disk_desc=$(lsblk -ndo NAME,SIZE,ROTA,TRAN,MODEL "/dev/$disk" 2>/dev/null | awk '{m=""; for(i=5;i<=NF;i++) m=m" "$i; printf "%s %s %s%s%s", $1, $2, ($3=="1" ? "rotational" : "non-rotational"), ($4!="" ? " "$4 : ""), m}')
+[ -e "/sys/block/$disk/device/vendor" ] || { [[ $disk == vd* ]] && disk_desc="$disk_desc virtio-blk"; }
+mem_gib=$(awk '/^MemTotal/{printf "%.0f", $2/1048576}' /proc/meminfo)
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+header=$(
+	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "machine: $(nproc) CPUs ($cpu_model$hyp), ${mem_gib} GiB RAM, kernel $(uname -r)"
+	echo "disk:    $disk_desc; work dir $work on $fstype ($src)"
+	echo "tools:   iopath $rev, $(go env GOVERSION), $(fio --version), bpftrace $(bpftrace --version | awk '{print $2}'), bpftool $(bpftool version | awk 'NR==1{print $2}')"
+	echo "method:  $ROUNDS interleaved rounds per ratio, medians; fio runs ${RUNTIME}s after a ${STARTDELAY}s startdelay in which the tracer attaches (-p)"
+)
+echo "$header"
+l=$(load)
+echo "load:    $l at start (1/5/15 min)"
+awk -v l="${l%% *}" 'BEGIN{exit !(l > 0.5)}' && note "warning: load average ${l%% *} > 0.5: other work is running; ratios will be noisy"
+
+declare -a table=()
+row() { table+=("$(printf '| %s | %s | %s | %s | %s | %s |' "$@")"); }
+verdict() { # VALUE OP TARGET -> ok|MISS
+	awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN{ ok = (op == ">=") ? (v >= t) : (v <= t); print (v == "nan") ? "?" : (ok ? "ok" : "MISS") }'
+}
+
+# --- fio and tracer runners ----------------------------------------------
+# run_fio CONFIG OUTJSON FIOARGS...: runs fio (as threads, so -p PID covers
+# its job) and, during its startdelay, the tracer CONFIG on its pid:
+#   base     nothing
+#   iopath   iopath trace -p PID (default mode), stdout to a tmpfs file
+#   all      iopath trace --all --json -p PID > /dev/null
+#   bpftrace bpftrace $work/min.bt PID
+#   profile  iopath (default mode) with kernel.bpf_stats_enabled=1, program stats saved
+# Sets ready_ms (time from fio's start to tracer ready), lost (ring buffer
+# losses read from iopath's counters map before it stops), tracer_out.
+ready_ms=0 lost=0 tracer_out= fio_pid=
+run_fio() {
+	local cfg=$1 out=$2
+	shift 2
+	local t0 fp tp= rf=$shm/ready
+	rm -f "$rf"
+	t0=$(now_ns)
+	fio --name=bench --thread --ioengine=psync --time_based --runtime="$RUNTIME" --startdelay="$STARTDELAY" \
+		--output-format=json --output="$out" "$@" >/dev/null &
+	fp=$!
+	fio_pid=$fp
+	bg_pids+=("$fp")
+	tracer_out=$shm/tracer.out
+	case $cfg in
+	base) ;;
+	iopath | profile)
+		"$bin" trace --ready-file "$rf" -p "$fp" >"$tracer_out" 2>"$shm/tracer.err" &
+		tp=$!
+		;;
+	all)
+		"$bin" trace --all --json --ready-file "$rf" -p "$fp" >/dev/null 2>"$shm/tracer.err" &
+		tp=$!
+		;;
+	bpftrace)
+		bpftrace "$work/min.bt" "$fp" >"$tracer_out" 2>"$shm/tracer.err" &
+		tp=$!
+		;;
+	esac
+	ready_ms=0
+	if [ -n "$tp" ]; then
+		bg_pids+=("$tp")
+		if [ "$cfg" = bpftrace ]; then
+			wait_for grep -q Attaching "$tracer_out" || die "bpftrace did not attach: $(cat "$shm/tracer.err")"
+		else
+			wait_for test -e "$rf" || die "iopath did not attach: $(cat "$shm/tracer.err")"
+		fi
+		ready_ms=$(ms_since "$t0")
+		if ((ready_ms > STARTDELAY * 1000 - 300)); then
+			note "warning: $cfg was ready ${ready_ms} ms after fio started, too close to its ${STARTDELAY}s startdelay: raise STARTDELAY"
+		fi
+	fi
+	wait "$fp" || die "fio failed ($cfg): $(cat "$out")"
+	lost=0
+	if [[ $cfg == iopath || $cfg == all || $cfg == profile ]]; then
+		lost=$(iopath_counter "$tp" 0)
+		if [ "$cfg" = profile ]; then
+			bpftool -j prog show >"$work/progs.json"
+			iopath_prog_ids "$tp" | jq -s . >"$work/prog_ids.json"
+		fi
+	fi
+	if [ -n "$tp" ]; then
+		kill -INT "$tp"
+		wait "$tp" || true
+	fi
+	bg_pids=()
+}
+
+# iopath_maps PID: "id name" of the BPF maps iopath PID holds.
+iopath_maps() {
+	local f id
+	for f in /proc/"$1"/fdinfo/*; do
+		id=$(awk '/^map_id:/{print $2}' "$f" 2>/dev/null)
+		[ -n "$id" ] && echo "$id $(bpftool -j map show id "$id" | jq -r .name)"
+	done
+	return 0
+}
+# iopath_prog_ids PID: ids of the BPF programs iopath PID holds.
+iopath_prog_ids() {
+	awk '/^prog_id:/{print $2}' /proc/"$1"/fdinfo/* 2>/dev/null | sort -u
+}
+# iopath_counter PID IDX: sum over CPUs of iopath's counters[IDX] (0: ring buffer losses).
+iopath_counter() {
+	local id
+	id=$(iopath_maps "$1" | awk '$2=="counters"{print $1}')
+	[ -n "$id" ] || { echo nan; return; }
+	bpftool -j map dump id "$id" | jq --argjson i "$2" '[.[] | select(.formatted.key == $i) | .formatted.values[].value] | add // 0'
+}
+
+# Calls of PID in a text summary (traced-call coverage check).
+summary_calls() { awk -v p="$2" '$1==p && $3 ~ /^[0-9]+$/ {print $3; exit}' "$1"; }
+
+# rounds NAME "CFG..." FIOARGS... : interleaved rounds; fills res_<cfg> with
+# one metric per round via the function metric_<NAME> OUTJSON.
+declare -A res=() extra=()
+rounds() {
+	local name=$1 cfgs=($2)
+	shift 2
+	local r i n=${#cfgs[@]} cfg out v
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((i = 0; i < n; i++)); do
+			cfg=${cfgs[$(((r + i) % n))]}
+			out=$work/$name.$cfg.$r.json
+			"prepare_$name"
+			run_fio "$cfg" "$out" "$@"
+			v=$("metric_$name" "$out")
+			res[$name.$cfg]+="$v "
+			local check="" ios
+			ios=$(jq '[.jobs[0].read.total_ios, .jobs[0].write.total_ios] | add' "$out")
+			if [ "$cfg" = iopath ] && [ -s "$tracer_out" ]; then
+				# Coverage: the tracer counted (at least) every fio call.
+				check=", traced calls $(summary_calls "$tracer_out" "$fio_pid")"
+			fi
+			[ "$cfg" != base ] && extra[$name.$cfg.lost]+="$lost "
+			printf '  %-3s round %d  %-9s %14s  (fio ios %s%s)  ready %4s ms  lost %s\n' "$name" $((r + 1)) "$cfg" "$(si "$v")" \
+				"$ios" "$check" "$ready_ms" "$lost"
+		done
+	done
+}
+
+# --- 1: worst case ------------------------------------------------------
+small=$work/small
+head -c 1048576 /dev/urandom >"$small"
+cat "$small" >/dev/null
+sync "$small"
+# fio's psync engine reads with pread64: the bpftrace baseline hooks the
+# same syscall (sys_enter_read would see none of fio's reads).
+cat >"$work/min.bt" <<'EOF'
+tracepoint:syscalls:sys_enter_pread64 /pid == $1/ { @start[tid] = nsecs; }
+tracepoint:filemap:mm_filemap_get_pages /pid == $1/ { @lookups[tid] = @lookups[tid] + 1; }
+tracepoint:syscalls:sys_exit_pread64 /@start[tid]/ { @lat = hist(nsecs - @start[tid]); delete(@start[tid]); delete(@lookups[tid]); }
+EOF
+prepare_w() { :; }
+metric_w() { jq '.jobs[0].read.iops' "$1"; }
+wfio=(--filename="$small" --size=1m --rw=read --bs=1 --invalidate=0)
+if ! skip 1 worst; then
+	echo
+	echo "== 1. worst case: 1-byte reads of a cached 1 MiB file (fio psync, reads/s)"
+	rounds w "base iopath all bpftrace" "${wfio[@]}"
+	base=$(median <<<"${res[w.base]}")
+	row "1 worst case: 1-byte cached reads (fio psync)" "untraced" "$(si "$base")reads/s" "1.000" "" ""
+	for c in iopath all bpftrace; do
+		m=$(median <<<"${res[w.$c]}")
+		rr=$(ratio "$m" "$base")
+		case $c in
+		iopath) label="iopath trace -p (default)" tgt=">= 0.85" v=$(verdict "$rr" ">=" 0.85) ;;
+		all) label="iopath trace --all --json >/dev/null" tgt="" v="lost $(median <<<"${extra[w.all.lost]}")/run" ;;
+		bpftrace) label="bpftrace, 3 tracepoints (pread64 enter/exit, get_pages)" tgt="" v="" ;;
+		esac
+		row "" "$label" "$(si "$m")reads/s" "$rr" "$tgt" "$v"
+	done
+fi
+
+# --- profile: which BPF program is hot -----------------------------------
+if ! skip 1 profile && ! skip profile profile; then
+	echo
+	echo "== profile: iopath's BPF programs during the worst case (kernel.bpf_stats_enabled=1, one run)"
+	save_sysctl kernel.bpf_stats_enabled
+	sysctl -qw kernel.bpf_stats_enabled=1
+	run_fio profile "$work/profile.json" "${wfio[@]}"
+	sysctl -qw kernel.bpf_stats_enabled="${saved_sysctl[kernel.bpf_stats_enabled]}"
+	ios=$(jq '.jobs[0].read.total_ios' "$work/profile.json")
+	# iopath's programs: the ids its fds held (run_fio saved them).
+	sel='[.[] | select(.id as $id | $ids | index($id)) | select(.run_cnt != null and .run_cnt > 0)]'
+	jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" '$ids[0] as $ids | '"$sel"'
+		| sort_by(-.run_time_ns)
+		| (["program", "runs", "avg_ns", "total_ms", "ns_per_fio_read"] | @tsv),
+		  (.[] | [.name, .run_cnt, (.run_time_ns / .run_cnt | floor), (.run_time_ns / 1e6 | floor), (.run_time_ns / $ios | floor)] | @tsv),
+		  (["all", ([.[].run_cnt] | add), "", ([.[].run_time_ns] | add / 1e6 | floor), ([.[].run_time_ns] | add / $ios | floor)] | @tsv)
+	' "$work/progs.json" | column -t | sed 's/^/  /' | head -14
+	echo "  ($(si "$ios")fio reads; runs count every process's events: the raw_syscalls hooks fire on every system call)"
+	bpf_ns_per_read=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" '$ids[0] as $ids | '"$sel"' | [.[].run_time_ns] | add / $ios | floor' "$work/progs.json")
+	hot=$(jq -r --slurpfile ids "$work/prog_ids.json" '$ids[0] as $ids | '"$sel"' | sort_by(-.run_time_ns) | .[0] | "\(.name) \(.run_time_ns / .run_cnt | floor) ns/run"' "$work/progs.json")
+	row "  profile" "BPF time per fio read (bpf_stats)" "${bpf_ns_per_read} ns" "" "" "hottest: $hot"
+fi
+
+# --- 2: typical ----------------------------------------------------------
+if ! skip 2 typical; then
+	echo
+	echo "== 2. typical: 4 KiB cold random reads (reads/s) and 1 MiB sequential buffered writes (MiB/s)"
+	big=$work/cold
+	fio --name=layout --filename="$big" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
+		--output-format=terse >/dev/null
+	prepare_c() {
+		# Evict the file (POSIX_FADV_DONTNEED on all of it); fio's
+		# --invalidate=1 does it again when it opens the file.
+		dd if="$big" iflag=nocache count=0 status=none
+	}
+	metric_c() { jq '.jobs[0].read.iops' "$1"; }
+	rounds c "base iopath" --filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1
+	cached=$(fincore -nb -o RES "$big" 2>/dev/null | awk '{print $1}')
+	[ -n "$cached" ] && echo "  (after the last round $(mib "$cached") of the 1 GiB file was cached: every read was a miss)"
+	rm -f "$big"
+
+	wfile=$work/wfile
+	prepare_s() {
+		rm -f "$wfile"
+		sync
+	}
+	metric_s() { jq '.jobs[0].write.bw_bytes / 1048576' "$1"; }
+	rounds s "base iopath" --filename="$wfile" --size=512m --rw=write --bs=1m --invalidate=0
+	rm -f "$wfile"
+	sync
+
+	b=$(median <<<"${res[c.base]}") t=$(median <<<"${res[c.iopath]}") rr=$(ratio "$t" "$b")
+	row "2 typical: 4 KiB cold random reads" "untraced" "$(si "$b")reads/s" "1.000" "" ""
+	row "" "iopath trace -p" "$(si "$t")reads/s" "$rr" ">= 0.98" "$(verdict "$rr" ">=" 0.98)"
+	b=$(median <<<"${res[s.base]}") t=$(median <<<"${res[s.iopath]}") rr=$(ratio "$t" "$b")
+	row "2 typical: 1 MiB sequential buffered writes" "untraced" "$(printf '%.0f' "$b") MiB/s" "1.000" "" ""
+	row "" "iopath trace -p" "$(printf '%.0f' "$t") MiB/s" "$rr" ">= 0.98" "$(verdict "$rr" ">=" 0.98)"
+fi
+
+# --- 3: capacity ---------------------------------------------------------
+if ! skip 3 capacity; then
+	echo
+	echo "== 3. capacity: decoder + engine on one core (go test -bench, tracer/bench_test.go)"
+	go test -run '^$' -bench 'Dispatch' -benchtime 1s -count 1 -cpu 1 ./tracer >"$work/gobench.txt" 2>&1 ||
+		die "go test -bench failed: $(tail -20 "$work/gobench.txt")"
+	# metric VALUE UNIT pairs follow the iteration count.
+	awk '/^BenchmarkDispatch/ {
+		name=$1; sub(/^BenchmarkDispatch/, "", name); sub(/-[0-9]+$/, "", name)
+		for (i = 3; i < NF; i++) m[$(i+1)] = $i
+		printf "%s %s %s %s %s\n", name, m["events/s"], m["ns/event"], m["allocs/event"], m["B/event"]
+	}' "$work/gobench.txt" >"$work/gobench.parsed"
+	printf '  %-14s %14s %10s %13s %9s\n' stream events/s ns/event allocs/event B/event
+	while read -r n e ns a by; do
+		printf '  %-14s %14.0f %10.0f %13.2f %9.0f\n' "$n" "$e" "$ns" "$a" "$by"
+	done <"$work/gobench.parsed"
+	first=1
+	while read -r n e ns a by; do
+		tgt="" v=""
+		if [[ $n == *Discard ]]; then tgt=">= 3 M/s"; v=$(verdict "$e" ">=" 3000000); fi
+		row "$([ $first = 1 ] && echo "3 capacity: Dispatch + Engine, 1 core" || true)" "$n" "$(si "$e")events/s, $(printf '%.2f' "$a") allocs/event" "" "$tgt" "$v"
+		first=0
+	done <"$work/gobench.parsed"
+fi
+
+# --- 4: startup ----------------------------------------------------------
+if ! skip 4 startup; then
+	echo
+	echo "== 4. startup: exec until every hook is attached (median of $STARTUP_N)"
+	sleep 600 &
+	target=$!
+	bg_pids+=("$target")
+	echo "tracepoint:syscalls:sys_enter_pread64 /pid == $target/ { @n = count(); }" >"$work/one.bt"
+	st_i="" st_b="" stop_i=""
+	for ((k = 0; k < STARTUP_N; k++)); do
+		rf=$shm/ready.$k
+		t0=$(now_ns)
+		"$bin" trace --quiet --ready-file "$rf" -p "$target" >/dev/null 2>"$shm/startup.err" &
+		tp=$!
+		wait_for test -e "$rf" || die "iopath did not attach: $(cat "$shm/startup.err")"
+		st_i+="$(ms_since "$t0") "
+		t1=$(now_ns)
+		kill -INT "$tp"
+		wait "$tp" || true
+		stop_i+="$(ms_since "$t1") "
+
+		t0=$(now_ns)
+		bpftrace "$work/one.bt" >"$shm/bt.out" 2>"$shm/bt.err" &
+		bp=$!
+		wait_for grep -q Attaching "$shm/bt.out" || die "bpftrace did not attach: $(cat "$shm/bt.err")"
+		st_b+="$(ms_since "$t0") "
+		kill -INT "$bp"
+		wait "$bp" || true
+	done
+	kill "$target" 2>/dev/null || true
+	wait "$target" 2>/dev/null || true
+	bg_pids=()
+	echo "  iopath ready (ms):          $st_i"
+	echo "  iopath stop after SIGINT:   $stop_i"
+	echo "  bpftrace 'Attaching' (ms):  $st_b"
+	mi=$(median <<<"$st_i") mb=$(median <<<"$st_b") ms=$(median <<<"$stop_i")
+	row "4 startup: exec until attached (median of $STARTUP_N)" "iopath trace --ready-file F -p PID" "$mi ms (stop: $ms ms)" "" "<= 150 ms" "$(verdict "$mi" "<=" 150)"
+	row "" "bpftrace, 1 tracepoint, until \"Attaching\"" "$mb ms" "" "" ""
+fi
+
+# --- 5: memory -----------------------------------------------------------
+# mem_run MAXDIRTY LABEL: dd 4 GiB under iopath; prints and records peak RSS,
+# map memory and the dirty_pages evictions.
+mem_run() {
+	local maxd=$1 f=$work/dirty out=$shm/mem.json rf=$shm/mem.ready
+	rm -f "$rf" "$f"
+	"$bin" trace --json --max-dirty-pages "$maxd" --ready-file "$rf" -- dd if=/dev/zero of="$f" bs=1M count=4096 status=none >"$out" 2>"$shm/mem.err" &
+	local tp=$! rss=0 hwm=0 maps="" m
+	bg_pids+=("$tp")
+	wait_for test -e "$rf" || die "iopath did not attach: $(cat "$shm/mem.err")"
+	maps=$(iopath_maps "$tp")
+	local mapmem=0 dirtymem=0 id name b
+	while read -r id name; do
+		b=$(bpftool -j map show id "$id" | jq .bytes_memlock)
+		mapmem=$((mapmem + b))
+		[ "$name" = dirty_pages ] && dirtymem=$b
+	done <<<"$maps"
+	while kill -0 "$tp" 2>/dev/null; do
+		m=$(awk '/^VmRSS/{print $2}' /proc/"$tp"/status 2>/dev/null || true)
+		[ -n "$m" ] && ((m > rss)) && rss=$m
+		m=$(awk '/^VmHWM/{print $2}' /proc/"$tp"/status 2>/dev/null || true)
+		[ -n "$m" ] && ((m > hwm)) && hwm=$m
+		sleep 0.05
+	done
+	wait "$tp" || die "iopath trace -- dd failed: $(cat "$shm/mem.err")"
+	bg_pids=()
+	rm -f "$f"
+	local sum ev pend lostc
+	sum=$(tail -n 1 "$out")
+	ev=$(jq '.map_evictions.dirty_pages' <<<"$sum")
+	pend=$(jq '.dirty_pages_pending' <<<"$sum")
+	lostc=$(jq '.lost_events' <<<"$sum")
+	local dirtied
+	dirtied=$(jq '[.pids[].dirtied_pages] | add // 0' <<<"$sum")
+	printf '  --max-dirty-pages %-8s peak RSS %s (VmHWM %s), BPF maps %s (dirty_pages %s), dirtied %s pages, pending %s, dirty_pages evictions %s, lost events %s\n' \
+		"$maxd" "$(mib $((rss * 1024)))" "$(mib $((hwm * 1024)))" "$(mib "$mapmem")" "$(mib "$dirtymem")" "$dirtied" "$pend" "$ev" "$lostc"
+	local ovf="no overflow"
+	((ev > 0)) && ovf="overflowed: $ev evictions counted"
+	row "$2" "--max-dirty-pages $maxd, dd 4 GiB" "RSS $(mib $((hwm * 1024))), maps $(mib "$mapmem") (dirty_pages $(mib "$dirtymem"))" "" "bounded, counted" "$ovf; $pend pending, lost $lostc"
+}
+if ! skip 5 memory; then
+	echo
+	echo "== 5. memory: tracking ~1 M dirty pages (dd of 4 GiB, dirty limits raised)"
+	free_kib=$(df -Pk "$work" | awk 'NR==2{print $4}')
+	avail_kib=$(awk '/^MemAvailable/{print $2}' /proc/meminfo)
+	if ((free_kib < 10 * 1024 * 1024)); then
+		echo "  skipped: $(mib $((free_kib * 1024))) free on $work, needs 10 GiB"
+		row "5 memory" "skipped" "$(mib $((free_kib * 1024))) free disk < 10 GiB" "" "" ""
+	elif ((avail_kib < 7 * 1024 * 1024)); then
+		echo "  skipped: $(mib $((avail_kib * 1024))) of memory available, needs 7 GiB to keep 4 GiB dirty"
+		row "5 memory" "skipped" "MemAvailable $(mib $((avail_kib * 1024))) < 7 GiB" "" "" ""
+	else
+		save_sysctl vm.dirty_bytes vm.dirty_ratio vm.dirty_background_bytes vm.dirty_background_ratio
+		sysctl -qw vm.dirty_bytes=$((6 << 30))
+		sysctl -qw vm.dirty_background_bytes=$((5 << 30))
+		mem_run 1100000 "5 memory: ~1 M dirty pages"
+		mem_run 262144 ""
+		restore_sysctls
+	fi
+fi
+
+# --- 6: forced drops -----------------------------------------------------
+if ! skip 6 drops; then
+	echo
+	echo "== 6. forced drops: --ringbuf-size 4096 --all on 1-byte reads"
+	"$bin" trace --ringbuf-size 4096 --all -- "$bin" workload read-1byte --file "$small" --duration 2s >"$shm/drops.out" 2>"$shm/drops.err" ||
+		die "trace with a 4 KiB ring buffer failed: $(tail -5 "$shm/drops.err")"
+	line=$(grep '^lost events:' "$shm/drops.out" || true)
+	echo "  summary says: ${line:-NOTHING (lost events not printed)}"
+	n=$(sed -n 's/^lost events: \([0-9]*\);.*/\1/p' <<<"$line")
+	row "6 drops: --ringbuf-size 4096 --all" "read-1byte workload, 2 s" "\"${line%%;*}\"" "" "lost > 0, printed" "$([ -n "$n" ] && ((n > 0)) && echo ok || echo MISS)"
+fi
+
+# --- the table -----------------------------------------------------------
+{
+	echo
+	echo "$header"
+	echo "load:    $l at start, $(load) at end"
+	echo
+	echo "| benchmark | configuration | result | ratio | target | verdict / notes |"
+	echo "|---|---|---|---|---|---|"
+	printf '%s\n' "${table[@]}"
+} | tee "${OUT:-/dev/null}"

@@ -1,0 +1,221 @@
+package tracer
+
+// Capacity benchmarks of the userspace half: ring-buffer records, encoded as
+// the kernel writes them (little endian, the generated layouts of package
+// bpf), decoded by Dispatch and joined by the Engine. They answer "how many
+// events per second can one core absorb before the ring buffer overflows?"
+// (docs/benchmarks.md; target ≥ 3 M events/s per core).
+//
+// Streams (one b.N iteration = one traced call):
+//   - Hit:  1 event, an EV_OP of a 1-byte cache-hit read (what --all streams
+//     for every call; the default mode folds these into hit_stats in BPF).
+//   - Miss: 3 events, EV_RQ_ISSUE (1 owned bio) + EV_RQ_COMPLETE + EV_OP of a
+//     4 KiB read that missed one page, in ring-buffer order.
+//   - Mixed: 9 hits then 1 miss (12 events per 10 calls).
+//
+// Sinks: Discard drops the records (decoder + engine only); JSON encodes
+// each record to io.Discard the way `trace --json` does (the printer lives
+// in cmd/iopath, so this is an approximation of its cost).
+//
+// Metrics: events/s (per core with -cpu 1), ns/event, allocs/event and
+// B/event, plus the usual ns/op and allocs/op per call.
+//
+//   go test -run '^$' -bench . -benchtime 2s -cpu 1 ./tracer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/iopath/iopath/bpf"
+)
+
+const benchDev = 254 << 20 // kernel dev_t 254:0 (vda)
+
+// benchRaw encodes v (a struct of package bpf) as the kernel would write it
+// into the ring buffer. The buffer is 8-byte aligned like a ring-buffer
+// sample, since Dispatch casts it in place.
+func benchRaw(tb testing.TB, v any, size uintptr) []byte {
+	var buf bytes.Buffer
+	if err := binary.Write(&buf, binary.LittleEndian, v); err != nil {
+		tb.Fatalf("encoding %T: %v", v, err)
+	}
+	if uintptr(buf.Len()) != size {
+		tb.Fatalf("%T encodes to %d bytes, the C layout has %d", v, buf.Len(), size)
+	}
+	words := make([]uint64, (buf.Len()+7)/8)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), buf.Len())
+	copy(raw, buf.Bytes())
+	return raw
+}
+
+// benchHitOp is a 1-byte read at offset off that hit the page cache.
+func benchHitOp(id, off, start uint64) *bpf.IopathOp {
+	o := &bpf.IopathOp{Type: uint32(bpf.IopathEvTypeEV_OP), Sys: uint32(bpf.IopathOpSysSYS_PREAD64), Pid: 100,
+		Tid: uint32(id >> 32), OpId: id, StartNs: start, EndNs: start + 700, Ret: 1, Fd: 3, Offset: off,
+		Count: 1, Ino: 42, Dev: benchDev, FsMagic: 0xef53, Lookups: 1}
+	copy(o.Comm[:], []int8{'f', 'i', 'o'})
+	o.LookupFirst, o.LookupLast = off>>12, off>>12
+	return o
+}
+
+// benchMissOp is a 4 KiB read of page index that missed and queued one bio.
+func benchMissOp(id, index, start uint64) *bpf.IopathOp {
+	o := benchHitOp(id, index<<12, start)
+	o.Count, o.Ret, o.EndNs = 4096, 4096, start+120_000
+	o.PagesAdded, o.BiosQueued, o.BioBytes, o.BlockedNs = 1, 1, 4096, 110_000
+	o.NrRanges = 1
+	o.Ranges[0].Index, o.Ranges[0].Nr, o.Ranges[0].Flags = index, 1, rangeAdded
+	o.NrRa = 1
+	o.Ra[0].Index, o.Ra[0].Start, o.Ra[0].ReqCount, o.Ra[0].Kind = index, index, 1, raSync
+	// A streamed call carries its path (fill_path): deepest name first.
+	for i, s := range []string{"data", "bench", "tmp", "var"} {
+		for j := 0; j < len(s); j++ {
+			o.Path[i][j] = int8(s[j])
+		}
+	}
+	o.PathDepth, o.PathDone = 4, 1
+	return o
+}
+
+func benchIssue(rq, ts uint64, id, bio, sector uint64) *bpf.IopathRqIssueEv {
+	ev := &bpf.IopathRqIssueEv{Type: uint32(bpf.IopathEvTypeEV_RQ_ISSUE), Dev: benchDev, Rq: rq, Ts: ts,
+		Sector: sector, Bytes: 4096, CmdFlags: 0 /* REQ_OP_READ */, NrBios: 1, NrOwn: 1, IssuerTid: uint32(id >> 32)}
+	ev.Own[0].OpId, ev.Own[0].Bio, ev.Own[0].Sector, ev.Own[0].QueueNs = id, bio, sector, ts-2_000
+	ev.Own[0].Bytes, ev.Own[0].Pid, ev.Own[0].Tid = 4096, 100, uint32(id>>32)
+	return ev
+}
+
+func benchDone(rq, ts uint64) *bpf.IopathRqDoneEv {
+	return &bpf.IopathRqDoneEv{Type: uint32(bpf.IopathEvTypeEV_RQ_COMPLETE), Rq: rq, Ts: ts, Bytes: 4096}
+}
+
+// benchCall is one traced call: its records in ring-buffer order.
+type benchCall [][]byte
+
+// benchStream builds n calls; miss(i) says whether call i missed. Op ids,
+// offsets, request tags and timestamps vary like a real stream's (request
+// tags are recycled from a small set, as blk-mq does).
+func benchStream(tb testing.TB, n int, miss func(i int) bool) (calls []benchCall, events int) {
+	const tid = 4242
+	ts := uint64(1e12)
+	for i := 0; i < n; i++ {
+		id := uint64(tid)<<32 | uint64(i+1)
+		ts += 1_000
+		if !miss(i) {
+			calls = append(calls, benchCall{benchRaw(tb, benchHitOp(id, uint64(i)%(1<<20), ts), unsafe.Sizeof(bpf.IopathOp{}))})
+			events++
+			continue
+		}
+		index := uint64(i*7919) % 262144
+		rq := 0xffff888100000000 + uint64(i%64)*0x200
+		bio := 0xffff888200000000 + uint64(i)*0x100
+		calls = append(calls, benchCall{
+			benchRaw(tb, benchIssue(rq, ts+5_000, id, bio, index*8), unsafe.Sizeof(bpf.IopathRqIssueEv{})),
+			benchRaw(tb, benchDone(rq, ts+105_000), unsafe.Sizeof(bpf.IopathRqDoneEv{})),
+			benchRaw(tb, benchMissOp(id, index, ts), unsafe.Sizeof(bpf.IopathOp{})),
+		})
+		events += 3
+		ts += 120_000
+	}
+	return calls, events
+}
+
+func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
+	// A pool of distinct calls, replayed; each replay renumbers nothing, so
+	// the pool is larger than any in-flight window and op ids repeat only
+	// after the previous use was released.
+	const pool = 4096
+	calls, poolEvents := benchStream(b, pool, miss)
+	e := NewEngine(Linux618(), sink)
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	events := 0
+	i := 0
+	for b.Loop() {
+		for _, raw := range calls[i] {
+			if err := Dispatch(e, raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+		events += len(calls[i])
+		if i++; i == pool {
+			i = 0
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	_ = poolEvents
+	if len(e.ops) != 0 || len(e.rqs) != 0 {
+		b.Fatalf("engine kept %d calls and %d requests: the stream is not joined", len(e.ops), len(e.rqs))
+	}
+	sec := b.Elapsed().Seconds()
+	if events == 0 || sec == 0 {
+		return
+	}
+	b.ReportMetric(float64(events)/sec, "events/s")
+	b.ReportMetric(sec*1e9/float64(events), "ns/event")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(events), "allocs/event")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(events), "B/event")
+}
+
+func benchDiscard() func(any) { return func(any) {} }
+
+func benchJSON() func(any) {
+	enc := json.NewEncoder(io.Discard)
+	enc.SetEscapeHTML(false)
+	return func(r any) { _ = enc.Encode(r) }
+}
+
+func never(int) bool      { return false }
+func always(int) bool     { return true }
+func oneInTen(i int) bool { return i%10 == 9 }
+
+func BenchmarkDispatchHitDiscard(b *testing.B)   { benchDispatch(b, never, benchDiscard()) }
+func BenchmarkDispatchMissDiscard(b *testing.B)  { benchDispatch(b, always, benchDiscard()) }
+func BenchmarkDispatchMixedDiscard(b *testing.B) { benchDispatch(b, oneInTen, benchDiscard()) }
+func BenchmarkDispatchHitJSON(b *testing.B)      { benchDispatch(b, never, benchJSON()) }
+func BenchmarkDispatchMissJSON(b *testing.B)     { benchDispatch(b, always, benchJSON()) }
+func BenchmarkDispatchMixedJSON(b *testing.B)    { benchDispatch(b, oneInTen, benchJSON()) }
+
+// TestBenchStreamJoins checks the synthetic streams decode and join into the
+// records they describe, so the benchmarks measure real work.
+func TestBenchStreamJoins(t *testing.T) {
+	var recs []*Syscall
+	e := NewEngine(Linux618(), func(r any) {
+		if s, ok := r.(*Syscall); ok {
+			recs = append(recs, s)
+		}
+	})
+	calls, events := benchStream(t, 20, oneInTen)
+	if events != 24 {
+		t.Fatalf("20 calls (2 misses) gave %d events, want 24", events)
+	}
+	for _, c := range calls {
+		for _, raw := range c {
+			if err := Dispatch(e, raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(recs) != 20 {
+		t.Fatalf("got %d records, want 20", len(recs))
+	}
+	hit, miss := recs[0], recs[9]
+	if hit.Cache.PagesHit != 1 || hit.Cache.PagesMissed != 0 || len(hit.Bios) != 0 || hit.Comm != "fio" {
+		t.Errorf("hit record: %+v", hit)
+	}
+	if miss.Cache.PagesMissed != 1 || len(miss.Bios) != 1 || miss.Bios[0].D2CNs != 100_000 || miss.Path != "/var/tmp/bench/data" {
+		t.Errorf("miss record: cache %+v bios %+v path %q", miss.Cache, miss.Bios, miss.Path)
+	}
+	if len(e.ops) != 0 || len(e.rqs) != 0 {
+		t.Errorf("engine kept %d calls, %d requests", len(e.ops), len(e.rqs))
+	}
+}
