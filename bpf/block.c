@@ -27,16 +27,26 @@ static __always_inline struct folio *folio_of(struct page *page)
 	return (struct folio *)page;
 }
 
+/* The walk's state lives in a per-CPU map, not in bpf_loop's stack context:
+ * kernels before 6.7 verified a callback once, with the context's initial
+ * constants, and pruned the branches those constants made look dead (seen on
+ * Debian's 6.1: only the first page of each bvec was walked). */
 struct bvec_walk {
-	struct wb_bio_ev *ev;
-	struct bio_vec *vecs;
+	__u64 vecs;        /* struct bio_vec * */
+	__u64 bv_page;     /* struct page * of the current bvec */
+	__u64 page_size;   /* sizeof(struct page), from BTF */
 	__u32 vcnt;
-	__u32 i;           /* current bvec */
+	__u32 i;           /* next bvec */
 	__u32 pg;          /* page offset of the next folio within the current bvec */
 	__u32 bv_pages;    /* pages spanned by the current bvec */
-	struct page *bv_page;
-	__u64 page_size;   /* sizeof(struct page), from BTF */
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bvec_walk);
+} walk_scratch SEC(".maps");
 
 /* claim records one tracked dirty folio in the event, merging contiguous
  * folios of the same call into one match, and forgets it. */
@@ -71,17 +81,21 @@ forget:
 /* folio_step handles one folio of the bio (bpf_loop callback). A bio_vec
  * may span several folios (physically contiguous pages are merged into one
  * multi-page bvec) and a large folio spans several pages. */
-static long folio_step(__u32 step, struct bvec_walk *w)
+static long folio_step(__u32 step, void *unused)
 {
-	struct wb_bio_ev *ev = w->ev;
+	__u32 zero = 0;
+	struct bvec_walk *w = bpf_map_lookup_elem(&walk_scratch, &zero);
+	struct wb_bio_ev *ev = bpf_map_lookup_elem(&wb_scratch, &zero);
+	if (!w || !ev)
+		return 1;
 	if (w->pg >= w->bv_pages) {
 		/* Next bvec. */
 		if (w->i >= w->vcnt)
 			return 1;
 		struct bio_vec bv = {};
-		bpf_probe_read_kernel(&bv, sizeof(bv), &w->vecs[w->i]);
+		bpf_probe_read_kernel(&bv, sizeof(bv), &((struct bio_vec *)w->vecs)[w->i]);
 		w->i++;
-		w->bv_page = bv.bv_page + 0;
+		w->bv_page = (__u64)bv.bv_page;
 		w->pg = bv.bv_offset >> PAGE_SHIFT;
 		w->bv_pages = (bv.bv_offset + bv.bv_len + 4095) >> PAGE_SHIFT;
 		ev->pages += w->bv_pages - w->pg;
@@ -107,9 +121,12 @@ static long folio_step(__u32 step, struct bvec_walk *w)
 		ev->ino = k.ino;
 		ev->dev = k.dev;
 	}
+	count_event(CNT_WALK_FOLIOS);
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
-	if (v)
+	if (v) {
+		count_event(CNT_WALK_MATCHED);
 		claim(ev, &k, v);
+	}
 	return 0;
 }
 
@@ -132,14 +149,21 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->dev = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-	struct bvec_walk w = {
-		.ev = ev, .vecs = BPF_CORE_READ(bio, bi_io_vec), .vcnt = BPF_CORE_READ(bio, bi_vcnt),
-		.page_size = bpf_core_type_size(struct page),
-	};
+	struct bvec_walk *w = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!w)
+		return;
+	w->vecs = (__u64)BPF_CORE_READ(bio, bi_io_vec);
+	w->vcnt = BPF_CORE_READ(bio, bi_vcnt);
+	w->page_size = bpf_core_type_size(struct page);
+	w->i = 0;
+	w->pg = 0;
+	w->bv_pages = 0;
+	w->bv_page = 0;
 	/* One step per folio plus one per bvec; MAX_WALK_STEPS covers a 16 MiB
 	 * bio of single-page folios. Larger walks are counted as truncated. */
-	bpf_loop(MAX_WALK_STEPS, folio_step, &w, 0);
-	if (w.i < w.vcnt || w.pg < w.bv_pages)
+	count_event(CNT_WALK_BIOS);
+	bpf_loop(MAX_WALK_STEPS, folio_step, NULL, 0);
+	if (w->i < w->vcnt || w->pg < w->bv_pages)
 		count_event(CNT_BVEC_TRUNC);
 	if (ev->nr_match == 0)
 		return;

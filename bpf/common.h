@@ -59,6 +59,9 @@ enum counter {
 	CNT_BVEC_TRUNC,         /* writeback bio walk longer than MAX_WALK_STEPS */
 	CNT_WB_MATCH_TRUNC,     /* more matches in a bio than MAX_WB_MATCH */
 	CNT_TASK_OPS_FULL,      /* per-thread state map full: a call was not traced */
+	CNT_WALK_FOLIOS,        /* diagnostics: folios looked up by writeback bio walks */
+	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
+	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
 	CNT_MAX,
 };
 
@@ -418,16 +421,28 @@ static __always_inline struct op *current_op(void)
 	return NULL;
 }
 
+static __always_inline bool extend(struct page_range *r, __u64 index, __u32 nr, __u32 flags)
+{
+	if (r->flags == flags && r->index + r->nr == index) {
+		r->nr += nr;
+		return true;
+	}
+	return false;
+}
+
+/* add_range records pages in the call's ranges, merging with the previous
+ * range of the same kind: a buffered write alternates "added" and "dirtied"
+ * for each new page, so the last two entries are checked. */
 static __always_inline void add_range(struct op *op, __u64 index, __u32 nr, __u32 flags)
 {
 	__u32 n = op->nr_ranges;
-	if (n > 0 && n <= MAX_RANGES) {
-		struct page_range *last = &op->ranges[n - 1];
-		if (last->flags == flags && last->index + last->nr == index) {
-			last->nr += nr;
-			return;
-		}
-	}
+	__u32 last = n - 1, prev = n - 2;
+	barrier_var(last);
+	if (last < MAX_RANGES && extend(&op->ranges[last], index, nr, flags))
+		return;
+	barrier_var(prev);
+	if (prev < MAX_RANGES && extend(&op->ranges[prev], index, nr, flags))
+		return;
 	if (n >= MAX_RANGES) {
 		op->ranges_lost += nr;
 		count_event(CNT_RANGES_TRUNC);

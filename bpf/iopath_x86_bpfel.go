@@ -23,6 +23,17 @@ type IopathBioOwner struct {
 	Pad     uint32
 }
 
+type IopathBvecWalk struct {
+	_        structs.HostLayout
+	Vecs     uint64
+	BvPage   uint64
+	PageSize uint64
+	Vcnt     uint32
+	I        uint32
+	Pg       uint32
+	BvPages  uint32
+}
+
 type IopathCounter uint32
 
 const (
@@ -37,7 +48,10 @@ const (
 	IopathCounterCNT_BVEC_TRUNC     IopathCounter = 8
 	IopathCounterCNT_WB_MATCH_TRUNC IopathCounter = 9
 	IopathCounterCNT_TASK_OPS_FULL  IopathCounter = 10
-	IopathCounterCNT_MAX            IopathCounter = 11
+	IopathCounterCNT_WALK_FOLIOS    IopathCounter = 11
+	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
+	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
+	IopathCounterCNT_MAX            IopathCounter = 14
 )
 
 type IopathDirtyGoneEv struct {
@@ -284,6 +298,7 @@ const (
 	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
+	IopathMapWalkScratch                  = "walk_scratch"
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfPageCacheAdd             = "btf_page_cache_add"
@@ -480,6 +495,7 @@ type IopathMapSpecs struct {
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
+	WalkScratch *ebpf.MapSpec `ebpf:"walk_scratch"`
 	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -534,6 +550,7 @@ type IopathMaps struct {
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
+	WalkScratch *ebpf.Map `ebpf:"walk_scratch"`
 	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -549,6 +566,7 @@ func (m *IopathMaps) Close() error {
 		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
+		m.WalkScratch,
 		m.WbScratch,
 	)
 }

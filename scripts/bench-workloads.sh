@@ -13,7 +13,8 @@
 # DIR (a new directory under $TMPDIR, removed at the end; must be a disk
 # filesystem for O_DIRECT), IOPATH (/tmp/iopath, built here unless BUILD=0),
 # FIO (fio),
-# CPU (unset: no pinning; a CPU number: run both tools under taskset -c CPU).
+# CPU (unset: no pinning; a CPU number: run both tools under taskset -c CPU),
+# PATTERNS (all three; or a space-separated subset).
 # Needs fio and jq.
 set -euo pipefail
 
@@ -64,7 +65,7 @@ fio_run() {
 		--output-format=json "$@" | jq -r '.jobs[0].read.iops'
 }
 
-patterns=(rand-4k-cached rand-4k-direct seq-1byte-cached)
+read -r -a patterns <<<"${PATTERNS:-rand-4k-cached rand-4k-direct seq-1byte-cached}"
 declare -A iopath_args=(
 	[rand-4k-cached]="rand-read --bs 4k"
 	[rand-4k-direct]="rand-read --bs 4k --direct"
@@ -76,6 +77,9 @@ declare -A fio_args=(
 	[seq-1byte-cached]="--rw=read --bs=1"
 )
 declare -A res_iopath res_fio res_ratio
+for p in "${patterns[@]}"; do
+	[[ -n ${iopath_args[$p]:-} ]] || die "unknown pattern $p: choose from ${!iopath_args[*]}"
+done
 
 echo "iopath $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $("$FIO" --version), $(uname -r), $(nproc) CPUs, $fstype, file $SIZE, ${SECONDS_PER_RUN}s per run, $ROUNDS rounds${CPU:+, pinned to CPU $CPU}"
 printf '%-18s %5s %14s %14s %7s\n' pattern round iopath_iops fio_iops ratio

@@ -118,6 +118,20 @@ wait_for() {
 	return 1
 }
 
+# stop PID: SIGINT (iopath prints its summary, bpftrace its maps), then
+# SIGTERM and SIGKILL if it has not exited within 10 s and 5 s.
+stop() {
+	local p=$1 i
+	kill -INT "$p" 2>/dev/null || true
+	for ((i = 0; i < 1000; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		((i == 200)) && { note "pid $p ignored SIGINT for 10 s: SIGTERM"; kill -TERM "$p" 2>/dev/null || true; }
+		((i == 300)) && { note "pid $p ignored SIGTERM for 5 s: SIGKILL"; kill -KILL "$p" 2>/dev/null || true; }
+		sleep 0.05
+	done
+	wait "$p" 2>/dev/null || true
+}
+
 # --- build and describe the machine --------------------------------------
 CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/iopath
 
@@ -212,10 +226,7 @@ run_fio() {
 			iopath_prog_ids "$tp" | jq -s . >"$work/prog_ids.json"
 		fi
 	fi
-	if [ -n "$tp" ]; then
-		kill -INT "$tp"
-		wait "$tp" || true
-	fi
+	[ -z "$tp" ] || stop "$tp"
 	bg_pids=()
 }
 
@@ -405,8 +416,7 @@ if ! skip 4 startup; then
 		wait_for test -e "$rf" || die "iopath did not attach: $(cat "$shm/startup.err")"
 		st_i+="$(ms_since "$t0") "
 		t1=$(now_ns)
-		kill -INT "$tp"
-		wait "$tp" || true
+		stop "$tp"
 		stop_i+="$(ms_since "$t1") "
 
 		t0=$(now_ns)
@@ -414,8 +424,7 @@ if ! skip 4 startup; then
 		bp=$!
 		wait_for grep -q Attaching "$shm/bt.out" || die "bpftrace did not attach: $(cat "$shm/bt.err")"
 		st_b+="$(ms_since "$t0") "
-		kill -INT "$bp"
-		wait "$bp" || true
+		stop "$bp"
 	done
 	kill "$target" 2>/dev/null || true
 	wait "$target" 2>/dev/null || true

@@ -148,6 +148,8 @@ type Summary struct {
 	Truncations      map[string]uint64 `json:"truncations"`
 	Attach           map[string]string `json:"attach"`
 	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// Diagnostics: write bios walked for tracked dirty pages, folios looked up, folios matched.
+	Diagnostics map[string]uint64 `json:"diagnostics"`
 }
 
 // Totals are shared by per-pid and per-file summaries.

@@ -434,7 +434,8 @@ func (t *Tracer) Counters() map[string]uint64 {
 		bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
 		bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
 		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
-		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops",
+		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
+		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	}
 	out := map[string]uint64{}
 	for idx, name := range names {
@@ -483,6 +484,7 @@ func (t *Tracer) Summary() *Summary {
 	for _, h := range t.Hooks {
 		s.Attach[h.Hook] = string(h.Mechanism)
 	}
+	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"]}
 	return s
 }
 

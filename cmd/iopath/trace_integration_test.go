@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/iopath/iopath/tracer"
 	"golang.org/x/sys/unix"
 )
@@ -329,18 +330,30 @@ func TestTraceDirectRead(t *testing.T) {
 	}
 }
 
-// progNames lists iopath's BPF program names loaded in the kernel.
+// progNames lists iopath's BPF programs loaded in the kernel (by walking
+// program ids, so it needs no bpftool: the VM tests have none).
 func progNames(t *testing.T) []string {
 	t.Helper()
-	out, err := exec.Command("bpftool", "prog", "list").Output()
-	if err != nil {
-		t.Skipf("bpftool prog list: %v", err)
-	}
 	var ours []string
-	for _, line := range strings.Split(string(out), "\n") {
-		for _, p := range []string{"raw_sys_", "tp_block_", "btf_page_cache", "tp_sched_", "tp_writeback_", "btf_writeback_"} {
-			if strings.Contains(line, " name "+p) {
-				ours = append(ours, line)
+	id := ebpf.ProgramID(0)
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		info, err := p.Info()
+		p.Close()
+		if err != nil {
+			continue
+		}
+		for _, pre := range []string{"raw_sys_", "tp_block_", "btf_page_cache", "tp_sched_", "tp_writeback_", "btf_writeback_", "fentry_vfs_", "fexit_vfs_"} {
+			if strings.HasPrefix(info.Name, pre) {
+				ours = append(ours, fmt.Sprintf("%d %s", id, info.Name))
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/tracer"
+	"golang.org/x/sys/unix"
 )
 
 // vmSysctls saves the dirty-page sysctls and restores them when the test
@@ -162,6 +163,10 @@ func TestWriteThrottled(t *testing.T) {
 	if !st.blockDevice {
 		t.Skip("needs a disk-backed directory")
 	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil || sfs.Bavail*uint64(sfs.Bsize) < 640<<20 {
+		t.Skipf("needs 640 MiB free in %s for a 512 MiB file", dir)
+	}
 	f := filepath.Join(dir, "big")
 	tr := traceCmd(t, "--wait-writeback", "60s", "--", "dd", "if=/dev/zero", "of="+f, "bs=1M", "count=512")
 	calls := tr.forIno(inoOf(t, f))
@@ -196,8 +201,14 @@ func TestWriteThrottled(t *testing.T) {
 			persisted += uint64(p.Pages)
 		}
 	}
-	if persisted+tr.summary.DirtyPending != dirtied || dirtied < 131072 {
+	// Everything dirtied must be seen written: at most a few pages may still
+	// be in flight when --wait-writeback gives up.
+	if persisted+tr.summary.DirtyPending != dirtied || dirtied < 131072 || tr.summary.DirtyPending > 256 {
 		t.Errorf("dirtied %d, persisted %d + still dirty %d", dirtied, persisted, tr.summary.DirtyPending)
+	}
+	t.Logf("summary: truncations %v, evictions %v, incomplete %d, unattributed %d, writeback records %d", tr.summary.Truncations, tr.summary.MapEvictions, tr.summary.IncompleteBios, tr.summary.UnattributedBios, len(tr.wbs))
+	if len(tr.wbs) > 0 {
+		t.Logf("first writeback record %+v", tr.wbs[0])
 	}
 	t.Logf("512 MiB dd: %d writes throttled, %d background writeback bios, %d pages persisted, %d pending", throttled, background, persisted, tr.summary.DirtyPending)
 }
