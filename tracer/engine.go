@@ -26,6 +26,9 @@ type Engine struct {
 	// Out receives *Syscall, *Writeback and *Persisted records in the order
 	// they become complete.
 	Out func(rec any)
+	// Unavailable lists record fields this kernel cannot measure (a hook
+	// with no mechanism); they are reported as such, not as zeros.
+	Unavailable []string
 	// HoldNs is how long a call waits for its bios before it is released
 	// with the ones seen so far (default 2 s of kernel time).
 	HoldNs uint64
@@ -119,6 +122,7 @@ func (e *Engine) op(id uint64, ts uint64) *pendingOp {
 func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	e.seen(o.EndNs)
 	rec := syscallRecord(o)
+	rec.Unavailable = e.Unavailable
 	if rec.Path != "" {
 		e.paths[fileKey{o.Dev, o.Ino}] = rec.Path
 	} else if p, ok := e.paths[fileKey{o.Dev, o.Ino}]; ok {

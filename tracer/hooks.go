@@ -30,6 +30,10 @@ const (
 	akTPBTF      // target: event name
 )
 
+func (k attachKind) String() string {
+	return [...]string{"fentry", "fexit", "kprobe", "kretprobe", "tracepoint", "tp_btf"}[k]
+}
+
 type attachment struct {
 	prog   string
 	kind   attachKind
@@ -80,6 +84,29 @@ func concat(lists ...[]attachment) []attachment {
 	var out []attachment
 	for _, l := range lists {
 		out = append(out, l...)
+	}
+	return out
+}
+
+// fieldsOf names the record fields a hook provides, for Syscall.Unavailable.
+var fieldsOf = map[string][]string{
+	"iowait":              {"blocked_ns"},
+	"filemap_get_pages":   {"cache.lookups"},
+	"balance_dirty_pages": {"throttle_ns", "throttle_pauses", "throttle_max_pause_ns"},
+	"dirty_folio":         {"dirtied_pages", "dirtied_ranges"},
+	"block_rq_requeue":    {"bios.requeues"},
+	"readv":               {"readv calls"},
+	"writev":              {"writev calls"},
+	"fsync":               {"fsync calls"},
+}
+
+// Unavailable returns the record fields lost to hooks that got no mechanism.
+func Unavailable(st []HookStatus) []string {
+	var out []string
+	for _, h := range st {
+		if h.Mechanism == None {
+			out = append(out, fieldsOf[h.Hook]...)
+		}
 	}
 	return out
 }

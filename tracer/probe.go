@@ -185,7 +185,7 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 			st.Mechanism = c.mech
 			st.Variant = c.variant
 			for _, a := range c.attach {
-				st.Targets = append(st.Targets, a.target)
+				st.Targets = append(st.Targets, a.kind.String()+" "+a.target)
 			}
 			chosen[h.Name] = c
 			break

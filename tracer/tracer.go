@@ -187,6 +187,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	}
 	t.rd = rd
 	t.Engine = NewEngine(k, out)
+	t.Engine.Unavailable = Unavailable(statuses)
 	return t, nil
 }
 
