@@ -273,6 +273,7 @@ struct stat_val {
 	__u64 bytes_returned;
 	__u64 pages; /* pages covered by the returned bytes, all hits */
 	char comm[16]; /* of the first call counted on this CPU */
+	char name[PART_LEN]; /* the file's name (last path component), for the summary */
 };
 
 /* Configuration, set by the loader before load (spec.Variables). */

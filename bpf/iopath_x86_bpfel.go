@@ -227,6 +227,7 @@ type IopathStatVal struct {
 	BytesReturned  uint64
 	Pages          uint64
 	Comm           [16]int8
+	Name           [32]int8
 }
 
 type IopathWbBioEv struct {

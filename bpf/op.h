@@ -201,6 +201,9 @@ static __always_inline void op_end(__s64 ret)
 	if (!v) {
 		struct stat_val zero = {};
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		struct file *file = (struct file *)op->file;
+		if (file)
+			bpf_probe_read_kernel_str(zero.name, sizeof(zero.name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
 			count_event(CNT_OPS_FULL);
 			return;

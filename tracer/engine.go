@@ -63,12 +63,11 @@ type fileKey struct {
 }
 
 type pendingOp struct {
-	rec      *Syscall
-	queued   uint32 // op.bios_queued
-	bios     []*bioRef
-	firstTs  uint64
-	isWrite  bool
-	readHits uint64
+	rec     *Syscall
+	queued  uint32 // op.bios_queued
+	bios    []*bioRef
+	firstTs uint64
+	isWrite bool
 }
 
 type bioRef struct {
@@ -483,7 +482,11 @@ func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
 	if ps := e.pids[k.Pid]; ps.Comm == "" {
 		ps.Comm = cString(v.Comm[:])
 	}
-	add(&e.file(fileKey{k.Dev, k.Ino}).Totals)
+	fs := e.file(fileKey{k.Dev, k.Ino})
+	add(&fs.Totals)
+	if fs.Path == "" && v.Name[0] != 0 {
+		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
+	}
 }
 
 // Tick releases calls that have waited HoldNs (kernel time) for bios that

@@ -469,6 +469,9 @@ func (t *Tracer) Summary() *Summary {
 			if sum.Comm[0] == 0 {
 				sum.Comm = v.Comm
 			}
+			if sum.Name[0] == 0 {
+				sum.Name = v.Name
+			}
 		}
 		t.Engine.AddHits(k, sum)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,7 +67,7 @@ func demoNames() string {
 	for k := range demos {
 		n = append(n, k)
 	}
-	sortStrings(n)
+	slices.Sort(n)
 	return strings.Join(n, ", ")
 }
 
@@ -75,19 +77,11 @@ func demoList() string {
 	for k := range demos {
 		n = append(n, k)
 	}
-	sortStrings(n)
+	slices.Sort(n)
 	for _, k := range n {
 		fmt.Fprintf(&b, "  %-18s %s\n", k, demos[k].short)
 	}
 	return b.String()
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // demoDir returns the directory for demo files and a cleanup function.
@@ -362,11 +356,7 @@ func fileRecords(recs []any, dev uint32, ino uint64) []*tracer.Syscall {
 			out = append(out, s)
 		}
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].TimeNs < out[j-1].TimeNs; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b *tracer.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	return out
 }
 

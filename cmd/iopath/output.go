@@ -18,8 +18,6 @@ type printer struct {
 	json  bool
 	quiet bool
 	enc   *json.Encoder
-	// hooks, for saying what a kernel could not measure
-	t0 uint64
 	// collected lets demos read the records they printed.
 	collected []any
 	collect   bool
@@ -109,7 +107,7 @@ func storySyscall(r *tracer.Syscall) string {
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
 	}
-	result := fmt.Sprintf("%s", human(uint64(r.ReturnedBytes)))
+	result := human(uint64(r.ReturnedBytes))
 	if r.Error != "" {
 		result = r.Error
 	}

@@ -99,7 +99,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
 		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.record)
 	if err != nil {
-		return traceError(err)
+		return err
 	}
 	defer t.Close()
 	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
@@ -200,12 +200,4 @@ func attachLine(hooks []tracer.HookStatus) string {
 		s += "\niopath: unavailable on this kernel: " + strings.Join(missing, ", ")
 	}
 	return s
-}
-
-func traceError(err error) error {
-	switch {
-	case errors.Is(err, tracer.ErrNotRoot), errors.Is(err, tracer.ErrNoBTF):
-		return err
-	}
-	return err
 }
