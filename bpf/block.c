@@ -27,27 +27,6 @@ static __always_inline struct folio *folio_of(struct page *page)
 	return (struct folio *)page;
 }
 
-/* The walk's state lives in a per-CPU map, not in bpf_loop's stack context:
- * kernels before 6.7 verified a callback once, with the context's initial
- * constants, and pruned the branches those constants made look dead (seen on
- * Debian's 6.1: only the first page of each bvec was walked). */
-struct bvec_walk {
-	__u64 vecs;        /* struct bio_vec * */
-	__u64 bv_page;     /* struct page * of the current bvec */
-	__u64 page_size;   /* sizeof(struct page), from BTF */
-	__u32 vcnt;
-	__u32 i;           /* next bvec */
-	__u32 pg;          /* page offset of the next folio within the current bvec */
-	__u32 bv_pages;    /* pages spanned by the current bvec */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bvec_walk);
-} walk_scratch SEC(".maps");
-
 /* claim records one tracked dirty folio in the event, merging contiguous
  * folios of the same call into one match, and forgets it. */
 static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v)
@@ -83,11 +62,11 @@ forget:
  * multi-page bvec) and a large folio spans several pages. */
 static long folio_step(__u32 step, void *unused)
 {
-	__u32 zero = 0;
-	struct bvec_walk *w = bpf_map_lookup_elem(&walk_scratch, &zero);
-	struct wb_bio_ev *ev = bpf_map_lookup_elem(&wb_scratch, &zero);
-	if (!w || !ev)
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct wb_work *w = bpf_map_lookup_elem(&wb_scratch, &tid);
+	if (!w)
 		return 1;
+	struct wb_bio_ev *ev = &w->ev;
 	if (w->pg >= w->bv_pages) {
 		/* Next bvec. */
 		if (w->i >= w->vcnt)
@@ -133,10 +112,10 @@ static long folio_step(__u32 step, void *unused)
 /* walk_wb_bio joins a write bio's pages with tracked dirty folios. */
 static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pid, __u32 tid)
 {
-	__u32 zero = 0;
-	struct wb_bio_ev *ev = bpf_map_lookup_elem(&wb_scratch, &zero);
-	if (!ev)
+	struct wb_work *w = scratch(&wb_scratch, &wb_work_zero);
+	if (!w)
 		return;
+	struct wb_bio_ev *ev = &w->ev;
 	ev->type = EV_WB_BIO;
 	ev->bio = (__u64)bio;
 	ev->ts = bpf_ktime_get_ns();
@@ -149,9 +128,6 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->dev = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
-	struct bvec_walk *w = bpf_map_lookup_elem(&walk_scratch, &zero);
-	if (!w)
-		return;
 	w->vecs = (__u64)BPF_CORE_READ(bio, bi_io_vec);
 	w->vcnt = BPF_CORE_READ(bio, bi_vcnt);
 	w->page_size = bpf_core_type_size(struct page);
@@ -165,9 +141,12 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	bpf_loop(MAX_WALK_STEPS, folio_step, NULL, 0);
 	if (w->i < w->vcnt || w->pg < w->bv_pages)
 		count_event(CNT_BVEC_TRUNC);
-	if (ev->nr_match == 0)
+	if (ev->nr_match == 0) {
+		scratch_done(&wb_scratch);
 		return;
+	}
 	emit(ev, sizeof(*ev));
+	scratch_done(&wb_scratch);
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = ev->ts, .pid = pid, .tid = tid,
 		.flags = OWN_WRITEBACK,
@@ -278,8 +257,7 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue, struct request *rq)
 {
-	__u32 zero = 0;
-	struct rq_issue_ev *ev = bpf_map_lookup_elem(&rq_scratch, &zero);
+	struct rq_issue_ev *ev = scratch(&rq_scratch, &rq_issue_zero);
 	if (!ev)
 		return 0;
 	ev->nr_own = 0;
@@ -287,8 +265,10 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
-	if (ev->nr_own == 0)
+	if (ev->nr_own == 0) {
+		scratch_done(&rq_scratch);
 		return 0;
+	}
 	ev->type = EV_RQ_ISSUE;
 	ev->rq = (__u64)rq;
 	ev->ts = bpf_ktime_get_ns();
@@ -302,6 +282,7 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
 		count_event(CNT_INFLIGHT_FULL);
 	emit(ev, sizeof(*ev));
+	scratch_done(&rq_scratch);
 	return 0;
 }
 

@@ -340,20 +340,57 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* Scratch space for events too large for the BPF stack. */
+/* Scratch space for events too large for the BPF stack, one entry per
+ * running task (tid). Not per-CPU: tracing programs run with migration
+ * disabled but stay preemptible, so two tasks on one CPU could interleave
+ * in a per-CPU buffer (a long bio walk is easily preempted). */
+struct wb_work {
+	struct wb_bio_ev ev;
+	/* walk state: kept in the map, not in bpf_loop's stack context, because
+	 * kernels before 6.7 verified a callback once with the context's initial
+	 * constants and pruned the branches they made look dead (seen on 6.1). */
+	__u64 vecs;      /* struct bio_vec * */
+	__u64 bv_page;   /* struct page * of the current bvec */
+	__u64 page_size; /* sizeof(struct page), from BTF */
+	__u32 vcnt;
+	__u32 i;         /* next bvec */
+	__u32 pg;        /* page offset of the next folio within the current bvec */
+	__u32 bv_pages;  /* pages spanned by the current bvec */
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct wb_bio_ev);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
+	__type(value, struct wb_work);
 } wb_scratch SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
 	__type(value, struct rq_issue_ev);
 } rq_scratch SEC(".maps");
+
+static const struct wb_work wb_work_zero = {};
+static const struct rq_issue_ev rq_issue_zero = {};
+
+/* scratch returns this task's entry in a scratch map (created on demand). */
+static __always_inline void *scratch(void *map, const void *zero)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	void *v = bpf_map_lookup_elem(map, &tid);
+	if (v)
+		return v;
+	bpf_map_update_elem(map, &tid, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, &tid);
+}
+
+static __always_inline void scratch_done(void *map)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(map, &tid);
+}
 
 /* Traced fsync-family calls in flight, by the kernel dev_t of their file's
  * filesystem: jbd2 bios queued for that device meanwhile are the journal

@@ -23,17 +23,6 @@ type IopathBioOwner struct {
 	Pad     uint32
 }
 
-type IopathBvecWalk struct {
-	_        structs.HostLayout
-	Vecs     uint64
-	BvPage   uint64
-	PageSize uint64
-	Vcnt     uint32
-	I        uint32
-	Pg       uint32
-	BvPages  uint32
-}
-
 type IopathCounter uint32
 
 const (
@@ -285,6 +274,18 @@ type IopathWbStartEv struct {
 	Comm          [16]int8
 }
 
+type IopathWbWork struct {
+	_        structs.HostLayout
+	Ev       IopathWbBioEv
+	Vecs     uint64
+	BvPage   uint64
+	PageSize uint64
+	Vcnt     uint32
+	I        uint32
+	Pg       uint32
+	BvPages  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -299,7 +300,6 @@ const (
 	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
-	IopathMapWalkScratch                  = "walk_scratch"
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfPageCacheAdd             = "btf_page_cache_add"
@@ -496,7 +496,6 @@ type IopathMapSpecs struct {
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
-	WalkScratch *ebpf.MapSpec `ebpf:"walk_scratch"`
 	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -551,7 +550,6 @@ type IopathMaps struct {
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
-	WalkScratch *ebpf.Map `ebpf:"walk_scratch"`
 	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -567,7 +565,6 @@ func (m *IopathMaps) Close() error {
 		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
-		m.WalkScratch,
 		m.WbScratch,
 	)
 }

@@ -37,8 +37,7 @@ fi
 gobin=$(go env GOPATH)/bin
 if [ ! -x "$gobin/staticcheck" ]; then
   echo "scripts/setup.sh: installing staticcheck"
-  GOFLAGS=-mod=mod go install honnef.co/go/tools/cmd/staticcheck@2025.1.1 >/dev/null 2>&1 ||
-    go install honnef.co/go/tools/cmd/staticcheck@latest
+  go install honnef.co/go/tools/cmd/staticcheck@2026.2.2
 fi
 
 if [ "$(id -u)" = 0 ]; then

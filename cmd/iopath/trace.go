@@ -32,6 +32,7 @@ type traceFlags struct {
 	settle        time.Duration
 	noWriteback   bool
 	quiet         bool
+	workload      string // trace_workload.go
 }
 
 func newTraceCmd() *cobra.Command {
@@ -68,10 +69,14 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after unless --keep")
 	return cmd
 }
 
 func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+	if f.workload != "" {
+		return runTraceWorkload(cmd, f, args)
+	}
 	if len(f.pids) == 0 && f.comm == "" && len(args) == 0 {
 		return errors.New("nothing to trace: give -p PID, --comm NAME or -- CMD ARGS")
 	}

@@ -144,6 +144,9 @@ func traceCmd(t *testing.T, args ...string) *traced {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if d := os.Getenv("IOPATH_TEST_DUMP"); d != "" {
+		os.WriteFile(filepath.Join(d, strings.ReplaceAll(t.Name(), "/", "_")+".jsonl"), out.Bytes(), 0o644)
+	}
 	tr := parseRecords(t, out.Bytes())
 	tr.stderr = errb.String()
 	if ee, ok := err.(*exec.ExitError); ok {

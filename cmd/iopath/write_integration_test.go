@@ -206,6 +206,16 @@ func TestWriteThrottled(t *testing.T) {
 	if persisted+tr.summary.DirtyPending != dirtied || dirtied < 131072 || tr.summary.DirtyPending > 256 {
 		t.Errorf("dirtied %d, persisted %d + still dirty %d", dirtied, persisted, tr.summary.DirtyPending)
 	}
+	got := map[uint64]uint64{}
+	for _, p := range tr.persisted {
+		got[p.OpID] += uint64(p.Pages)
+	}
+	for _, c := range calls {
+		if c.Syscall == "write" && uint64(c.DirtiedPages) != got[c.OpID] {
+			t.Logf("write at %d MiB: dirtied %d %v, persisted %d", c.Offset>>20, c.DirtiedPages, c.DirtiedRanges, got[c.OpID])
+		}
+	}
+	t.Logf("diagnostics %v", tr.summary.Diagnostics)
 	t.Logf("summary: truncations %v, evictions %v, incomplete %d, unattributed %d, writeback records %d", tr.summary.Truncations, tr.summary.MapEvictions, tr.summary.IncompleteBios, tr.summary.UnattributedBios, len(tr.wbs))
 	if len(tr.wbs) > 0 {
 		t.Logf("first writeback record %+v", tr.wbs[0])
