@@ -41,6 +41,13 @@ static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, str
 			goto forget;
 		}
 	}
+	if (n >= MAX_WB_MATCH) {
+		/* Full: send these matches and continue in a new part. */
+		emit(ev, sizeof(*ev));
+		ev->part++;
+		ev->nr_match = 0;
+		n = 0;
+	}
 	if (n < MAX_WB_MATCH) {
 		ev->match[n].op_id = v->op_id;
 		ev->match[n].dirtied_ns = v->ts;
@@ -48,9 +55,6 @@ static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, str
 		ev->match[n].nr = v->nr;
 		ev->match[n].pid = v->pid;
 		ev->nr_match = n + 1;
-	} else {
-		ev->lost_pages += v->nr;
-		count_event(CNT_WB_MATCH_TRUNC);
 	}
 forget:
 	if (bpf_map_delete_elem(&dirty_pages, k) == 0)
@@ -123,7 +127,7 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->tid = tid;
 	ev->nr_match = 0;
 	ev->pages = 0;
-	ev->lost_pages = 0;
+	ev->part = 0;
 	ev->ino = 0;
 	ev->dev = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
@@ -141,7 +145,7 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	bpf_loop(MAX_WALK_STEPS, folio_step, NULL, 0);
 	if (w->i < w->vcnt || w->pg < w->bv_pages)
 		count_event(CNT_BVEC_TRUNC);
-	if (ev->nr_match == 0) {
+	if (ev->nr_match == 0 && ev->part == 0) {
 		scratch_done(&wb_scratch);
 		return;
 	}

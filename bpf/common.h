@@ -57,7 +57,7 @@ enum counter {
 	CNT_RQ_OWN_TRUNC,       /* more owned bios in a request than MAX_ISSUE_OWN */
 	CNT_RANGES_TRUNC,       /* more page ranges in a call than MAX_RANGES */
 	CNT_BVEC_TRUNC,         /* writeback bio walk longer than MAX_WALK_STEPS */
-	CNT_WB_MATCH_TRUNC,     /* more matches in a bio than MAX_WB_MATCH */
+	CNT_WB_MATCH_TRUNC,     /* unused: matches beyond MAX_WB_MATCH go in continuation events */
 	CNT_TASK_OPS_FULL,      /* per-thread state map full: a call was not traced */
 	CNT_WALK_FOLIOS,        /* diagnostics: folios looked up by writeback bio walks */
 	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
@@ -203,7 +203,7 @@ struct wb_bio_ev {
 	__u32 tid;       /* submitter */
 	__u32 nr_match;
 	__u32 pages;     /* pages walked in the bio */
-	__u32 lost_pages; /* tracked pages beyond MAX_WB_MATCH matches (counted, not reported) */
+	__u32 part;      /* 0: first event of this bio; n: n-th continuation (more than MAX_WB_MATCH matches) */
 	char comm[16];
 	struct wb_match match[MAX_WB_MATCH];
 };

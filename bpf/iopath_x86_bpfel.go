@@ -220,19 +220,19 @@ type IopathStatVal struct {
 }
 
 type IopathWbBioEv struct {
-	_         structs.HostLayout
-	Type      uint32
-	Dev       uint32
-	Bio       uint64
-	Ino       uint64
-	Ts        uint64
-	OpId      uint64
-	Tid       uint32
-	NrMatch   uint32
-	Pages     uint32
-	LostPages uint32
-	Comm      [16]int8
-	Match     [16]struct {
+	_       structs.HostLayout
+	Type    uint32
+	Dev     uint32
+	Bio     uint64
+	Ino     uint64
+	Ts      uint64
+	OpId    uint64
+	Tid     uint32
+	NrMatch uint32
+	Pages   uint32
+	Part    uint32
+	Comm    [16]int8
+	Match   [16]struct {
 		_         structs.HostLayout
 		OpId      uint64
 		DirtiedNs uint64

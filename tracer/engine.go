@@ -35,13 +35,14 @@ type Engine struct {
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
-	wbBios   map[uint64]*bpf.IopathWbBioEv // by bio pointer, until its request completes
-	workers  map[uint32]workerState        // writeback worker tid -> current work
+	wbBios   map[uint64]*wbBio      // by bio pointer, until its request completes
+	workers  map[uint32]workerState // writeback worker tid -> current work
 	paths    map[fileKey]string
 	pids     map[uint32]*PidSummary
 	files    map[fileKey]*FileSummary
-	dirty    map[uint64]int64 // write op_id -> dirtied pages not yet persisted or removed
-	dirtyTot atomic.Int64     // sum of the positive values of dirty (read by other goroutines)
+	dirty    map[uint64]int64   // write op_id -> dirtied pages not yet persisted or removed
+	dirtyTot atomic.Int64       // sum of the positive values of dirty (read by other goroutines)
+	dirtyOf  map[uint64]fileKey // write op_id -> its file
 	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
 	memoryWrites atomic.Int64
 	lastTs       uint64
@@ -84,6 +85,18 @@ type pendingRq struct {
 	requeued bool
 }
 
+// wbBio is a write bio carrying tracked dirty folios: its first EV_WB_BIO
+// record and the matches of all its parts.
+type wbBio struct {
+	ev      bpf.IopathWbBioEv
+	matches []wbMatch
+}
+
+type wbMatch struct {
+	opID, dirtiedNs, index uint64
+	nr, pid                uint32
+}
+
 type workerState struct {
 	reason string
 	comm   string
@@ -93,9 +106,9 @@ type workerState struct {
 func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
 		K: k, Out: out, HoldNs: 2e9,
-		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*bpf.IopathWbBioEv{},
+		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
-		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{},
+		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
 	}
 }
 
@@ -132,6 +145,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	p.queued = o.BiosQueued
 	p.isWrite = isWriteSys(o.Sys)
 	if p.isWrite && o.DirtiedPages > 0 {
+		e.dirtyOf[o.OpId] = fileKey{o.Dev, o.Ino}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
 	if p.isWrite && o.Ret > 0 && MemoryOnly(rec.FS) {
@@ -236,8 +250,16 @@ func sub(a, b uint64) uint64 {
 // HandleWBBio takes an EV_WB_BIO record: a write bio carrying tracked dirty folios.
 func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
 	e.seen(ev.Ts)
-	c := *ev
-	e.wbBios[ev.Bio] = &c
+	w := e.wbBios[ev.Bio]
+	if ev.Part == 0 || w == nil {
+		w = &wbBio{ev: *ev}
+		e.wbBios[ev.Bio] = w
+	}
+	n := min(int(ev.NrMatch), len(ev.Match))
+	for i := 0; i < n; i++ {
+		m := &ev.Match[i]
+		w.matches = append(w.matches, wbMatch{opID: m.OpId, dirtiedNs: m.DirtiedNs, index: m.Index, nr: m.Nr, pid: m.Pid})
+	}
 }
 
 // HandleWBStart takes an EV_WB_START record: a flusher work item begins.
@@ -291,6 +313,7 @@ func (e *Engine) adjustDirty(opID uint64, delta int64) {
 	v := old + delta
 	if v == 0 {
 		delete(e.dirty, opID)
+		delete(e.dirtyOf, opID)
 	} else {
 		e.dirty[opID] = v
 	}
@@ -298,10 +321,11 @@ func (e *Engine) adjustDirty(opID uint64, delta int64) {
 }
 
 func (e *Engine) writebackDone(b *bioRef) {
-	wb, ok := e.wbBios[b.bioP]
+	w, ok := e.wbBios[b.bioP]
 	if !ok {
 		return
 	}
+	wb := &w.ev
 	delete(e.wbBios, b.bioP)
 	key := fileKey{wb.Dev, wb.Ino}
 	worker := cString(wb.Comm[:])
@@ -309,18 +333,14 @@ func (e *Engine) writebackDone(b *bioRef) {
 	if ws, ok := e.workers[wb.Tid]; ok {
 		reason = ws.reason
 	}
-	n := int(wb.NrMatch)
-	if n > len(wb.Match) {
-		n = len(wb.Match)
-	}
 	var tracked uint32
-	for i := 0; i < n; i++ {
-		tracked += wb.Match[i].Nr
+	for _, m := range w.matches {
+		tracked += m.nr
 	}
 	if wb.OpId != 0 {
 		reason = "fsync"
-		for i := 0; i < n; i++ {
-			if wb.Match[i].OpId == wb.OpId {
+		for _, m := range w.matches {
+			if m.opID == wb.OpId {
 				reason = "o_sync" // the call that dirtied the pages wrote them itself
 			}
 		}
@@ -338,17 +358,16 @@ func (e *Engine) writebackDone(b *bioRef) {
 	}
 	per := map[uint64]*agg{}
 	var order []uint64
-	for i := 0; i < n; i++ {
-		m := &wb.Match[i]
-		a := per[m.OpId]
+	for _, m := range w.matches {
+		a := per[m.opID]
 		if a == nil {
-			a = &agg{dirtied: m.DirtiedNs, pid: m.Pid}
-			per[m.OpId] = a
-			order = append(order, m.OpId)
+			a = &agg{dirtied: m.dirtiedNs, pid: m.pid}
+			per[m.opID] = a
+			order = append(order, m.opID)
 		}
-		a.pages += m.Nr
-		if m.DirtiedNs < a.dirtied {
-			a.dirtied = m.DirtiedNs
+		a.pages += m.nr
+		if m.dirtiedNs < a.dirtied {
+			a.dirtied = m.dirtiedNs
 		}
 	}
 	for _, id := range order {
@@ -521,6 +540,47 @@ func (e *Engine) Flush() {
 // Safe to call from any goroutine.
 func (e *Engine) DirtyPending() uint64 {
 	return uint64(max(e.dirtyTot.Load(), 0))
+}
+
+// PendingFile is a file with dirty pages not yet seen written.
+type PendingFile struct {
+	Dev   uint32 // kernel dev_t
+	Ino   uint64
+	Path  string
+	Pages uint64
+}
+
+// PendingFiles lists files whose pages traced calls dirtied and iopath has
+// not seen written or removed.
+func (e *Engine) PendingFiles() []PendingFile {
+	per := map[fileKey]uint64{}
+	for op, v := range e.dirty {
+		if v > 0 {
+			per[e.dirtyOf[op]] += uint64(v)
+		}
+	}
+	var out []PendingFile
+	for k, n := range per {
+		out = append(out, PendingFile{Dev: k.dev, Ino: k.ino, Path: e.paths[k], Pages: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ino < out[j].Ino })
+	return out
+}
+
+// ForgetPending drops a file's pending dirty pages (the kernel says it has
+// none left: they were written without iopath seeing the bio) and returns
+// how many were dropped.
+func (e *Engine) ForgetPending(dev uint32, ino uint64) uint64 {
+	var n uint64
+	for op, k := range e.dirtyOf {
+		if k == (fileKey{dev, ino}) {
+			if v := e.dirty[op]; v > 0 {
+				n += uint64(v)
+				e.adjustDirty(op, -v)
+			}
+		}
+	}
+	return n
 }
 
 // MemoryOnlyWrites counts writes to filesystems without writeback (tmpfs).

@@ -148,6 +148,13 @@ type Summary struct {
 	Truncations      map[string]uint64 `json:"truncations"`
 	Attach           map[string]string `json:"attach"`
 	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
+	// their file has no dirty page left: written in a bio iopath did not see.
+	DirtyUnseen uint64 `json:"dirty_pages_unseen"`
+	// MissedRuns: per BPF program, runs the kernel skipped because the
+	// program was already running on that CPU (preempted or interrupted):
+	// events lost, never hidden.
+	MissedRuns map[string]uint64 `json:"missed_runs"`
 	// Diagnostics: write bios walked for tracked dirty pages, folios looked up, folios matched.
 	Diagnostics map[string]uint64 `json:"diagnostics"`
 }

@@ -488,8 +488,44 @@ func (t *Tracer) Summary() *Summary {
 	for _, h := range t.Hooks {
 		s.Attach[h.Hook] = string(h.Mechanism)
 	}
+	s.MissedRuns = map[string]uint64{}
+	for name, p := range t.coll.Programs {
+		if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
+			s.MissedRuns[name] = st.RecursionMisses
+		}
+	}
+	// Pending dirty pages the kernel says are clean: written without iopath
+	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
+	for _, f := range t.Engine.PendingFiles() {
+		if f.Path == "" || strings.HasPrefix(f.Path, "...") {
+			continue
+		}
+		if dirty, ok := kernelDirtyPages(f.Path, f.Dev, f.Ino); ok && dirty == 0 {
+			s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
+		}
+	}
+	s.DirtyPending = t.Engine.DirtyPending()
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"]}
 	return s
+}
+
+// kernelDirtyPages returns the dirty plus under-writeback pages of the file
+// at path (if it still is inode ino on dev), from cachestat(2).
+func kernelDirtyPages(path string, dev uint32, ino uint64) (uint64, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Ino != ino || UserDev(st.Dev) != dev {
+		return 0, false
+	}
+	var cs unix.Cachestat_t
+	if err := unix.Cachestat(uint(fd), &unix.CachestatRange{}, &cs, 0); err != nil {
+		return 0, false
+	}
+	return cs.Dirty + cs.Writeback, true
 }
 
 // Close detaches every link and unloads every program and map. Safe to call twice.

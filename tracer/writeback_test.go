@@ -195,3 +195,24 @@ func TestPersistFailed(t *testing.T) {
 		t.Fatalf("persisted %+v", p)
 	}
 }
+
+// More matches than fit one record: continuation parts are joined.
+func TestWBBioContinuation(t *testing.T) {
+	s := newStream(t)
+	var ms []match
+	for i := uint64(0); i < 20; i++ {
+		id := uint64(i+1)<<32 | 1
+		s.e.HandleOp(writeOp(id, i*4096, 4096, PageRange{i, 1}))
+		ms = append(ms, match{op: id, index: i, nr: 1, dirtied: 10})
+	}
+	first := wbBioEv(0xb1, 42, 35, 0, 100, ms[:16]...)
+	second := wbBioEv(0xb1, 42, 35, 0, 100, ms[16:]...)
+	second.Part = 1
+	s.e.HandleWBBio(first)
+	s.e.HandleWBBio(second)
+	s.e.HandleIssue(issueEv(0xa, 110, flWrite, own{bio: 0xb1, bytes: 81920, queue: 100, flags: ownWriteback}))
+	s.e.HandleComplete(doneEv(0xa, 200, 0))
+	if p := s.persisted(); len(p) != 20 || s.e.DirtyPending() != 0 {
+		t.Fatalf("persisted %d records, pending %d", len(p), s.e.DirtyPending())
+	}
+}

@@ -273,6 +273,17 @@ func summaryText(s *tracer.Summary) string {
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
+	if len(s.MissedRuns) > 0 {
+		var m []string
+		for k, v := range s.MissedRuns {
+			m = append(m, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(m)
+		fmt.Fprintf(&b, "BPF program runs skipped by the kernel (already running on that CPU): %s\n", strings.Join(m, ", "))
+	}
+	if s.DirtyUnseen > 0 {
+		fmt.Fprintf(&b, "%d dirty pages were written in bios iopath did not see (cachestat says their files are clean)\n", s.DirtyUnseen)
+	}
 	var ev []string
 	for k, v := range s.MapEvictions {
 		if v > 0 {

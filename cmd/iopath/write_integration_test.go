@@ -203,8 +203,15 @@ func TestWriteThrottled(t *testing.T) {
 	}
 	// Everything dirtied must be seen written: at most a few pages may still
 	// be in flight when --wait-writeback gives up.
-	if persisted+tr.summary.DirtyPending != dirtied || dirtied < 131072 || tr.summary.DirtyPending > 256 {
-		t.Errorf("dirtied %d, persisted %d + still dirty %d", dirtied, persisted, tr.summary.DirtyPending)
+	sum := tr.summary
+	if persisted+sum.DirtyPending+sum.DirtyUnseen != dirtied || dirtied < 131072 || sum.DirtyPending > 256 {
+		t.Errorf("dirtied %d, persisted %d + still dirty %d + written unseen %d", dirtied, persisted, sum.DirtyPending, sum.DirtyUnseen)
+	}
+	if sum.DirtyUnseen > 0 && len(sum.MissedRuns) == 0 {
+		t.Errorf("%d pages written unseen, but no missed BPF program run reported", sum.DirtyUnseen)
+	}
+	if sum.DirtyUnseen > 0 {
+		t.Logf("written unseen %d pages; missed runs %v", sum.DirtyUnseen, sum.MissedRuns)
 	}
 	got := map[uint64]uint64{}
 	for _, p := range tr.persisted {
