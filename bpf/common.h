@@ -127,6 +127,22 @@ struct op {
 	__u64 bdp_start;    /* internal: balance_dirty_pages entry time (fentry/kprobe) */
 	__u64 max_pause_ns; /* longest single throttle pause */
 	__u64 fs_magic;     /* file's superblock s_magic (tmpfs: no block device, no writeback) */
+	__u64 c_inode;      /* internal: cached inode pointer ... */
+	__u64 c_ino;        /* internal: ... its i_ino ... */
+	__u64 c_magic;      /* internal: ... its superblock's s_magic ... */
+	__u32 c_dev;        /* internal: ... its s_dev ... */
+	__u32 c_mode;       /* internal: ... and i_mode */
+	/* Cache hits are summed here per thread and file, and folded into
+	 * hit_stats only when the thread moves to another file or exits (or by
+	 * userspace at the end): no map lookup per hit. */
+	__u64 agg_ino;
+	__u32 agg_dev;
+	__u32 agg_write;
+	__u64 agg_calls;
+	__u64 agg_bytes_requested;
+	__u64 agg_bytes_returned;
+	__u64 agg_pages;
+	char agg_name[PART_LEN];
 	struct page_range ranges[MAX_RANGES];
 	struct ra_decision ra[MAX_RA];
 	char comm[16];

@@ -85,45 +85,58 @@ const (
 )
 
 type IopathOp struct {
-	_              structs.HostLayout
-	Type           uint32
-	Sys            uint32
-	Pid            uint32
-	Tid            uint32
-	OpId           uint64
-	StartNs        uint64
-	EndNs          uint64
-	Ret            int64
-	Fd             int64
-	Offset         uint64
-	Count          uint64
-	Ino            uint64
-	Dev            uint32
-	Active         uint32
-	F_flags        uint32
-	OtherDirtied   uint32
-	BlockedNs      uint64
-	SleepStart     uint64
-	ThrottleNs     uint64
-	ThrottlePauses uint32
-	DirtiedPages   uint32
-	PagesAdded     uint32
-	BiosQueued     uint32
-	BioBytes       uint32
-	Lookups        uint32
-	LookupFirst    uint64
-	LookupLast     uint64
-	NrRanges       uint32
-	RangesLost     uint32
-	NrRa           uint32
-	Seq            uint32
-	PathDepth      uint32
-	PathDone       uint32
-	File           uint64
-	BdpStart       uint64
-	MaxPauseNs     uint64
-	FsMagic        uint64
-	Ranges         [24]struct {
+	_                 structs.HostLayout
+	Type              uint32
+	Sys               uint32
+	Pid               uint32
+	Tid               uint32
+	OpId              uint64
+	StartNs           uint64
+	EndNs             uint64
+	Ret               int64
+	Fd                int64
+	Offset            uint64
+	Count             uint64
+	Ino               uint64
+	Dev               uint32
+	Active            uint32
+	F_flags           uint32
+	OtherDirtied      uint32
+	BlockedNs         uint64
+	SleepStart        uint64
+	ThrottleNs        uint64
+	ThrottlePauses    uint32
+	DirtiedPages      uint32
+	PagesAdded        uint32
+	BiosQueued        uint32
+	BioBytes          uint32
+	Lookups           uint32
+	LookupFirst       uint64
+	LookupLast        uint64
+	NrRanges          uint32
+	RangesLost        uint32
+	NrRa              uint32
+	Seq               uint32
+	PathDepth         uint32
+	PathDone          uint32
+	File              uint64
+	BdpStart          uint64
+	MaxPauseNs        uint64
+	FsMagic           uint64
+	C_inode           uint64
+	C_ino             uint64
+	C_magic           uint64
+	C_dev             uint32
+	C_mode            uint32
+	AggIno            uint64
+	AggDev            uint32
+	AggWrite          uint32
+	AggCalls          uint64
+	AggBytesRequested uint64
+	AggBytesReturned  uint64
+	AggPages          uint64
+	AggName           [32]int8
+	Ranges            [24]struct {
 		_     structs.HostLayout
 		Index uint64
 		Nr    uint32

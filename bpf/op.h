@@ -17,14 +17,17 @@
  * kernel; a racing close can at worst give us a stale pointer we only read). */
 static __always_inline struct file *fd_file(int fd)
 {
+	/* Direct loads through the task's BTF pointer (no helper calls: this
+	 * runs on every traced call); only the variable-index fd slot needs
+	 * bpf_probe_read_kernel. */
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd < 0)
+	struct files_struct *files = task->files;
+	if (!files || fd < 0)
 		return NULL;
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	if ((unsigned int)fd >= max)
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file **fds = fdt->fd;
 	struct file *f = NULL;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;
@@ -50,23 +53,8 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	if (!is_traced(tgid))
 		return NULL;
 
-	__u64 ino = 0, magic = 0;
-	__u32 dev = 0, f_flags = 0;
-	if (file) {
-		f_flags = BPF_CORE_READ(file, f_flags);
-		struct inode *inode = BPF_CORE_READ(file, f_inode);
-		umode_t mode = BPF_CORE_READ(inode, i_mode);
-		if ((mode & S_IFMT) != S_IFREG && (mode & S_IFMT) != S_IFBLK)
-			return NULL;
-		ino = BPF_CORE_READ(inode, i_ino);
-		dev = BPF_CORE_READ(inode, i_sb, s_dev);
-		magic = BPF_CORE_READ(inode, i_sb, s_magic);
-		if (offset < 0)
-			offset = BPF_CORE_READ(file, f_pos);
-	} else if (sys != SYS_SYNC) {
+	if (!file && sys != SYS_SYNC)
 		return NULL;
-	}
-
 	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
 	if (!op) {
 		static const struct op zero = {};
@@ -76,6 +64,30 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 			count_event(CNT_TASK_OPS_FULL);
 			return NULL;
 		}
+	}
+	__u64 ino = 0, magic = 0;
+	__u32 dev = 0, f_flags = 0;
+	if (file) {
+		/* The inode's identity is cached per thread (inode pointer plus
+		 * i_ino, so a recycled struct inode is not mistaken): repeated
+		 * calls on one file cost 4 reads instead of 9. */
+		struct inode *inode = BPF_CORE_READ(file, f_inode);
+		ino = BPF_CORE_READ(inode, i_ino);
+		if ((__u64)inode != op->c_inode || ino != op->c_ino) {
+			umode_t mode = BPF_CORE_READ(inode, i_mode);
+			op->c_inode = (__u64)inode;
+			op->c_ino = ino;
+			op->c_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+			op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
+			op->c_mode = mode;
+		}
+		if ((op->c_mode & S_IFMT) != S_IFREG && (op->c_mode & S_IFMT) != S_IFBLK)
+			return NULL;
+		dev = op->c_dev;
+		magic = op->c_magic;
+		f_flags = BPF_CORE_READ(file, f_flags);
+		if (offset < 0)
+			offset = BPF_CORE_READ(file, f_pos);
 	}
 	op->type = EV_OP;
 	op->sys = sys;
@@ -172,6 +184,38 @@ static __always_inline bool interesting(struct op *op)
 	       is_sync_sys(op->sys);
 }
 
+#define O_DIRECT_FLAG 040000
+
+/* flush_hits folds a thread's summed cache hits into hit_stats. */
+static __always_inline void flush_hits(struct op *op)
+{
+	struct stat_key k = {
+		.ino = op->agg_ino, .pid = op->pid, .dev = op->agg_dev, .write = op->agg_write,
+	};
+	struct stat_val *v = bpf_map_lookup_elem(&hit_stats, &k);
+	if (!v) {
+		struct stat_val zero = {};
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
+		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+			count_event(CNT_OPS_FULL);
+			op->agg_calls = 0;
+			return;
+		}
+		v = bpf_map_lookup_elem(&hit_stats, &k);
+		if (!v)
+			return;
+	}
+	v->calls += op->agg_calls;
+	v->bytes_requested += op->agg_bytes_requested;
+	v->bytes_returned += op->agg_bytes_returned;
+	v->pages += op->agg_pages;
+	op->agg_calls = 0;
+	op->agg_bytes_requested = 0;
+	op->agg_bytes_returned = 0;
+	op->agg_pages = 0;
+}
+
 /* op_end closes the current call: stream it if it touched the disk, waited,
  * dirtied pages or failed; otherwise fold it into hit_stats. */
 static __always_inline void op_end(__s64 ret)
@@ -194,31 +238,25 @@ static __always_inline void op_end(__s64 ret)
 		emit(op, sizeof(*op));
 		return;
 	}
-	struct stat_key k = {
-		.ino = op->ino, .pid = op->pid, .dev = op->dev, .write = is_write_sys(op->sys),
-	};
-	struct stat_val *v = bpf_map_lookup_elem(&hit_stats, &k);
-	if (!v) {
-		struct stat_val zero = {};
-		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	__u32 w = is_write_sys(op->sys);
+	if (op->agg_calls && (op->agg_ino != op->ino || op->agg_dev != op->dev || op->agg_write != w))
+		flush_hits(op);
+	if (op->agg_calls == 0) {
+		op->agg_ino = op->ino;
+		op->agg_dev = op->dev;
+		op->agg_write = w;
 		struct file *file = (struct file *)op->file;
-		if (file)
-			bpf_probe_read_kernel_str(zero.name, sizeof(zero.name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
-		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
-			count_event(CNT_OPS_FULL);
-			return;
-		}
-		v = bpf_map_lookup_elem(&hit_stats, &k);
-		if (!v)
-			return;
+		bpf_probe_read_kernel_str(op->agg_name, sizeof(op->agg_name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 	}
-	v->calls++;
-	v->bytes_requested += op->count;
+	op->agg_calls++;
+	op->agg_bytes_requested += op->count;
 	if (ret > 0) {
-		v->bytes_returned += ret;
-		__u64 first = op->offset >> PAGE_SHIFT;
-		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
-		v->pages += last - first + 1;
+		op->agg_bytes_returned += ret;
+		if (!(op->f_flags & O_DIRECT_FLAG)) {
+			__u64 first = op->offset >> PAGE_SHIFT;
+			__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
+			op->agg_pages += last - first + 1;
+		}
 	}
 }
 

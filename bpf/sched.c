@@ -49,6 +49,9 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
 	__u32 tid = task->pid;
+	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
+	if (op && op->agg_calls)
+		flush_hits(op);
 	bpf_map_delete_elem(&task_ops, &tid);
 	return 0;
 }

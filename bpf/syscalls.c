@@ -44,8 +44,8 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 	__u32 sys = sys_from_nr(id);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
-	long a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si), a2 = BPF_CORE_READ(regs, dx);
-	long a3 = BPF_CORE_READ(regs, r10);
+	/* regs is a typed tp_btf argument: direct loads, no helper calls. */
+	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10;
 	int fd = a0;
 	switch (sys) {
 	case SYS_READ:
@@ -84,7 +84,7 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 sys = sys_from_nr(BPF_CORE_READ(regs, orig_ax));
+	__u32 sys = sys_from_nr(regs->orig_ax);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
 	op_end(ret);

@@ -456,6 +456,18 @@ func (t *Tracer) Counters() map[string]uint64 {
 // Summary returns the end-of-trace summary: the engine's totals plus the
 // kernel's aggregated cache hits, loss counters and the attach report.
 func (t *Tracer) Summary() *Summary {
+	// Hits still summed in per-thread state (threads alive at the end).
+	var tid uint32
+	var op bpf.IopathOp
+	ops := t.coll.Maps[bpf.IopathMapTaskOps].Iterate()
+	for ops.Next(&tid, &op) {
+		if op.AggCalls == 0 {
+			continue
+		}
+		val := bpf.IopathStatVal{Calls: op.AggCalls, BytesRequested: op.AggBytesRequested,
+			BytesReturned: op.AggBytesReturned, Pages: op.AggPages, Name: op.AggName, Comm: op.Comm}
+		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite}, val)
+	}
 	var k bpf.IopathStatKey
 	var per []bpf.IopathStatVal
 	it := t.hits.Iterate()

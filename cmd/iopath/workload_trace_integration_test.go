@@ -260,7 +260,14 @@ func TestDemoSeqVsRand(t *testing.T) {
 			t.Errorf("%s: file not cold at start: %+v", r.rec.Kind, c)
 		}
 		if s.DiskBytes != s.Added*4096 {
-			t.Errorf("%s: disk bytes %d != pages added %d × 4096", r.rec.Kind, s.DiskBytes, s.Added)
+			// Only acceptable when the kernel reported lost data.
+			lost := len(tr.summary.MissedRuns) > 0 || tr.summary.IncompleteBios > 0 || tr.summary.LostEvents > 0
+			if !lost {
+				t.Errorf("%s: disk bytes %d != pages added %d × 4096", r.rec.Kind, s.DiskBytes, s.Added)
+			} else {
+				t.Logf("%s: disk bytes %d != pages added %d × 4096, with reported losses: missed runs %v, incomplete bios %d",
+					r.rec.Kind, s.DiskBytes, s.Added, tr.summary.MissedRuns, tr.summary.IncompleteBios)
+			}
 		}
 	}
 	if seq.rec.Kind != "seq-read" || rnd.rec.Kind != "rand-read" {
