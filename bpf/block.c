@@ -29,13 +29,14 @@ static __always_inline struct folio *folio_of(struct page *page)
 
 /* claim records one tracked dirty folio in the event, merging contiguous
  * folios of the same call into one match, and forgets it. */
-static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v)
+static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v, __u32 bio_pages)
 {
 	__u32 n = ev->nr_match;
 	if (n > 0 && n <= MAX_WB_MATCH) {
 		struct wb_match *last = &ev->match[n - 1];
 		if (last->op_id == v->op_id && last->index + last->nr == k->index) {
 			last->nr += v->nr;
+			last->bio_pages += bio_pages;
 			if (v->ts < last->dirtied_ns)
 				last->dirtied_ns = v->ts;
 			goto forget;
@@ -54,6 +55,7 @@ static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, str
 		ev->match[n].index = k->index;
 		ev->match[n].nr = v->nr;
 		ev->match[n].pid = v->pid;
+		ev->match[n].bio_pages = bio_pages;
 		ev->nr_match = n + 1;
 	}
 forget:
@@ -90,6 +92,10 @@ static long folio_step(__u32 step, void *unused)
 	__u32 nr = folio_pages(folio);
 	__u32 in_folio = ((char *)page - (char *)folio) / w->page_size;
 	__u32 left = nr > in_folio ? nr - in_folio : 1;
+	/* Pages of this folio in this bvec (a bio may carry part of a large folio). */
+	__u32 in_bio = w->bv_pages - w->pg;
+	if (in_bio > left)
+		in_bio = left;
 	w->pg += left;
 	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
 	if (!mapping || ((unsigned long)mapping & 3))
@@ -108,7 +114,7 @@ static long folio_step(__u32 step, void *unused)
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
 	if (v) {
 		count_event(CNT_WALK_MATCHED);
-		claim(ev, &k, v);
+		claim(ev, &k, v, in_bio);
 	}
 	return 0;
 }

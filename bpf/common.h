@@ -24,8 +24,8 @@
 #define MAX_ISSUE_OWN 32 /* owned bios reported per request issue */
 #define MAX_WALK_STEPS 4352 /* folios + bvecs walked per writeback bio (bpf_loop) */
 #define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
-#define PATH_PARTS 6     /* dentry names kept per call (deepest first) */
-#define PART_LEN 32
+#define PATH_PARTS 8     /* dentry names kept per call (deepest first) */
+#define PART_LEN 48
 
 /* Syscalls (and function hooks) that start an operation. */
 enum op_sys {
@@ -112,6 +112,8 @@ struct op {
 	__u32 throttle_pauses;
 	__u32 dirtied_pages;
 	__u32 pages_added;
+	__u32 pages_in_range; /* of pages_added, pages inside [offset, offset+count) */
+	__u32 path_trunc;     /* 1: a path component was longer than PART_LEN - 1 */
 	__u32 bios_queued;
 	__u32 bio_bytes;   /* bytes of bios queued by this call (at queue time) */
 	__u32 lookups;     /* filemap_get_pages calls */
@@ -205,8 +207,10 @@ struct wb_match {
 	__u64 op_id;
 	__u64 dirtied_ns;
 	__u64 index;
-	__u32 nr;
+	__u32 nr;        /* pages of the dirty folios (the kernel's dirty accounting) */
 	__u32 pid;
+	__u32 bio_pages; /* of those, pages this bio carries (a large folio may be written in part) */
+	__u32 pad;
 };
 
 struct wb_bio_ev {

@@ -14,6 +14,22 @@
  *   tracked dirty folios that were truncated or evicted before writeback. */
 #include "op.h"
 
+/* count_in_range adds the pages of [index, index+nr) that fall inside the
+ * call's requested byte range: exact misses even when the ranges array
+ * overflows. */
+static __always_inline void count_in_range(struct op *op, __u64 index, __u32 nr)
+{
+	if (op->count == 0)
+		return;
+	__u64 first = op->offset >> PAGE_SHIFT;
+	__u64 last = (op->offset + op->count - 1) >> PAGE_SHIFT;
+	__u64 lo = index > first ? index : first;
+	__u64 end = index + nr - 1;
+	__u64 hi = end < last ? end : last;
+	if (hi >= lo)
+		op->pages_in_range += hi - lo + 1;
+}
+
 SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
 int tp_page_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
@@ -24,6 +40,7 @@ int tp_page_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	if (bpf_core_field_exists(ctx->order))
 		nr = 1U << (BPF_CORE_READ(ctx, order) & 15);
 	op->pages_added += nr;
+	count_in_range(op, ctx->index, nr);
 	add_range(op, ctx->index, nr, RANGE_ADDED);
 	return 0;
 }
@@ -35,8 +52,10 @@ int BPF_PROG(btf_page_cache_add, struct folio *folio)
 	if (!op)
 		return 0;
 	__u32 nr = folio_pages(folio);
+	__u64 index = BPF_CORE_READ(folio, index);
 	op->pages_added += nr;
-	add_range(op, BPF_CORE_READ(folio, index), nr, RANGE_ADDED);
+	count_in_range(op, index, nr);
+	add_range(op, index, nr, RANGE_ADDED);
 	return 0;
 }
 

@@ -108,6 +108,8 @@ type IopathOp struct {
 	ThrottlePauses    uint32
 	DirtiedPages      uint32
 	PagesAdded        uint32
+	PagesInRange      uint32
+	PathTrunc         uint32
 	BiosQueued        uint32
 	BioBytes          uint32
 	Lookups           uint32
@@ -135,7 +137,7 @@ type IopathOp struct {
 	AggBytesRequested uint64
 	AggBytesReturned  uint64
 	AggPages          uint64
-	AggName           [32]int8
+	AggName           [48]int8
 	Ranges            [24]struct {
 		_     structs.HostLayout
 		Index uint64
@@ -152,7 +154,7 @@ type IopathOp struct {
 		Kind      uint32
 	}
 	Comm [16]int8
-	Path [6][32]int8
+	Path [8][48]int8
 }
 
 type IopathOpSys uint32
@@ -229,7 +231,7 @@ type IopathStatVal struct {
 	BytesReturned  uint64
 	Pages          uint64
 	Comm           [16]int8
-	Name           [32]int8
+	Name           [48]int8
 }
 
 type IopathWbBioEv struct {
@@ -252,6 +254,8 @@ type IopathWbBioEv struct {
 		Index     uint64
 		Nr        uint32
 		Pid       uint32
+		BioPages  uint32
+		Pad       uint32
 	}
 }
 

@@ -111,6 +111,8 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->dirtied_pages = 0;
 	op->other_dirtied = 0;
 	op->pages_added = 0;
+	op->pages_in_range = 0;
+	op->path_trunc = 0;
 	op->bios_queued = 0;
 	op->bio_bytes = 0;
 	op->lookups = 0;
@@ -163,7 +165,9 @@ static __always_inline void fill_path(struct op *op)
 		if (j >= PATH_PARTS)
 			break;
 		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-		bpf_probe_read_kernel_str(op->path[j], PART_LEN, name);
+		if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN &&
+		    BPF_CORE_READ(d, d_name.len) >= PART_LEN)
+			op->path_trunc = 1;
 		j++;
 		d = up;
 	}

@@ -67,7 +67,7 @@ func benchHitOp(id, off, start uint64) *bpf.IopathOp {
 func benchMissOp(id, index, start uint64) *bpf.IopathOp {
 	o := benchHitOp(id, index<<12, start)
 	o.Count, o.Ret, o.EndNs = 4096, 4096, start+120_000
-	o.PagesAdded, o.BiosQueued, o.BioBytes, o.BlockedNs = 1, 1, 4096, 110_000
+	o.PagesAdded, o.PagesInRange, o.BiosQueued, o.BioBytes, o.BlockedNs = 1, 1, 1, 4096, 110_000
 	o.NrRanges = 1
 	o.Ranges[0].Index, o.Ranges[0].Nr, o.Ranges[0].Flags = index, 1, rangeAdded
 	o.NrRa = 1

@@ -80,6 +80,9 @@ func opPath(o *bpf.IopathOp) string {
 		parts = append(parts, cString(o.Path[i][:]))
 	}
 	p := strings.Join(parts, "/")
+	if o.PathTrunc != 0 {
+		p += "…" // a component was cut at PART_LEN-1 bytes
+	}
 	if o.PathDone != 0 {
 		return "/" + p
 	}
@@ -122,17 +125,20 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 	if n > len(o.Ranges) {
 		n = len(o.Ranges)
 	}
+	// Counts come from the kernel's totals (exact); the ranges, which may
+	// be truncated, only say where.
+	rec.Cache.PagesAdded = uint64(o.PagesAdded)
+	if rec.Cache.PagesRequested > 0 {
+		rec.Cache.PagesMissed = uint64(o.PagesInRange)
+	}
 	var beyond []PageRange
 	for i := 0; i < n; i++ {
 		r := o.Ranges[i]
 		pr := PageRange{Index: r.Index, Pages: r.Nr}
 		switch r.Flags {
 		case rangeAdded:
-			rec.Cache.PagesAdded += uint64(r.Nr)
 			rec.Cache.AddedRanges = append(rec.Cache.AddedRanges, pr)
-			in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0)
-			rec.Cache.PagesMissed += in
-			if in < uint64(r.Nr) {
+			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) {
 				beyond = append(beyond, pr)
 			}
 		case rangeDirtied:
@@ -173,18 +179,18 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 		}
 		rec.Cache.Readahead = append(rec.Cache.Readahead, ra)
 	}
-	if nra == 0 && len(beyond) > 0 && !isWriteSys(o.Sys) {
+	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && !isWriteSys(o.Sys) {
 		// No readahead hook on this kernel: pages inserted past the request
 		// were read ahead (sync if the call also missed, else async).
 		kind := "async"
 		if rec.Cache.PagesMissed > 0 {
 			kind = "sync"
 		}
-		start := beyond[0].Index
-		var pages uint32
-		for _, b := range beyond {
-			pages += b.Pages
+		var start uint64
+		if len(beyond) > 0 {
+			start = beyond[0].Index
 		}
+		pages := uint32(readahead)
 		if rec.Cache.PagesMissed > 0 && start > first {
 			start = first
 			pages += uint32(rec.Cache.PagesMissed)

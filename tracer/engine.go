@@ -94,7 +94,7 @@ type wbBio struct {
 
 type wbMatch struct {
 	opID, dirtiedNs, index uint64
-	nr, pid                uint32
+	nr, pid, bioPages      uint32
 }
 
 type workerState struct {
@@ -258,7 +258,7 @@ func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
 	n := min(int(ev.NrMatch), len(ev.Match))
 	for i := 0; i < n; i++ {
 		m := &ev.Match[i]
-		w.matches = append(w.matches, wbMatch{opID: m.OpId, dirtiedNs: m.DirtiedNs, index: m.Index, nr: m.Nr, pid: m.Pid})
+		w.matches = append(w.matches, wbMatch{opID: m.OpId, dirtiedNs: m.DirtiedNs, index: m.Index, nr: m.Nr, pid: m.Pid, bioPages: m.BioPages})
 	}
 }
 
@@ -352,9 +352,10 @@ func (e *Engine) writebackDone(b *bioRef) {
 	fs.DiskBytesWrite += uint64(b.Bytes)
 	// One persisted record per write call per bio.
 	type agg struct {
-		pages   uint32
-		dirtied uint64
-		pid     uint32
+		pages    uint32
+		bioPages uint32
+		dirtied  uint64
+		pid      uint32
 	}
 	per := map[uint64]*agg{}
 	var order []uint64
@@ -366,6 +367,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 			order = append(order, m.opID)
 		}
 		a.pages += m.nr
+		a.bioPages += m.bioPages
 		if m.dirtiedNs < a.dirtied {
 			a.dirtied = m.dirtiedNs
 		}
@@ -377,8 +379,10 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if b.Error != "" {
 			outcome = "failed"
 		}
+		written := min(uint64(a.bioPages)*4096, uint64(b.Bytes))
+		e.pid(a.pid, "").DiskBytesWrite += written
 		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
-			Pages: a.pages, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
+			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
 			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error})
 	}
@@ -460,10 +464,14 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 		if rec.ReturnedBytes > 0 {
 			t.BytesReturned += uint64(rec.ReturnedBytes)
 		}
-		t.PagesHit += rec.Cache.PagesHit
-		t.PagesMissed += rec.Cache.PagesMissed
-		t.PagesAdded += rec.Cache.PagesAdded
-		t.PagesPrefetched += rec.Cache.PagesAdded - rec.Cache.PagesMissed
+		if isReadName(rec.Syscall) {
+			// Cache hits and misses are the read side's; a write's
+			// inserted pages are new pages to be dirtied.
+			t.PagesHit += rec.Cache.PagesHit
+			t.PagesMissed += rec.Cache.PagesMissed
+			t.PagesAdded += rec.Cache.PagesAdded
+			t.PagesPrefetched += rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded)
+		}
 		t.DiskBytesRead += readBytes
 		t.DiskBytesWrite += writeBytes
 		t.DirtiedPages += uint64(rec.DirtiedPages)
@@ -489,8 +497,8 @@ func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
 		t.Calls += v.Calls
 		t.BytesRequested += v.BytesRequested
 		t.BytesReturned += v.BytesReturned
-		t.PagesHit += v.Pages
 		if k.Write == 0 {
+			t.PagesHit += v.Pages
 			t.ReadCalls += v.Calls
 			t.ReadBytesReq += v.BytesRequested
 		} else {

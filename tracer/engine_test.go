@@ -41,6 +41,9 @@ func addRange(o *bpf.IopathOp, index uint64, nr uint32, flags uint32) {
 	o.NrRanges++
 	if flags == rangeAdded {
 		o.PagesAdded += nr
+		if o.Count > 0 {
+			o.PagesInRange += uint32(overlap(index, index+uint64(nr)-1, o.Offset>>12, (o.Offset+o.Count-1)>>12, true))
+		}
 	} else {
 		o.DirtiedPages += nr
 	}
@@ -305,5 +308,22 @@ func TestDevEncoding(t *testing.T) {
 	// glibc dev_t for 254:3 is 0xfe03.
 	if UserDev(0xfe03) != 254<<20|3 {
 		t.Errorf("UserDev = %#x", UserDev(0xfe03))
+	}
+}
+
+// More inserted ranges than the kernel record keeps: the counts come from
+// the kernel's totals, so misses and pages added stay exact.
+func TestTruncatedRangesKeepExactCounts(t *testing.T) {
+	o := opEv(1, bpf.IopathOpSysSYS_PREAD64, 0, 1<<20, 1<<20, 1, 2)
+	for i := uint64(0); i < 24; i++ {
+		addRange(o, 2*i+1, 1, rangeAdded) // every other page was cached
+	}
+	o.PagesAdded, o.PagesInRange, o.RangesLost = 128, 128, 104
+	r := syscallRecord(o)
+	if r.Cache.PagesRequested != 256 || r.Cache.PagesMissed != 128 || r.Cache.PagesHit != 128 || r.Cache.PagesAdded != 128 {
+		t.Errorf("cache %+v", r.Cache)
+	}
+	if r.Truncated == nil || r.Truncated.RangePages != 104 {
+		t.Errorf("truncation not reported: %+v", r.Truncated)
 	}
 }

@@ -121,8 +121,9 @@ type Persisted struct {
 	Dev           string `json:"dev"`
 	Ino           uint64 `json:"ino"`
 	Path          string `json:"path,omitempty"`
-	Pages         uint32 `json:"pages"`
-	Outcome       string `json:"outcome"` // written | removed (truncated/evicted before writeback) | pending
+	Pages         uint32 `json:"pages"`         // pages of the dirty folios (the kernel's dirty accounting)
+	BytesWritten  uint64 `json:"bytes_written"` // bytes of those folios the bio carried (a large folio may be written in part)
+	Outcome       string `json:"outcome"`       // written | removed (truncated/evicted before writeback) | pending
 	DirtiedNs     uint64 `json:"dirtied_ns"`
 	PersistedNs   uint64 `json:"persisted_ns,omitempty"`
 	DirtyToDiskNs uint64 `json:"dirty_to_disk_ns,omitempty"`

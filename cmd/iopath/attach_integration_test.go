@@ -129,3 +129,33 @@ func TestDoctorGolden(t *testing.T) {
 		t.Errorf("doctor not ready:\n%s", stdout)
 	}
 }
+
+// --force-mechanism '*=tracepoint' runs the classic-tracepoint programs
+// (syscalls:sys_enter_read, filemap:…, readahead:…): the last fallback must
+// give the same read and write stories.
+func TestForcedTracepointStories(t *testing.T) {
+	needRoot(t)
+	r := doctorJSON(t, "--force-mechanism", "*=tracepoint")
+	m := mechanisms(r)
+	for _, h := range []string{"vfs_read", "vfs_write", "fsync", "page_cache_add"} {
+		if m[h] != tracer.Tracepoint {
+			t.Errorf("forced: %s uses %s, want tracepoint", h, m[h])
+		}
+	}
+	dir := diskDir(t)
+	f := coldFile(t, dir, 1<<20)
+	tr := traceCmd(t, "--force-mechanism", "*=tracepoint", "--", "dd", "if="+f, "of=/dev/null", "bs=1", "count=1")
+	calls := tr.forIno(inoOf(t, f))
+	if len(calls) != 1 || calls[0].Cache.PagesMissed != 1 || sumBioBytes(calls) != calls[0].Cache.PagesAdded*4096 || calls[0].Syscall != "read" {
+		t.Fatalf("tracepoint read story: %+v", calls)
+	}
+	w := filepath.Join(dir, "w")
+	tr = traceCmd(t, "--force-mechanism", "*=tracepoint", "--", "dd", "if=/dev/zero", "of="+w, "bs=1", "count=1", "conv=fsync")
+	var persisted bool
+	for _, p := range tr.persisted {
+		persisted = persisted || (p.Reason == "fsync" && p.Pages >= 1)
+	}
+	if !persisted {
+		t.Errorf("tracepoint write story: no page persisted by fsync: %+v", tr.persisted)
+	}
+}

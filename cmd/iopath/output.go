@@ -161,7 +161,9 @@ func storySyscall(r *tracer.Syscall) string {
 		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s (longest %s)\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"), dur(r.ThrottleMaxPauseNs))
 	}
 	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && tracerIsRead(r.Syscall) {
-		if r.ReturnedBytes == 0 && r.Error == "" {
+		if r.BlockedNs > 0 {
+			b.WriteString("  no IO of its own: it waited for pages still being read by an earlier call's readahead\n")
+		} else if r.ReturnedBytes == 0 && r.Error == "" {
 			b.WriteString("  end of file: nothing to read, no IO\n")
 		} else {
 			b.WriteString("  disk: no IO (served from the page cache)\n")
@@ -231,6 +233,14 @@ func storyWriteback(w *tracer.Writeback) string {
 	return b.String()
 }
 
+// opName shows an op_id as tid:sequence (the call's thread and its n-th traced call).
+func opName(id uint64) string {
+	if id == 0 {
+		return "(outside any traced call)"
+	}
+	return fmt.Sprintf("%d:%d", id>>32, id&0xffffffff)
+}
+
 func storyPersisted(p *tracer.Persisted) string {
 	target := p.Path
 	if target == "" {
@@ -238,12 +248,16 @@ func storyPersisted(p *tracer.Persisted) string {
 	}
 	switch p.Outcome {
 	case "removed":
-		return fmt.Sprintf("persisted: never: %s dirtied by call %#x in %s left the page cache before writeback (truncated or evicted)\n", pl(uint64(p.Pages), "page"), p.OpID, target)
+		return fmt.Sprintf("persisted: never: %s dirtied by call %s in %s left the page cache before writeback (truncated or evicted)\n", pl(uint64(p.Pages), "page"), opName(p.OpID), target)
 	case "failed":
-		return fmt.Sprintf("persisted: FAILED: %s of call %#x in %s: %s\n", pl(uint64(p.Pages), "page"), p.OpID, target, p.Error)
+		return fmt.Sprintf("persisted: FAILED: %s of call %s in %s: %s\n", pl(uint64(p.Pages), "page"), opName(p.OpID), target, p.Error)
 	}
-	return fmt.Sprintf("persisted: %s dirtied by call %#x reached the disk %s after the write (%s, %s), sector %d of %s\n",
-		pl(uint64(p.Pages), "page"), p.OpID, dur(p.DirtyToDiskNs), p.Reason, p.Worker, p.Sector, target)
+	what := pl(uint64(p.Pages), "page")
+	if p.BytesWritten != uint64(p.Pages)*4096 {
+		what = fmt.Sprintf("%s of the %s", human(p.BytesWritten), pl(uint64(p.Pages), "dirty page")) // part of a large folio
+	}
+	return fmt.Sprintf("persisted: %s dirtied by call %s reached the disk %s after the write (%s, %s), sector %d of %s\n",
+		what, opName(p.OpID), dur(p.DirtyToDiskNs), p.Reason, p.Worker, p.Sector, target)
 }
 
 func summaryText(s *tracer.Summary) string {

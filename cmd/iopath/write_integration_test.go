@@ -76,11 +76,26 @@ func TestWriteOneBytePeriodic(t *testing.T) {
 	if os.Getenv("IOPATH_SLOW_TESTS") == "" {
 		setVM(t, "dirty_expire_centisecs", "200")
 	}
+	// Another process calling sync(2) meanwhile makes the writeback's reason
+	// "sync" (correctly); try again then, at most twice.
+	for try := 1; ; try++ {
+		reason := oneBytePeriodic(t)
+		if reason != "sync" || try == 3 {
+			if reason != "periodic" {
+				t.Errorf("writeback reason %q, want periodic", reason)
+			}
+			return
+		}
+		t.Logf("try %d: another process synced the page (reason sync); again", try)
+	}
+}
+
+func oneBytePeriodic(t *testing.T) string {
+	t.Helper()
 	expire, interval := sysctlSeconds(t, "dirty_expire_centisecs"), sysctlSeconds(t, "dirty_writeback_centisecs")
 	f := filepath.Join(diskDir(t), "one-byte")
-	ino := uint64(0)
 	tr := traceCmd(t, "--wait-writeback", (expire + interval + 30*time.Second).String(), "--", "sh", "-c", "printf x > "+f)
-	ino = inoOf(t, f)
+	ino := inoOf(t, f)
 	calls := tr.forIno(ino)
 	if len(calls) != 1 || calls[0].Syscall != "write" || calls[0].DirtiedPages != 1 || len(calls[0].Bios) != 0 {
 		t.Fatalf("write records %+v", calls)
@@ -94,8 +109,11 @@ func TestWriteOneBytePeriodic(t *testing.T) {
 	if len(p) != 1 {
 		t.Fatalf("persisted records for the write: %+v (stderr %s)", p, tr.stderr)
 	}
+	if p[0].Reason == "sync" {
+		return "sync"
+	}
 	d := time.Duration(p[0].DirtyToDiskNs)
-	if p[0].Reason != "periodic" || !strings.HasPrefix(p[0].Worker, "kworker/") || p[0].Pages != 1 || p[0].Outcome != "written" {
+	if !strings.HasPrefix(p[0].Worker, "kworker/") || p[0].Pages != 1 || p[0].Outcome != "written" {
 		t.Errorf("persisted %+v", p[0])
 	}
 	if d < expire || d > expire+interval+time.Second {
@@ -111,6 +129,7 @@ func TestWriteOneBytePeriodic(t *testing.T) {
 		t.Errorf("writeback bios %+v", bios)
 	}
 	t.Logf("1-byte write persisted %v after the write by %s (%s), bio %+v", d, p[0].Worker, p[0].Reason, bios)
+	return p[0].Reason
 }
 
 // Must-be-true 2: the same write followed by fsync is persisted inside the fsync call.
