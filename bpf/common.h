@@ -33,6 +33,7 @@ enum op_sys {
 	SYS_WRITE, SYS_PWRITE64, SYS_WRITEV, SYS_PWRITEV, SYS_PWRITEV2,
 	SYS_FSYNC, SYS_FDATASYNC, SYS_SYNC_FILE_RANGE, SYS_SYNC, SYS_SYNCFS,
 	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
+	SYS_SENDFILE, SYS_SPLICE, SYS_COPY_FILE_RANGE, /* in-kernel copies: read side traced, pages dirtied on the output followed */
 };
 
 enum ev_type {
@@ -114,6 +115,9 @@ struct op {
 	__u32 pages_added;
 	__u32 pages_in_range; /* of pages_added, pages inside [offset, offset+count) */
 	__u32 path_trunc;     /* 1: a path component was longer than PART_LEN - 1 */
+	__u64 out_ino;        /* in-kernel copies: the output file whose pages the call dirtied */
+	__u32 out_dev;
+	__u32 pad1;
 	__u32 bios_queued;
 	__u32 bio_bytes;   /* bytes of bios queued by this call (at queue time) */
 	__u32 lookups;     /* filemap_get_pages calls */

@@ -36,6 +36,8 @@ int tp_page_cache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 	struct op *op = current_op();
 	if (!op)
 		return 0;
+	if (op->ino && (ctx->i_ino != op->ino || ctx->s_dev != op->dev))
+		return 0; /* another file's page (the output of an in-kernel copy) */
 	__u32 nr = 1;
 	if (bpf_core_field_exists(ctx->order))
 		nr = 1U << (BPF_CORE_READ(ctx, order) & 15);
@@ -51,6 +53,11 @@ int BPF_PROG(btf_page_cache_add, struct folio *folio)
 	struct op *op = current_op();
 	if (!op)
 		return 0;
+	if (op->ino) {
+		struct inode *host = BPF_CORE_READ(folio, mapping, host);
+		if (BPF_CORE_READ(host, i_ino) != op->ino || BPF_CORE_READ(host, i_sb, s_dev) != op->dev)
+			return 0; /* another file's page (the output of an in-kernel copy) */
+	}
 	__u32 nr = folio_pages(folio);
 	__u64 index = BPF_CORE_READ(folio, index);
 	op->pages_added += nr;

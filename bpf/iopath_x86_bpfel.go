@@ -110,9 +110,14 @@ type IopathOp struct {
 	PagesAdded        uint32
 	PagesInRange      uint32
 	PathTrunc         uint32
+	_                 [4]byte
+	OutIno            uint64
+	OutDev            uint32
+	Pad1              uint32
 	BiosQueued        uint32
 	BioBytes          uint32
 	Lookups           uint32
+	_                 [4]byte
 	LookupFirst       uint64
 	LookupLast        uint64
 	NrRanges          uint32
@@ -177,6 +182,9 @@ const (
 	IopathOpSysSYS_SYNCFS          IopathOpSys = 15
 	IopathOpSysSYS_VFS_READ        IopathOpSys = 16
 	IopathOpSysSYS_VFS_WRITE       IopathOpSys = 17
+	IopathOpSysSYS_SENDFILE        IopathOpSys = 18
+	IopathOpSysSYS_SPLICE          IopathOpSys = 19
+	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
 )
 
 type IopathRqDoneEv struct {

@@ -113,6 +113,8 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->pages_added = 0;
 	op->pages_in_range = 0;
 	op->path_trunc = 0;
+	op->out_ino = 0;
+	op->out_dev = 0;
 	op->bios_queued = 0;
 	op->bio_bytes = 0;
 	op->lookups = 0;
@@ -253,7 +255,10 @@ static __always_inline void op_end(__s64 ret)
 		bpf_probe_read_kernel_str(op->agg_name, sizeof(op->agg_name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 	}
 	op->agg_calls++;
-	op->agg_bytes_requested += op->count;
+	if (op->sys >= SYS_SENDFILE && op->sys <= SYS_COPY_FILE_RANGE)
+		op->agg_bytes_requested += ret > 0 ? ret : 0; /* cp asks for up to SSIZE_MAX */
+	else
+		op->agg_bytes_requested += op->count;
 	if (ret > 0) {
 		op->agg_bytes_returned += ret;
 		if (!(op->f_flags & O_DIRECT_FLAG)) {

@@ -34,8 +34,21 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 306: return SYS_SYNCFS;
 	case 327: return SYS_PREADV2;
 	case 328: return SYS_PWRITEV2;
+	case 40: return SYS_SENDFILE;
+	case 275: return SYS_SPLICE;
+	case 326: return SYS_COPY_FILE_RANGE;
 	}
 	return 0;
+}
+
+/* user_off reads a loff_t the caller passed by pointer; -1 (the file
+ * position) when the pointer is NULL. */
+static __always_inline __s64 user_off(const void *p)
+{
+	__s64 off = -1;
+	if (p)
+		bpf_probe_read_user(&off, sizeof(off), p);
+	return off;
 }
 
 SEC("tp_btf/sys_enter")
@@ -45,7 +58,7 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls. */
-	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10;
+	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10, a4 = regs->r8;
 	int fd = a0;
 	switch (sys) {
 	case SYS_READ:
@@ -77,6 +90,18 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 	case SYS_SYNC:
 		op_begin(sys, NULL, -1, 0, 0);
 		break;
+	case SYS_SENDFILE: /* (out_fd, in_fd, loff_t *offset, count) */
+		op_begin(sys, fd_file(a1), a1, user_off((void *)a2), a3);
+		break;
+	case SYS_COPY_FILE_RANGE: /* (fd_in, loff_t *off_in, fd_out, loff_t *off_out, len, flags) */
+		op_begin(sys, fd_file(fd), fd, user_off((void *)a1), a4);
+		break;
+	case SYS_SPLICE: { /* (fd_in, off_in*, fd_out, off_out*, len, flags): one side is a pipe */
+		struct op *op = op_begin(sys, fd_file(fd), fd, user_off((void *)a1), a4);
+		if (!op)
+			op_begin(sys, fd_file(a2), a2, user_off((void *)a3), a4);
+		break;
+	}
 	}
 	return 0;
 }

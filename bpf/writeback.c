@@ -37,7 +37,8 @@ int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
 	__u32 nr = folio_pages(folio);
-	if (op && op->ino && (op->ino != k.ino || op->dev != k.dev)) {
+	bool copy = op && op->sys >= SYS_SENDFILE && op->sys <= SYS_COPY_FILE_RANGE;
+	if (op && op->ino && !copy && (op->ino != k.ino || op->dev != k.dev)) {
 		/* Not the call's file: e.g. ext4 dirtying an inode-table block of
 		 * the block device's page cache for an atime update. Counted, not
 		 * followed: it reaches disk through the journal. */
@@ -56,7 +57,12 @@ int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space
 		bpf_map_update_elem(&dirty_pages, &k, &v, BPF_EXIST);
 	if (op) {
 		op->dirtied_pages += nr;
-		add_range(op, k.index, nr, RANGE_DIRTIED);
+		if (copy) {
+			op->out_ino = k.ino;
+			op->out_dev = k.dev;
+		} else {
+			add_range(op, k.index, nr, RANGE_DIRTIED);
+		}
 	}
 	return 0;
 }

@@ -26,7 +26,8 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_FSYNC): "fsync", uint32(bpf.IopathOpSysSYS_FDATASYNC): "fdatasync",
 	uint32(bpf.IopathOpSysSYS_SYNC_FILE_RANGE): "sync_file_range", uint32(bpf.IopathOpSysSYS_SYNC): "sync",
 	uint32(bpf.IopathOpSysSYS_SYNCFS): "syncfs", uint32(bpf.IopathOpSysSYS_VFS_READ): "vfs_read",
-	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write",
+	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write", uint32(bpf.IopathOpSysSYS_SENDFILE): "sendfile",
+	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
 }
 
 func isWriteSys(s uint32) bool {
@@ -40,7 +41,7 @@ func isSyncSys(s uint32) bool {
 
 func isReadName(n string) bool {
 	switch n {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read":
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
 		return true
 	}
 	return false

@@ -144,8 +144,11 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	p.rec = rec
 	p.queued = o.BiosQueued
 	p.isWrite = isWriteSys(o.Sys)
-	if p.isWrite && o.DirtiedPages > 0 {
+	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
 		e.dirtyOf[o.OpId] = fileKey{o.Dev, o.Ino}
+		if o.OutIno != 0 {
+			e.dirtyOf[o.OpId] = fileKey{o.OutDev, o.OutIno}
+		}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
 	if p.isWrite && o.Ret > 0 && MemoryOnly(rec.FS) {
@@ -379,7 +382,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if b.Error != "" {
 			outcome = "failed"
 		}
-		written := min(uint64(a.bioPages)*4096, uint64(b.Bytes))
+		written := uint64(a.bioPages) * 4096 // the whole bio as queued, before any split
 		e.pid(a.pid, "").DiskBytesWrite += written
 		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
@@ -479,7 +482,11 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 		t.BlockedNs += rec.BlockedNs
 		if isReadName(rec.Syscall) {
 			t.ReadCalls++
-			t.ReadBytesReq += rec.RequestedBytes
+			req := rec.RequestedBytes
+			if isCopyName(rec.Syscall) && rec.ReturnedBytes >= 0 {
+				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
+			}
+			t.ReadBytesReq += req
 		} else if isWriteName(rec.Syscall) {
 			t.WriteCalls++
 		}
@@ -658,4 +665,8 @@ func isSyncName(n string) bool {
 		return true
 	}
 	return false
+}
+
+func isCopyName(n string) bool {
+	return n == "sendfile" || n == "splice" || n == "copy_file_range"
 }

@@ -98,6 +98,7 @@ var fieldsOf = map[string][]string{
 	"readv":               {"readv calls"},
 	"writev":              {"writev calls"},
 	"fsync":               {"fsync calls"},
+	"copy":                {"sendfile/splice/copy_file_range calls"},
 }
 
 // Unavailable returns the record fields lost to hooks that got no mechanism.
@@ -141,6 +142,9 @@ func Hooks() []Hook {
 			rawSyscalls(bpf.IopathOpSysSYS_FSYNC, bpf.IopathOpSysSYS_FDATASYNC, bpf.IopathOpSysSYS_SYNC_FILE_RANGE, bpf.IopathOpSysSYS_SYNC, bpf.IopathOpSysSYS_SYNCFS),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterFsync, "fsync"), syscallPair(bpf.IopathProgTpEnterFdatasync, "fdatasync"),
 				syscallPair(bpf.IopathProgTpEnterSyncFileRange, "sync_file_range"), syscallPair(bpf.IopathProgTpEnterSync, "sync"), syscallPair(bpf.IopathProgTpEnterSyncfs, "syncfs"))},
+		}},
+		{Name: "copy", Loses: "sendfile/splice/copy_file_range calls", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_SENDFILE, bpf.IopathOpSysSYS_SPLICE, bpf.IopathOpSysSYS_COPY_FILE_RANGE),
 		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},

@@ -144,6 +144,8 @@ func storySyscall(r *tracer.Syscall) string {
 		b.WriteString("\n")
 	}
 	switch {
+	case r.DirtiedPages > 0 && !tracerIsWrite(r.Syscall):
+		fmt.Fprintf(&b, "  dirtied %s of the output file in memory; written back later\n", pl(uint64(r.DirtiedPages), "page"))
 	case r.DirtiedPages > 0:
 		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", pl(uint64(r.DirtiedPages), "page"), ranges(r.DirtiedRanges))
 	case tracerIsWrite(r.Syscall) && r.ReturnedBytes > 0 && tracer.MemoryOnly(r.FS):
@@ -185,7 +187,7 @@ func tracerIsWrite(s string) bool {
 
 func tracerIsRead(s string) bool {
 	switch s {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read":
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
 		return true
 	}
 	return false

@@ -487,3 +487,27 @@ func TestTraceSIGINTCleansUp(t *testing.T) {
 		}
 	}
 }
+
+// cp uses copy_file_range (GNU coreutils 9) or read/write (busybox): either
+// way the source's pages are read once from disk and attributed to cp's calls,
+// and the destination's dirtied pages are followed.
+func TestTraceCopy(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	f := coldFile(t, dir, 1<<20)
+	g := filepath.Join(dir, "copy")
+	tr := traceCmd(t, "--", "cp", f, g)
+	calls := tr.forIno(inoOf(t, f))
+	var missed, dirtied uint64
+	for _, c := range calls {
+		missed += c.Cache.PagesMissed
+		dirtied += uint64(c.DirtiedPages)
+	}
+	for _, c := range tr.forIno(inoOf(t, g)) {
+		dirtied += uint64(c.DirtiedPages)
+	}
+	if len(calls) == 0 || missed != 256 || sumBioBytes(calls) != 1<<20 || dirtied < 256 {
+		t.Errorf("copy: %d calls on the source, %d pages missed, %d bio bytes, %d pages dirtied", len(calls), missed, sumBioBytes(calls), dirtied)
+	}
+	t.Logf("cp: %s calls on the source", calls[0].Syscall)
+}
