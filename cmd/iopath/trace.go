@@ -69,7 +69,7 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
-	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after unless --keep")
+	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
