@@ -258,6 +258,7 @@ func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
 		w = &wbBio{ev: *ev}
 		e.wbBios[ev.Bio] = w
 	}
+	w.ev.Pages = ev.Pages // counted over the whole walk: the last part has the total
 	n := min(int(ev.NrMatch), len(ev.Match))
 	for i := 0; i < n; i++ {
 		m := &ev.Match[i]
@@ -351,8 +352,11 @@ func (e *Engine) writebackDone(b *bioRef) {
 	e.Out(&Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
 		Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: []Bio{b.Bio},
 		Pages: wb.Pages, TrackedPages: tracked})
-	fs := e.file(key)
-	fs.DiskBytesWrite += uint64(b.Bytes)
+	if wb.OpId == 0 {
+		// Flusher writeback; bios of a traced call (fsync, O_SYNC) are
+		// already counted with the call's record.
+		e.file(key).DiskBytesWrite += uint64(b.Bytes)
+	}
 	// One persisted record per write call per bio.
 	type agg struct {
 		pages    uint32
@@ -383,7 +387,9 @@ func (e *Engine) writebackDone(b *bioRef) {
 			outcome = "failed"
 		}
 		written := uint64(a.bioPages) * 4096 // the whole bio as queued, before any split
-		e.pid(a.pid, "").DiskBytesWrite += written
+		if wb.OpId == 0 {
+			e.pid(a.pid, "").DiskBytesWrite += written
+		}
 		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +52,8 @@ func newDemoCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			stop := cleanupOnSignal()
+			defer stop()
 			return demos[args[0]].run(cmd, f, args[1:])
 		},
 	}
@@ -84,6 +88,39 @@ func demoList() string {
 	return b.String()
 }
 
+var (
+	cleanupMu sync.Mutex
+	cleanups  []func()
+)
+
+// atSignal registers f to run if SIGINT/SIGTERM ends the demo early.
+func atSignal(f func()) {
+	cleanupMu.Lock()
+	cleanups = append(cleanups, f)
+	cleanupMu.Unlock()
+}
+
+// cleanupOnSignal removes the demo's files and restores what it changed when
+// SIGINT or SIGTERM arrives, then exits 128+signal (the tracer's BPF links
+// and maps go with the process's file descriptors).
+func cleanupOnSignal() (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			cleanupMu.Lock()
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+			os.Exit(128 + int(s.(syscall.Signal)))
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sig); close(done) }
+}
+
 // demoDir returns the directory for demo files and a cleanup function.
 func demoDir(f *demoFlags) (string, func(), error) {
 	if f.dir != "" {
@@ -98,6 +135,7 @@ func demoDir(f *demoFlags) (string, func(), error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%v): choose a writable directory", f.dir, err)
 		}
+		atSignal(func() { os.RemoveAll(d) })
 		return d, func() {
 			if !f.keep {
 				os.RemoveAll(d)
@@ -112,6 +150,7 @@ func demoDir(f *demoFlags) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("creating a temp dir: %v: set TMPDIR to a writable directory", err)
 	}
+	atSignal(func() { os.RemoveAll(d) })
 	return d, func() {
 		if !f.keep {
 			os.RemoveAll(d)

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/tracer"
@@ -67,16 +66,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 			return err
 		}
 		defer s.restore()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sig)
-		go func() {
-			if _, ok := <-sig; ok {
-				s.restore()
-				cleanup()
-				os.Exit(130)
-			}
-		}()
+		atSignal(s.restore)
 	}
 	path := filepath.Join(dir, "write-1byte.dat")
 	bound, why := writebackBound()
@@ -142,6 +132,18 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	}
 	for _, p := range persisted {
 		fmt.Fprint(w, storyPersisted(p))
+	}
+	if f.json {
+		enc := json.NewEncoder(w)
+		for _, c := range calls {
+			enc.Encode(c)
+		}
+		for _, x := range wbs {
+			enc.Encode(x)
+		}
+		for _, p := range persisted {
+			enc.Encode(p)
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "write() returned %d byte after %s: it copied the byte into the page cache and dirtied %s in memory\n",

@@ -38,6 +38,9 @@ func newDoctorCmd() *cobra.Command {
 (a BTF lookup plus a real test attach for fentry and kprobe) and print the
 mechanism chosen for each, or why none works and what is lost.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkForce(force); err != nil {
+				return err
+			}
 			fm := map[string]tracer.Mechanism{}
 			for k, v := range force {
 				fm[k] = tracer.Mechanism(v)

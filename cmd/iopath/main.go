@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -32,6 +34,9 @@ func newRootCmd() *cobra.Command {
 var subcommands []func() *cobra.Command
 
 func main() {
+	// `iopath … | head`: keep running on EPIPE instead of dying from SIGPIPE,
+	// so that temp files are removed and BPF objects closed.
+	signal.Ignore(syscall.SIGPIPE)
 	err := newRootCmd().Execute()
 	if err == nil {
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -59,6 +60,17 @@ func (p *printer) summary(s *tracer.Summary, hooks []tracer.HookStatus) {
 }
 
 // human renders byte counts the way people read them (KiB = 1024 B).
+// safe quotes a name with control characters (a newline or escape sequence
+// in a file name must not break the output).
+func safe(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 func human(b uint64) string {
 	switch {
 	case b >= 1<<30:
@@ -103,7 +115,7 @@ func ranges(rs []tracer.PageRange) string {
 
 func storySyscall(r *tracer.Syscall) string {
 	var b strings.Builder
-	target := r.Path
+	target := safe(r.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
 	}
@@ -222,7 +234,7 @@ func sub(a, b uint64) uint64 {
 }
 
 func storyWriteback(w *tracer.Writeback) string {
-	target := w.Path
+	target := safe(w.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", w.Dev, w.Ino)
 	}
@@ -244,7 +256,7 @@ func opName(id uint64) string {
 }
 
 func storyPersisted(p *tracer.Persisted) string {
-	target := p.Path
+	target := safe(p.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", p.Dev, p.Ino)
 	}
@@ -265,6 +277,9 @@ func storyPersisted(p *tracer.Persisted) string {
 func summaryText(s *tracer.Summary) string {
 	var b strings.Builder
 	b.WriteString("\n--- summary ---\n")
+	if s.LostEvents > 0 {
+		fmt.Fprintf(&b, "INCOMPLETE: %d events were lost (ring buffer full: raise --ringbuf-size); the totals below miss them\n", s.LostEvents)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
@@ -278,7 +293,7 @@ func summaryText(s *tracer.Summary) string {
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
 		for _, f := range s.Files {
-			name := f.Path
+			name := safe(f.Path)
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
@@ -298,7 +313,11 @@ func summaryText(s *tracer.Summary) string {
 		fmt.Fprintf(&b, "BPF program runs skipped by the kernel (already running on that CPU): %s\n", strings.Join(m, ", "))
 	}
 	if s.DirtyUnseen > 0 {
-		fmt.Fprintf(&b, "%d dirty pages were written in bios iopath did not see (cachestat says their files are clean)\n", s.DirtyUnseen)
+		why := "in bios iopath did not see"
+		if s.MapEvictions["dirty_pages"] > 0 {
+			why = "without iopath following them (the dirty_pages map was full: raise --max-dirty-pages)"
+		}
+		fmt.Fprintf(&b, "%d dirty pages were written %s; cachestat says their files are clean\n", s.DirtyUnseen, why)
 	}
 	var ev []string
 	for k, v := range s.MapEvictions {

@@ -84,14 +84,32 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	if len(args) > 0 {
 		p, err := exec.LookPath(args[0])
 		if err != nil {
+			if st, serr := os.Stat(args[0]); serr == nil && strings.Contains(args[0], "/") {
+				if st.IsDir() {
+					return fmt.Errorf("command %q is a directory: give the program to run", args[0])
+				}
+				return fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", args[0])
+			}
 			return fmt.Errorf("command %q not found: check the name or give its full path", args[0])
 		}
 		cmdPath = p
 	}
 	for _, pid := range f.pids {
-		if pid <= 0 || syscall.Kill(pid, 0) == syscall.ESRCH {
+		if pid <= 0 || pid > 1<<22 || syscall.Kill(pid, 0) == syscall.ESRCH {
 			return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
 		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			return fmt.Errorf("pid %d is a zombie (exited, not yet reaped): it will do no more IO", pid)
+		}
+	}
+	if f.ringbuf > 1<<30 {
+		return fmt.Errorf("--ringbuf-size %d is larger than 1 GiB: choose a power of two from 4096 to 1073741824", f.ringbuf)
+	}
+	if f.maxDirty < 1 || f.maxDirty > 1<<26 {
+		return fmt.Errorf("--max-dirty-pages %d is out of range: choose 1 to 67108864 folios", f.maxDirty)
+	}
+	if err := checkForce(f.force); err != nil {
+		return err
 	}
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
@@ -117,13 +135,17 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		defer c2()
 	}
 	if f.readyFile != "" {
-		if err := os.WriteFile(f.readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
-			return fmt.Errorf("--ready-file: %w", err)
+		rf, err := os.OpenFile(f.readyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("--ready-file: %v: give a path that does not exist yet", err)
 		}
+		fmt.Fprintln(rf, os.Getpid())
+		rf.Close()
 		defer os.Remove(f.readyFile)
 	}
 
 	exitCode := 0
+	var childDone chan struct{}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	if len(args) > 0 {
@@ -131,7 +153,20 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		if err != nil {
 			return err
 		}
+		childDone = make(chan struct{})
 		go func() {
+			// A signal that reached only iopath goes to the command too: it
+			// must not run on untraced.
+			select {
+			case <-ctx.Done():
+				if ctx.Err() == context.Canceled {
+					child.Process.Signal(syscall.SIGTERM)
+				}
+			case <-childDone:
+			}
+		}()
+		go func() {
+			defer close(childDone)
 			err := child.Wait()
 			if ee, ok := err.(*exec.ExitError); ok {
 				exitCode = ee.ExitCode()
@@ -147,8 +182,31 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 			stopRun()
 		}()
 	}
+	if len(args) == 0 && len(f.pids) > 0 && f.comm == "" {
+		go func() { // -p only: end when every traced process has exited
+			for runCtx.Err() == nil {
+				alive := false
+				for _, pid := range f.pids {
+					if syscall.Kill(pid, 0) == nil {
+						alive = true
+					}
+				}
+				if !alive {
+					stopRun()
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
 	if err := t.Run(runCtx, f.settle); err != nil {
 		return err
+	}
+	if childDone != nil {
+		select { // its exit status is ours
+		case <-childDone:
+		case <-time.After(5 * time.Second):
+		}
 	}
 	out.summary(t.Summary(), t.Hooks)
 	if exitCode != 0 {
@@ -168,6 +226,9 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := c.Start(); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("starting %s: %v: its #! interpreter line names a program that does not exist", args[0], err)
+		}
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
 	pid := c.Process.Pid
@@ -205,4 +266,25 @@ func attachLine(hooks []tracer.HookStatus) string {
 		s += "\niopath: unavailable on this kernel: " + strings.Join(missing, ", ")
 	}
 	return s
+}
+
+// checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
+func checkForce(force map[string]string) error {
+	hooks := map[string]bool{"*": true}
+	var names []string
+	for _, h := range tracer.Hooks() {
+		hooks[h.Name] = true
+		names = append(names, h.Name)
+	}
+	for k, v := range force {
+		if !hooks[k] {
+			return fmt.Errorf("--force-mechanism: unknown hook %q: use * or one of %s", k, strings.Join(names, ", "))
+		}
+		switch tracer.Mechanism(v) {
+		case tracer.Fentry, tracer.Kprobe, tracer.TPBTF, tracer.Tracepoint:
+		default:
+			return fmt.Errorf("--force-mechanism %s=%s: unknown mechanism: use fentry, kprobe, tp_btf or tracepoint", k, v)
+		}
+	}
+	return nil
 }
