@@ -226,6 +226,13 @@ int BPF_PROG(tp_block_split, struct bio *split)
 	struct bio_owner o = *po;
 	if (bpf_map_update_elem(&bio_owners, &split, &o, BPF_ANY))
 		count_event(CNT_BIO_OWNER_FULL);
+	if (o.flags & OWN_WRITEBACK) {
+		/* Userspace joins the parts: the writeback is on disk when all are. */
+		struct bio_split_ev ev = {
+			.type = EV_BIO_SPLIT, .split = (__u64)split, .parent = parent, .ts = bpf_ktime_get_ns(),
+		};
+		emit(&ev, sizeof(ev));
+	}
 	return 0;
 }
 

@@ -45,6 +45,7 @@ enum ev_type {
 	EV_WB_START,      /* struct wb_start_ev: writeback work started (reason) */
 	EV_WB_INODE,      /* struct wb_inode_ev: do_writepages / writeback_single_inode_start */
 	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
+	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -271,6 +272,14 @@ struct dirty_gone_ev {
 	__u64 ts;
 	__u32 nr;
 	__u32 pid;
+};
+
+struct bio_split_ev {
+	__u32 type; /* EV_BIO_SPLIT */
+	__u32 pad;
+	__u64 split;  /* the new bio: the front part */
+	__u64 parent; /* the original bio: the remainder */
+	__u64 ts;
 };
 
 struct bio_owner {

@@ -24,3 +24,4 @@ const struct dirty_gone_ev *unused_dirty_gone_ev __attribute__((unused));
 const struct rq_done_ev *unused_rq_done_ev __attribute__((unused));
 const struct wb_start_ev *unused_wb_start_ev __attribute__((unused));
 const struct wb_inode_ev *unused_wb_inode_ev __attribute__((unused));
+const struct bio_split_ev *unused_bio_split_ev __attribute__((unused));

@@ -23,6 +23,15 @@ type IopathBioOwner struct {
 	Pad     uint32
 }
 
+type IopathBioSplitEv struct {
+	_      structs.HostLayout
+	Type   uint32
+	Pad    uint32
+	Split  uint64
+	Parent uint64
+	Ts     uint64
+}
+
 type IopathCounter uint32
 
 const (
@@ -82,6 +91,7 @@ const (
 	IopathEvTypeEV_WB_START    IopathEvType = 6
 	IopathEvTypeEV_WB_INODE    IopathEvType = 7
 	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
+	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 )
 
 type IopathOp struct {
@@ -394,6 +404,7 @@ const (
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTrackDirty                   = "track_dirty"
+	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
 	IopathVarUnusedCounter                = "unused_counter"
 	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
 	IopathVarUnusedEvType                 = "unused_ev_type"
@@ -536,6 +547,7 @@ type IopathVariableSpecs struct {
 	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
 	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedBioSplitEv  *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
 	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirtyGoneEv *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
 	UnusedEvType      *ebpf.VariableSpec `ebpf:"unused_ev_type"`
@@ -606,6 +618,7 @@ type IopathVariables struct {
 	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
 	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedBioSplitEv  *ebpf.Variable `ebpf:"unused_bio_split_ev"`
 	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirtyGoneEv *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
 	UnusedEvType      *ebpf.Variable `ebpf:"unused_ev_type"`

@@ -36,6 +36,7 @@ type Engine struct {
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
 	wbBios   map[uint64]*wbBio      // by bio pointer, until its request completes
+	splitOf  map[uint64]uint64      // split-off writeback bio -> original bio
 	workers  map[uint32]workerState // writeback worker tid -> current work
 	paths    map[fileKey]string
 	pids     map[uint32]*PidSummary
@@ -90,6 +91,11 @@ type pendingRq struct {
 type wbBio struct {
 	ev      bpf.IopathWbBioEv
 	matches []wbMatch
+	// A bio split by the block layer completes in parts: the original
+	// pointer (the remainder) and each split-off front part.
+	parts    []Bio // completed parts
+	pending  int   // split-off parts not completed yet
+	selfDone bool  // the original pointer completed
 }
 
 type wbMatch struct {
@@ -106,7 +112,7 @@ type workerState struct {
 func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
 		K: k, Out: out, HoldNs: 2e9,
-		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{},
+		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
 		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
 	}
@@ -324,13 +330,52 @@ func (e *Engine) adjustDirty(opID uint64, delta int64) {
 	e.dirtyTot.Add(max(v, 0) - max(old, 0))
 }
 
+// HandleSplit takes an EV_BIO_SPLIT record: a writeback bio was split.
+func (e *Engine) HandleSplit(ev *bpf.IopathBioSplitEv) {
+	e.seen(ev.Ts)
+	if w, ok := e.wbBios[ev.Parent]; ok {
+		w.pending++
+		e.splitOf[ev.Split] = ev.Parent
+	}
+}
+
+// writebackDone handles the completion of a bio carrying tracked pages (or
+// of one part of it); the writeback is reported when every part is done.
 func (e *Engine) writebackDone(b *bioRef) {
-	w, ok := e.wbBios[b.bioP]
+	orig := b.bioP
+	if p, ok := e.splitOf[b.bioP]; ok {
+		orig = p
+		delete(e.splitOf, b.bioP)
+	}
+	w, ok := e.wbBios[orig]
 	if !ok {
 		return
 	}
+	w.parts = append(w.parts, b.Bio)
+	if orig == b.bioP {
+		w.selfDone = true
+	} else {
+		w.pending--
+	}
+	if !w.selfDone || w.pending > 0 {
+		return
+	}
+	delete(e.wbBios, orig)
+	// Report the writeback as one: bytes of all parts, done when the last is.
+	sort.Slice(w.parts, func(i, j int) bool { return w.parts[i].Sector < w.parts[j].Sector })
+	b = &bioRef{Bio: w.parts[0], bioP: orig, flags: b.flags}
+	var bytes uint32
+	var errs string
+	for _, p := range w.parts {
+		bytes += p.Bytes
+		b.CompleteNs = max(b.CompleteNs, p.CompleteNs)
+		b.QueueNs = min(b.QueueNs, p.QueueNs)
+		if p.Error != "" {
+			errs = p.Error
+		}
+	}
+	b.Error = errs
 	wb := &w.ev
-	delete(e.wbBios, b.bioP)
 	key := fileKey{wb.Dev, wb.Ino}
 	worker := cString(wb.Comm[:])
 	reason := "unknown"
@@ -350,12 +395,12 @@ func (e *Engine) writebackDone(b *bioRef) {
 		}
 	}
 	e.Out(&Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
-		Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: []Bio{b.Bio},
+		Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
 	if wb.OpId == 0 {
 		// Flusher writeback; bios of a traced call (fsync, O_SYNC) are
 		// already counted with the call's record.
-		e.file(key).DiskBytesWrite += uint64(b.Bytes)
+		e.file(key).DiskBytesWrite += uint64(bytes)
 	}
 	// One persisted record per write call per bio.
 	type agg struct {

@@ -407,6 +407,11 @@ func Dispatch(e *Engine, raw []byte) error {
 			e.HandleWBInode((*bpf.IopathWbInodeEv)(unsafe.Pointer(&raw[0])))
 			return nil
 		}
+	case bpf.IopathEvTypeEV_BIO_SPLIT:
+		if need(unsafe.Sizeof(bpf.IopathBioSplitEv{})) {
+			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
 	case bpf.IopathEvTypeEV_DIRTY_GONE:
 		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
 			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))

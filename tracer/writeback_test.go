@@ -216,3 +216,34 @@ func TestWBBioContinuation(t *testing.T) {
 		t.Fatalf("persisted %d records, pending %d", len(p), s.e.DirtyPending())
 	}
 }
+
+// A writeback bio split by the block layer: one writeback record with both
+// parts' bytes, persisted when the last part completes, counted once.
+func TestSplitWritebackBio(t *testing.T) {
+	s := newStream(t)
+	w := uint64(9)<<32 | 1
+	s.e.HandleOp(writeOp(w, 0, 8<<20, PageRange{0, 2048}))
+	s.e.HandleWBStart(wbStart(35, 0, 1))
+	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 100, match{op: w, index: 0, nr: 2048, dirtied: 10}))
+	s.e.HandleSplit(&bpf.IopathBioSplitEv{Type: uint32(bpf.IopathEvTypeEV_BIO_SPLIT), Split: 0xb2, Parent: 0xb1, Ts: 101})
+	s.e.HandleIssue(issueEv(0xa, 110, flWrite, own{bio: 0xb2, sector: 0, bytes: 4 << 20, queue: 100, flags: ownWriteback}))
+	s.e.HandleIssue(issueEv(0xb, 111, flWrite, own{bio: 0xb1, sector: 8192, bytes: 4 << 20, queue: 100, flags: ownWriteback}))
+	s.e.HandleComplete(doneEv(0xb, 300, 0))
+	if len(s.persisted()) != 0 {
+		t.Fatal("persisted before the split-off part completed")
+	}
+	s.e.HandleComplete(doneEv(0xa, 400, 0))
+	p := s.persisted()
+	var wbs []*Writeback
+	for _, r := range s.recs {
+		if x, ok := r.(*Writeback); ok {
+			wbs = append(wbs, x)
+		}
+	}
+	if len(p) != 1 || p[0].PersistedNs != 400 || p[0].Pages != 2048 || len(wbs) != 1 || len(wbs[0].Bios) != 2 {
+		t.Fatalf("persisted %+v writeback %+v", p, wbs)
+	}
+	if sum := s.e.Summary(); sum.Files[0].DiskBytesWrite != 8<<20 {
+		t.Errorf("file disk bytes written %d, want 8 MiB", sum.Files[0].DiskBytesWrite)
+	}
+}
