@@ -30,7 +30,8 @@ type Engine struct {
 	// with no mechanism); they are reported as such, not as zeros.
 	Unavailable []string
 	// HoldNs is how long a call waits for its bios before it is released
-	// with the ones seen so far (default 2 s of kernel time).
+	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
+	// hold a request for seconds under load).
 	HoldNs uint64
 
 	ops      map[uint64]*pendingOp
@@ -111,7 +112,7 @@ type workerState struct {
 // NewEngine returns an engine writing records to out.
 func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
-		K: k, Out: out, HoldNs: 2e9,
+		K: k, Out: out, HoldNs: 10e9,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
 		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
@@ -457,6 +458,9 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 
 func (e *Engine) release(id uint64, p *pendingOp) {
 	delete(e.ops, id)
+	if n := uint32(len(p.bios)); n < p.queued {
+		e.counters.IncompleteBios += uint64(p.queued - n) // queued, never seen issued
+	}
 	rec := p.rec
 	rec.Bios = make([]Bio, 0, len(p.bios))
 	sort.SliceStable(p.bios, func(i, j int) bool { return p.bios[i].IssueNs < p.bios[j].IssueNs })
