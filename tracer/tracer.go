@@ -358,6 +358,9 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 // dispatch decodes one ring-buffer record in place (no copy, no allocation
 // for the common records) and feeds the engine.
 func (t *Tracer) dispatch(raw []byte) {
+	if debugEvents != nil {
+		logEvent(raw)
+	}
 	if err := Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
 		fmt.Fprintln(os.Stderr, "iopath:", err)
 	}
@@ -571,4 +574,42 @@ func (t *Tracer) Close() error {
 		t.coll = nil
 	}
 	return nil
+}
+
+// debugEvents, when IOPATH_DEBUG_EVENTS names a file, receives one line per
+// raw event (type and join keys): for diagnosing the joins.
+var debugEvents *os.File
+
+func init() {
+	if p := os.Getenv("IOPATH_DEBUG_EVENTS"); p != "" {
+		debugEvents, _ = os.Create(p)
+	}
+}
+
+func logEvent(raw []byte) {
+	if len(raw) < 4 {
+		return
+	}
+	switch bpf.IopathEvType(*(*uint32)(unsafe.Pointer(&raw[0]))) {
+	case bpf.IopathEvTypeEV_WB_BIO:
+		ev := (*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0]))
+		fmt.Fprintf(debugEvents, "wbbio bio=%x part=%d n=%d pages=%d ts=%d", ev.Bio, ev.Part, ev.NrMatch, ev.Pages, ev.Ts)
+		for i := 0; i < int(min(ev.NrMatch, 16)); i++ {
+			fmt.Fprintf(debugEvents, " [%x %d+%d/%d]", ev.Match[i].OpId, ev.Match[i].Index, ev.Match[i].Nr, ev.Match[i].BioPages)
+		}
+		fmt.Fprintln(debugEvents)
+	case bpf.IopathEvTypeEV_RQ_ISSUE:
+		ev := (*bpf.IopathRqIssueEv)(unsafe.Pointer(&raw[0]))
+		fmt.Fprintf(debugEvents, "issue rq=%x ts=%d bytes=%d nbios=%d own=%d", ev.Rq, ev.Ts, ev.Bytes, ev.NrBios, ev.NrOwn)
+		for i := 0; i < int(min(ev.NrOwn, 32)); i++ {
+			fmt.Fprintf(debugEvents, " [%x op=%x f=%d b=%d]", ev.Own[i].Bio, ev.Own[i].OpId, ev.Own[i].Flags, ev.Own[i].Bytes)
+		}
+		fmt.Fprintln(debugEvents)
+	case bpf.IopathEvTypeEV_RQ_COMPLETE, bpf.IopathEvTypeEV_RQ_REQUEUE:
+		ev := (*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0]))
+		fmt.Fprintf(debugEvents, "done%d rq=%x ts=%d bytes=%d err=%d\n", ev.Type, ev.Rq, ev.Ts, ev.Bytes, ev.Error)
+	case bpf.IopathEvTypeEV_BIO_SPLIT:
+		ev := (*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0]))
+		fmt.Fprintf(debugEvents, "split split=%x parent=%x ts=%d\n", ev.Split, ev.Parent, ev.Ts)
+	}
 }
