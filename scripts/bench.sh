@@ -7,17 +7,20 @@
 #                 tracepoints (enter/exit of fio's syscall + mm_filemap_get_pages,
 #                 per-tid map, in-kernel histogram, filtered to fio's pid)
 #   2 typical     4 KiB cold random reads (file evicted before each round) and
-#                 1 MiB sequential buffered writes: untraced vs traced
+#                 1 MiB sequential buffered rewrites of a cached file made
+#                 clean before each round: untraced vs `iopath trace -p`
 #   3 capacity    go test -bench in tracer/bench_test.go: decoder + engine
 #                 events/s on one core, allocs/event
 #   4 startup     exec of `iopath trace --ready-file F -p PID` until F exists
 #                 (every hook attached), median of 10; bpftrace attaching one
 #                 tracepoint until it prints "Attaching"
 #   5 memory      iopath's RSS and BPF map memory while it tracks ~1 M dirty
-#                 pages (dd of 4 GiB with vm.dirty_* raised, then restored),
-#                 and whether the bounded dirty_pages map overflowed (counted)
+#                 pages (dd of 4 GiB in 1 MiB and in 4 KiB writes, vm.dirty_*
+#                 raised, then restored), and whether the bounded dirty_pages
+#                 map overflowed (counted; shown with the default bound)
 #   6 drops       a 4 KiB ring buffer under --all: lost events are printed
-#   + profile     bpf_stats of iopath's programs during the worst case
+#   + profile     bpf_stats of iopath's programs during 1-byte cached reads
+#                 and 4 KiB cold reads: which program is hot, ns per call
 #
 # Ratios are measured in this run: ROUNDS rounds, the configurations of a
 # benchmark interleaved (each round starts with the next configuration),
@@ -49,7 +52,6 @@ for t in fio bpftrace bpftool jq go awk; do
 done
 
 cd "$(dirname "$0")/.."
-repo=$PWD
 parent=${DIR:-/var/tmp}
 work=$(mktemp -d "$parent/iopath-bench.XXXXXX")
 shm=$(mktemp -d /dev/shm/iopath-bench.XXXXXX)
@@ -146,7 +148,8 @@ fstype=$(findmnt -no FSTYPE --target "$work" | head -1)
 disk=$(lsblk -ndo PKNAME "$src" 2>/dev/null | head -1)
 [ -n "$disk" ] || disk=$(basename "$src")
 disk_desc=$(lsblk -ndo NAME,SIZE,ROTA,TRAN,MODEL "/dev/$disk" 2>/dev/null | awk '{m=""; for(i=5;i<=NF;i++) m=m" "$i; printf "%s %s %s%s%s", $1, $2, ($3=="1" ? "rotational" : "non-rotational"), ($4!="" ? " "$4 : ""), m}')
-[ -e "/sys/block/$disk/device/vendor" ] || { [[ $disk == vd* ]] && disk_desc="$disk_desc virtio-blk"; }
+drv=$(basename "$(readlink -f "/sys/block/$disk/device/driver" 2>/dev/null)" 2>/dev/null || true)
+[ -z "$drv" ] || [ "$drv" = driver ] || disk_desc="$disk_desc, driver $drv"
 mem_gib=$(awk '/^MemTotal/{printf "%.0f", $2/1048576}' /proc/meminfo)
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
@@ -305,7 +308,9 @@ EOF
 prepare_w() { :; }
 metric_w() { jq '.jobs[0].read.iops' "$1"; }
 timed=(--time_based --runtime="$RUNTIME")
-wfio=(--filename="$small" --size=1m --rw=read --bs=1 --invalidate=0 "${timed[@]}")
+ptimed=(--time_based --runtime=3) # profile runs
+wfio0=(--filename="$small" --size=1m --rw=read --bs=1 --invalidate=0)
+wfio=("${wfio0[@]}" "${timed[@]}")
 if ! skip 1 worst; then
 	echo
 	echo "== 1. worst case: 1-byte reads of a cached 1 MiB file (fio psync, reads/s)"
@@ -325,26 +330,42 @@ if ! skip 1 worst; then
 fi
 
 # --- profile: which BPF program is hot -----------------------------------
-if ! skip 1 profile && ! skip profile profile; then
-	echo
-	echo "== profile: iopath's BPF programs during the worst case (kernel.bpf_stats_enabled=1, one run)"
+# profile_run NAME LABEL FIOARGS...: one fio run under iopath (default mode)
+# with kernel.bpf_stats_enabled=1; prints iopath's programs by total run
+# time, and per fio call. Sets prof_ns (BPF ns per fio call) and prof_hot.
+prof_ns=0 prof_hot=
+profile_run() {
+	local name=$1 label=$2
+	shift 2
 	save_sysctl kernel.bpf_stats_enabled
 	sysctl -qw kernel.bpf_stats_enabled=1
-	run_fio profile "$work/profile.json" "${wfio[@]}"
+	run_fio profile "$work/profile.$name.json" "$@"
 	sysctl -qw kernel.bpf_stats_enabled="${saved_sysctl[kernel.bpf_stats_enabled]}"
-	ios=$(jq '.jobs[0].read.total_ios' "$work/profile.json")
-	# iopath's programs: the ids its fds held (run_fio saved them).
-	sel='[.[] | select(.id as $id | $ids | index($id)) | select(.run_cnt != null and .run_cnt > 0)]'
-	jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" '$ids[0] as $ids | '"$sel"'
+	local ios sel
+	ios=$(jq '[.jobs[0].read.total_ios, .jobs[0].write.total_ios] | add' "$work/profile.$name.json")
+	echo "  $label: $(si "$ios")fio calls; iopath's programs (ids its fds held), by total run time:"
+	sel='$ids[0] as $ids | [.[] | select(.id as $id | $ids | index($id)) | select(.run_cnt != null and .run_cnt > 0)]'
+	jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"'
 		| sort_by(-.run_time_ns)
-		| (["program", "runs", "avg_ns", "total_ms", "ns_per_fio_read"] | @tsv),
-		  (.[] | [.name, .run_cnt, (.run_time_ns / .run_cnt | floor), (.run_time_ns / 1e6 | floor), (.run_time_ns / $ios | floor)] | @tsv),
-		  (["all", ([.[].run_cnt] | add), "", ([.[].run_time_ns] | add / 1e6 | floor), ([.[].run_time_ns] | add / $ios | floor)] | @tsv)
-	' "$work/progs.json" | column -t | sed 's/^/  /' | head -14
-	echo "  ($(si "$ios")fio reads; runs count every process's events: the raw_syscalls hooks fire on every system call)"
-	bpf_ns_per_read=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" '$ids[0] as $ids | '"$sel"' | [.[].run_time_ns] | add / $ios | floor' "$work/progs.json")
-	hot=$(jq -r --slurpfile ids "$work/prog_ids.json" '$ids[0] as $ids | '"$sel"' | sort_by(-.run_time_ns) | .[0] | "\(.name) \(.run_time_ns / .run_cnt | floor) ns/run"' "$work/progs.json")
-	row "  profile" "BPF time per fio read (bpf_stats)" "${bpf_ns_per_read} ns" "" "" "hottest: $hot"
+		| (["program", "runs", "avg_ns", "total_ms", "ns_per_fio_call"] | @tsv),
+		  (.[0:8][] | [.name, .run_cnt, (.run_time_ns / .run_cnt | floor), (.run_time_ns / 1e6 | floor), (.run_time_ns / $ios | floor)] | @tsv),
+		  (["all", ([.[].run_cnt] | add), "-", ([.[].run_time_ns] | add / 1e6 | floor), ([.[].run_time_ns] | add / $ios | floor)] | @tsv)
+	' "$work/progs.json" | column -t | sed 's/^/    /'
+	prof_ns=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"' | [.[].run_time_ns] | add / $ios | floor' "$work/progs.json")
+	prof_hot=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"' | sort_by(-.run_time_ns) | .[0:2] | map("\(.name) \(.run_time_ns / $ios | floor) ns") | join(", ")' "$work/progs.json")
+}
+if ! skip profile profile; then
+	echo
+	echo "== profile: iopath's BPF programs (kernel.bpf_stats_enabled=1, one run each; runs count every process's events:"
+	echo "   the raw_syscalls hooks fire on every system call, the block and sched hooks on every request and switch)"
+	profile_run worst "1-byte cached reads" "${wfio0[@]}" "${ptimed[@]}"
+	row "  profile" "BPF time per 1-byte cached read" "$prof_ns ns" "" "" "top: $prof_hot"
+	cold=$work/cold
+	fio --name=layout --filename="$cold" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
+		--output-format=terse >/dev/null
+	dd if="$cold" iflag=nocache count=0 status=none
+	profile_run cold "4 KiB cold random reads" --filename="$cold" --size=1g --rw=randread --bs=4k --invalidate=1 "${ptimed[@]}"
+	row "  profile" "BPF time per 4 KiB cold read" "$prof_ns ns" "" "" "top: $prof_hot"
 fi
 
 # --- 2: typical ----------------------------------------------------------
@@ -352,7 +373,7 @@ if ! skip 2 typical; then
 	echo
 	echo "== 2. typical: 4 KiB cold random reads (reads/s) and 1 MiB sequential buffered writes (MiB/s)"
 	big=$work/cold
-	fio --name=layout --filename="$big" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
+	[ -e "$big" ] || fio --name=layout --filename="$big" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
 		--output-format=terse >/dev/null
 	prepare_c() {
 		# Evict the file (POSIX_FADV_DONTNEED on all of it); fio's

@@ -126,11 +126,10 @@ func benchStream(tb testing.TB, n int, miss func(i int) bool) (calls []benchCall
 }
 
 func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
-	// A pool of distinct calls, replayed; each replay renumbers nothing, so
-	// the pool is larger than any in-flight window and op ids repeat only
-	// after the previous use was released.
+	// A pool of distinct calls, replayed in order: an op id or request tag
+	// comes back only after its previous use was released.
 	const pool = 4096
-	calls, poolEvents := benchStream(b, pool, miss)
+	calls, _ := benchStream(b, pool, miss)
 	e := NewEngine(Linux618(), sink)
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
@@ -152,7 +151,6 @@ func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
-	_ = poolEvents
 	if len(e.ops) != 0 || len(e.rqs) != 0 {
 		b.Fatalf("engine kept %d calls and %d requests: the stream is not joined", len(e.ops), len(e.rqs))
 	}
