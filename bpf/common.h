@@ -448,9 +448,15 @@ static __always_inline void count_event(__u32 idx)
 		*v += 1;
 }
 
+/* Wake the reader only once this much is queued: each wakeup is a
+ * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF
+ * time fell from 23.6 to 5.6 µs). The reader also polls every 100 ms. */
+#define WAKEUP_BYTES (256 << 10)
+
 static __always_inline int emit(void *data, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, data, size, 0)) {
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, data, size, flags)) {
 		count_event(CNT_RINGBUF_LOST);
 		return -1;
 	}

@@ -57,6 +57,9 @@ int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 	__u32 sys = sys_from_nr(id);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
+	/* Untraced processes stop here, before any fd lookup. */
+	if (!is_traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls. */
 	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10, a4 = regs->r8;
 	int fd = a0;

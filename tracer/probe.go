@@ -31,12 +31,17 @@ type HookStatus struct {
 // the btf_trace_* typedef for tp_btf.
 type prober struct {
 	kspec   *btf.Spec
+	btf     *btf.Cache // shared: each fentry test load would otherwise parse the kernel's BTF again
 	tracefs string
 	cache   map[string]error
 }
 
-func newProber(kspec *btf.Spec) *prober {
-	return &prober{kspec: kspec, tracefs: TracefsDir(), cache: map[string]error{}}
+func newProber(c *btf.Cache) (*prober, error) {
+	kspec, err := c.Kernel()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+	}
+	return &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}, nil
 }
 
 // TracefsDir returns the tracefs mount, mounting it at /sys/kernel/tracing
@@ -71,7 +76,7 @@ func (p *prober) probe(c candidate) error {
 func (p *prober) probeOne(a attachment) error {
 	switch a.kind {
 	case akFentry, akFexit:
-		return probeTracing(a.target, a.kind == akFexit)
+		return probeTracing(a.target, a.kind == akFexit, p.btf)
 	case akKprobe, akKretprobe:
 		return probeKprobe(a.target, a.kind == akKretprobe)
 	case akTracepoint:
@@ -94,17 +99,19 @@ func (p *prober) probeOne(a attachment) error {
 
 var trivial = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 
-func probeTracing(fn string, exit bool) error {
+func probeTracing(fn string, exit bool, c *btf.Cache) error {
 	at := ebpf.AttachTraceFEntry
 	if exit {
 		at = ebpf.AttachTraceFExit
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: at, AttachTo: fn,
-		Instructions: trivial, License: "GPL"})
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{"probe": {Type: ebpf.Tracing,
+		AttachType: at, AttachTo: fn, Instructions: trivial, License: "GPL"}}}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: c})
 	if err != nil {
 		return fmt.Errorf("fentry/fexit %s: %s", fn, shortErr(err))
 	}
-	defer prog.Close()
+	defer coll.Close()
+	prog := coll.Programs["probe"]
 	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 	if err != nil {
 		return fmt.Errorf("fentry/fexit %s attach: %s", fn, shortErr(err))

@@ -256,7 +256,11 @@ func attachLine(hooks []tracer.HookStatus) string {
 	var parts []string
 	var missing []string
 	for _, h := range hooks {
-		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, h.Mechanism))
+		m := string(h.Mechanism)
+		if h.Variant == "attached with --all only" {
+			m = "off(--all)"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, m))
 		if h.Mechanism == tracer.None {
 			missing = append(missing, fmt.Sprintf("%s (no %s)", h.Hook, h.Loses))
 		}
