@@ -154,6 +154,7 @@ func shortErr(err error) string {
 	if i := strings.Index(s, "\n"); i >= 0 {
 		s = s[:i]
 	}
+	s = strings.TrimPrefix(s, "program probe: ") // our test load's name adds nothing
 	// We removed the memlock limit already; the hint misleads.
 	return strings.TrimSuffix(s, " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)")
 }
