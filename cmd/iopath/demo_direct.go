@@ -82,18 +82,11 @@ func directWhy(dio, buf *demoRun) string {
 }
 
 func runDemoDirect(cmd *cobra.Command, f *demoFlags, _ []string) error {
-	if err := tracer.Preflight(); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir(f)
+	dir, fs, cleanup, err := demoSetup(f)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	fs, err := demoOnDisk(dir)
-	if err != nil {
-		return err
-	}
 	files, closeFiles, err := demoFiles(dir, f.keep,
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: directFileSize, BlockSize: directBS, Cold: true, Direct: true},
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: directFileSize, BlockSize: directBS, Cold: true})

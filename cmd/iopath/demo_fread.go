@@ -95,18 +95,11 @@ func freadWhy(raw, buf *workloadRecord, blksize int64) string {
 }
 
 func runDemoReadFread(cmd *cobra.Command, f *demoFlags, _ []string) error {
-	if err := tracer.Preflight(); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir(f)
+	dir, fs, cleanup, err := demoSetup(f)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	fs, err := demoOnDisk(dir)
-	if err != nil {
-		return err
-	}
 	spec := workloads.Spec{Kind: workloads.KindRead1Byte, FileSize: freadFileSize}
 	files, closeFiles, err := demoFiles(dir, f.keep, spec, spec)
 	if err != nil {

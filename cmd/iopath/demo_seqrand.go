@@ -206,18 +206,11 @@ func seqRandWhy(seq, rnd *demoRun) string {
 }
 
 func runDemoSeqRand(cmd *cobra.Command, f *demoFlags, _ []string) error {
-	if err := tracer.Preflight(); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir(f)
+	dir, fs, cleanup, err := demoSetup(f)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	fs, err := demoOnDisk(dir)
-	if err != nil {
-		return err
-	}
 	files, closeFiles, err := demoFiles(dir, f.keep,
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: seqRandFileSize, Cold: true},
 		workloads.Spec{Kind: workloads.KindRandRead, FileSize: seqRandFileSize, Cold: true})

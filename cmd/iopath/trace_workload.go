@@ -755,6 +755,24 @@ func demoFiles(dir string, keep bool, specs ...workloads.Spec) ([]*workloadFile,
 
 // demoOnDisk refuses a demo directory without a block device (tmpfs), whose
 // reads never reach a disk.
+// demoSetup does what every workload demo needs first: root and BTF, a
+// directory for its files (removed by cleanup, also on a signal), on a
+// filesystem with a block device.
+func demoSetup(f *demoFlags) (dir string, fs fsInfo, cleanup func(), err error) {
+	if err := tracer.Preflight(); err != nil {
+		return "", fsInfo{}, nil, err
+	}
+	dir, cleanup, err = demoDir(f)
+	if err != nil {
+		return "", fsInfo{}, nil, err
+	}
+	if fs, err = demoOnDisk(dir); err != nil {
+		cleanup()
+		return "", fsInfo{}, nil, err
+	}
+	return dir, fs, cleanup, nil
+}
+
 func demoOnDisk(dir string) (fsInfo, error) {
 	fs := describeFS(dir)
 	if !fs.blockDevice {
