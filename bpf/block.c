@@ -151,12 +151,9 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	bpf_loop(MAX_WALK_STEPS, folio_step, NULL, 0);
 	if (w->i < w->vcnt || w->pg < w->bv_pages)
 		count_event(CNT_BVEC_TRUNC);
-	if (ev->nr_match == 0 && ev->part == 0) {
-		scratch_done(&wb_scratch);
+	if (ev->nr_match == 0 && ev->part == 0)
 		return;
-	}
 	emit(ev, sizeof(*ev));
-	scratch_done(&wb_scratch);
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = ev->ts, .pid = pid, .tid = tid,
 		.flags = OWN_WRITEBACK,
@@ -282,10 +279,8 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
-	if (ev->nr_own == 0) {
-		scratch_done(&rq_scratch);
+	if (ev->nr_own == 0)
 		return 0;
-	}
 	ev->type = EV_RQ_ISSUE;
 	ev->rq = (__u64)rq;
 	ev->ts = bpf_ktime_get_ns();
@@ -299,7 +294,6 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
 		count_event(CNT_INFLIGHT_FULL);
 	emit(ev, sizeof(*ev));
-	scratch_done(&rq_scratch);
 	return 0;
 }
 

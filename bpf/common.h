@@ -376,7 +376,9 @@ struct {
 /* Scratch space for events too large for the BPF stack, one entry per
  * running task (tid). Not per-CPU: tracing programs run with migration
  * disabled but stay preemptible, so two tasks on one CPU could interleave
- * in a per-CPU buffer (a long bio walk is easily preempted). */
+ * in a per-CPU buffer (a long bio walk is easily preempted). LRU: an entry
+ * stays with its task (one lookup per use instead of create + delete on
+ * every request) and tasks gone quiet are evicted. */
 struct wb_work {
 	struct wb_bio_ev ev;
 	/* walk state: kept in the map, not in bpf_loop's stack context, because
@@ -392,14 +394,14 @@ struct wb_work {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tid */
 	__type(value, struct wb_work);
 } wb_scratch SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tid */
 	__type(value, struct rq_issue_ev);
@@ -419,11 +421,6 @@ static __always_inline void *scratch(void *map, const void *zero)
 	return bpf_map_lookup_elem(map, &tid);
 }
 
-static __always_inline void scratch_done(void *map)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_delete_elem(map, &tid);
-}
 
 /* Traced fsync-family calls in flight, by the kernel dev_t of their file's
  * filesystem: jbd2 bios queued for that device meanwhile are the journal

@@ -76,23 +76,30 @@ int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 
 /* ra_order carries the window the sync/async entry above was sized to. It
  * also fires on its own (e.g. from the mmap fault path): then kind is unknown. */
-SEC("tracepoint/readahead/page_cache_ra_order")
-int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
+/* ra_sized records the window page_cache_ra_order sized: it completes the
+ * sync/async decision just pushed, or stands alone (e.g. the fault path). */
+static __always_inline void ra_sized(__u64 index, __u64 start, __u32 size, __u32 async_size)
 {
 	struct op *op = current_op();
 	if (!op)
-		return 0;
+		return;
 	__u32 n = op->nr_ra;
 	struct ra_decision *r = NULL;
 	if (n > 0 && n <= MAX_RA && op->ra[n - 1].size == 0)
 		r = &op->ra[n - 1];
 	else
-		r = ra_push(op, RA_ORDER, ctx->index, 0);
+		r = ra_push(op, RA_ORDER, index, 0);
 	if (!r)
-		return 0;
-	r->start = ctx->index;
-	r->size = ctx->size;
-	r->async_size = ctx->async_size;
+		return;
+	r->start = start;
+	r->size = size;
+	r->async_size = async_size;
+}
+
+SEC("tracepoint/readahead/page_cache_ra_order")
+int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
+{
+	ra_sized(ctx->index, ctx->index, ctx->size, ctx->async_size);
 	return 0;
 }
 
@@ -119,19 +126,6 @@ int BPF_PROG(btf_page_cache_async_ra, struct inode *inode, unsigned long index, 
 SEC("tp_btf/page_cache_ra_order")
 int BPF_PROG(btf_page_cache_ra_order, struct inode *inode, unsigned long index, struct file_ra_state *ra)
 {
-	struct op *op = current_op();
-	if (!op)
-		return 0;
-	__u32 n = op->nr_ra;
-	struct ra_decision *r = NULL;
-	if (n > 0 && n <= MAX_RA && op->ra[n - 1].size == 0)
-		r = &op->ra[n - 1];
-	else
-		r = ra_push(op, RA_ORDER, index, 0);
-	if (!r)
-		return 0;
-	r->start = BPF_CORE_READ(ra, start);
-	r->size = BPF_CORE_READ(ra, size);
-	r->async_size = BPF_CORE_READ(ra, async_size);
+	ra_sized(index, BPF_CORE_READ(ra, start), BPF_CORE_READ(ra, size), BPF_CORE_READ(ra, async_size));
 	return 0;
 }
