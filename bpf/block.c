@@ -293,7 +293,11 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	__u64 rqk = (__u64)rq;
 	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
 		count_event(CNT_INFLIGHT_FULL);
-	emit(ev, sizeof(*ev));
+	/* Cut after the last owned bio: usually one entry of MAX_ISSUE_OWN. */
+	__u32 n = ev->nr_own;
+	if (n > MAX_ISSUE_OWN)
+		n = MAX_ISSUE_OWN;
+	emit(ev, offsetof(struct rq_issue_ev, own) + n * sizeof(struct issue_own));
 	return 0;
 }
 

@@ -94,6 +94,18 @@ const (
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 )
 
+type IopathIssueOwn struct {
+	_       structs.HostLayout
+	OpId    uint64
+	Bio     uint64
+	Sector  uint64
+	QueueNs uint64
+	Bytes   uint32
+	Pid     uint32
+	Tid     uint32
+	Flags   uint32
+}
+
 type IopathOp struct {
 	_                 structs.HostLayout
 	Type              uint32
@@ -123,7 +135,7 @@ type IopathOp struct {
 	_                 [4]byte
 	OutIno            uint64
 	OutDev            uint32
-	Pad1              uint32
+	Touched           uint32
 	BiosQueued        uint32
 	BioBytes          uint32
 	Lookups           uint32
@@ -145,6 +157,10 @@ type IopathOp struct {
 	C_magic           uint64
 	C_dev             uint32
 	C_mode            uint32
+	C_pathInode       uint64
+	C_pathIno         uint64
+	PathCached        uint32
+	PathReuse         uint32
 	AggIno            uint64
 	AggDev            uint32
 	AggWrite          uint32
@@ -220,17 +236,7 @@ type IopathRqIssueEv struct {
 	NrOwn     uint32
 	IssuerTid uint32
 	Pad       uint32
-	Own       [32]struct {
-		_       structs.HostLayout
-		OpId    uint64
-		Bio     uint64
-		Sector  uint64
-		QueueNs uint64
-		Bytes   uint32
-		Pid     uint32
-		Tid     uint32
-		Flags   uint32
-	}
+	Own       [32]IopathIssueOwn
 }
 
 type IopathStatKey struct {
@@ -329,12 +335,14 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
+	IopathMapFreeSlots                    = "free_slots"
 	IopathMapHitStats                     = "hit_stats"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
+	IopathMapTidSlot                      = "tid_slot"
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfPageCacheAdd             = "btf_page_cache_add"
@@ -361,6 +369,7 @@ const (
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
+	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathProgRawSysExit                  = "raw_sys_exit"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
@@ -398,11 +407,14 @@ const (
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
+	IopathVarExpSmall                     = "exp_small"
 	IopathVarFilterComm                   = "filter_comm"
+	IopathVarNextSlot                     = "next_slot"
 	IopathVarRawSysMask                   = "raw_sys_mask"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
+	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
 	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
 	IopathVarUnusedCounter                = "unused_counter"
@@ -481,6 +493,7 @@ type IopathProgramSpecs struct {
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
+	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
@@ -526,12 +539,14 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
+	TidSlot     *ebpf.MapSpec `ebpf:"tid_slot"`
 	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -541,11 +556,14 @@ type IopathMapSpecs struct {
 type IopathVariableSpecs struct {
 	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
+	ExpSmall          *ebpf.VariableSpec `ebpf:"exp_small"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
 	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen        *ebpf.VariableSpec `ebpf:"targets_gen"`
 	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
 	UnusedBioSplitEv  *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
 	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
@@ -581,12 +599,14 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
+	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
+	TidSlot     *ebpf.Map `ebpf:"tid_slot"`
 	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -596,12 +616,14 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FreeSlots,
 		m.HitStats,
 		m.Inflight,
 		m.RqScratch,
 		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
+		m.TidSlot,
 		m.WbScratch,
 	)
 }
@@ -612,11 +634,14 @@ func (m *IopathMaps) Close() error {
 type IopathVariables struct {
 	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
+	ExpSmall          *ebpf.Variable `ebpf:"exp_small"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
 	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen        *ebpf.Variable `ebpf:"targets_gen"`
 	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
 	UnusedBioSplitEv  *ebpf.Variable `ebpf:"unused_bio_split_ev"`
 	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
@@ -657,6 +682,7 @@ type IopathPrograms struct {
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
+	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
@@ -721,6 +747,7 @@ func (p *IopathPrograms) Close() error {
 		p.KretprobeVfsRead,
 		p.KretprobeVfsWrite,
 		p.RawSysEnter,
+		p.RawSysEnterProbe,
 		p.RawSysExit,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,

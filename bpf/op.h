@@ -43,51 +43,107 @@ static __always_inline bool is_write_sys(__u32 sys)
 	return (sys >= SYS_WRITE && sys <= SYS_PWRITEV2) || sys == SYS_VFS_WRITE;
 }
 
-/* op_begin starts a call for the current task if it is traced and the file is
- * a regular file or block device (or the call is sync/syncfs). offset < 0
- * means "the file position" (read/write, or preadv2 with -1). */
-static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 fd, __s64 offset, __u64 count)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	if (!is_traced(tgid))
-		return NULL;
+/* How op_begin reads a struct file: FILE_BTF for a BTF pointer (an fentry
+ * argument, or a pointer given a type by bpf_rdonly_cast), read with direct
+ * loads; FILE_PROBE for a plain address (kprobe argument, classic
+ * tracepoint), read with bpf_probe_read_kernel, one helper call per field.
+ * Passed as a constant so each program gets only its own variant. */
+#define FILE_PROBE 0
+#define FILE_BTF 1
 
-	if (!file && sys != SYS_SYNC)
+/* bpf_rdonly_cast (kernel 6.2+) turns an address into a read-only typed
+ * pointer, so struct file fields are plain loads (faults read as 0).
+ * Weak: programs using it are loaded only where the kernel has it. */
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
+
+/* op_slot returns the current thread's call state, creating it if the
+ * thread belongs to a traced process; NULL if not traced. The answer
+ * "untraced" is remembered in tid_slot until userspace adds a pid (except
+ * under --comm: a thread's comm changes at exec). */
+static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
+{
+	__u64 *w = slot_word(tid);
+	if (!w)
 		return NULL;
-	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
-	if (!op) {
-		static const struct op zero = {};
-		bpf_map_update_elem(&task_ops, &tid, &zero, BPF_NOEXIST);
-		op = bpf_map_lookup_elem(&task_ops, &tid);
-		if (!op) {
+	__u32 slot = slot_field(*w, tid);
+	if (slot && slot <= MAX_SLOTS)
+		return bpf_map_lookup_elem(&task_ops, &slot);
+	__u32 untraced = SLOT_UNTRACED | (targets_gen & SLOT_GEN_MASK);
+	if (slot == untraced)
+		return NULL;
+	if (!is_traced(tgid)) {
+		if (!filter_comm)
+			slot_set(w, tid, slot, untraced);
+		return NULL;
+	}
+	__u32 fresh = 0;
+	if (bpf_map_pop_elem(&free_slots, &fresh)) {
+		fresh = __sync_fetch_and_add(&next_slot, 1) + 1;
+		if (fresh > MAX_SLOTS) {
 			count_event(CNT_TASK_OPS_FULL);
 			return NULL;
 		}
 	}
+	static const struct op zero = {};
+	if (bpf_map_update_elem(&task_ops, &fresh, &zero, BPF_ANY))
+		return NULL;
+	slot_set(w, tid, slot, fresh);
+	return bpf_map_lookup_elem(&task_ops, &fresh);
+}
+
+/* op_begin starts a call for the current task if it is traced and the file is
+ * a regular file or block device (or the call is sync/syncfs). offset < 0
+ * means "the file position" (read/write, or preadv2 with -1). access is
+ * FILE_BTF or FILE_PROBE (how file may be read). Only the call's identity is
+ * written here; its counters are zeroed by the first hook that records
+ * (op_touch). */
+static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct file *file, __s64 fd,
+					      __s64 offset, __u64 count, const int access)
+{
+	if (!file && sys != SYS_SYNC)
+		return NULL;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u64 ino = 0, magic = 0;
 	__u32 dev = 0, f_flags = 0;
 	if (file) {
 		/* The inode's identity is cached per thread (inode pointer plus
 		 * i_ino, so a recycled struct inode is not mistaken): repeated
-		 * calls on one file cost 4 reads instead of 9. */
-		struct inode *inode = BPF_CORE_READ(file, f_inode);
-		ino = BPF_CORE_READ(inode, i_ino);
+		 * calls on one file read 4 fields instead of 9. */
+		struct inode *inode;
+		if (access == FILE_BTF) {
+			inode = file->f_inode;
+			ino = inode->i_ino;
+		} else {
+			inode = BPF_CORE_READ(file, f_inode);
+			ino = BPF_CORE_READ(inode, i_ino);
+		}
 		if ((__u64)inode != op->c_inode || ino != op->c_ino) {
-			umode_t mode = BPF_CORE_READ(inode, i_mode);
 			op->c_inode = (__u64)inode;
 			op->c_ino = ino;
-			op->c_dev = BPF_CORE_READ(inode, i_sb, s_dev);
-			op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
-			op->c_mode = mode;
+			if (access == FILE_BTF) {
+				op->c_mode = inode->i_mode;
+				op->c_dev = inode->i_sb->s_dev;
+				op->c_magic = inode->i_sb->s_magic;
+			} else {
+				op->c_mode = BPF_CORE_READ(inode, i_mode);
+				op->c_dev = BPF_CORE_READ(inode, i_sb, s_dev);
+				op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
+			}
 		}
 		if ((op->c_mode & S_IFMT) != S_IFREG && (op->c_mode & S_IFMT) != S_IFBLK)
 			return NULL;
 		dev = op->c_dev;
 		magic = op->c_magic;
-		f_flags = BPF_CORE_READ(file, f_flags);
-		if (offset < 0)
-			offset = BPF_CORE_READ(file, f_pos);
+		if (access == FILE_BTF) {
+			f_flags = file->f_flags;
+			if (offset < 0)
+				offset = file->f_pos;
+		} else {
+			f_flags = BPF_CORE_READ(file, f_flags);
+			if (offset < 0)
+				offset = BPF_CORE_READ(file, f_pos);
+		}
 	}
 	op->type = EV_OP;
 	op->sys = sys;
@@ -96,43 +152,34 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	op->seq++;
 	op->op_id = ((__u64)tid << 32) | op->seq;
 	op->start_ns = bpf_ktime_get_ns();
-	op->end_ns = 0;
-	op->ret = 0;
 	op->fd = fd;
 	op->offset = offset < 0 ? 0 : offset;
 	op->count = count;
 	op->ino = ino;
 	op->dev = dev;
 	op->f_flags = f_flags;
-	op->blocked_ns = 0;
-	op->sleep_start = 0;
-	op->throttle_ns = 0;
-	op->throttle_pauses = 0;
-	op->dirtied_pages = 0;
-	op->other_dirtied = 0;
-	op->pages_added = 0;
-	op->pages_in_range = 0;
-	op->path_trunc = 0;
-	op->out_ino = 0;
-	op->out_dev = 0;
-	op->bios_queued = 0;
-	op->bio_bytes = 0;
-	op->lookups = 0;
-	op->nr_ranges = 0;
-	op->ranges_lost = 0;
-	op->nr_ra = 0;
-	op->path_depth = 0;
-	op->path_done = 0;
 	op->file = (__u64)file;
-	op->bdp_start = 0;
-	op->max_pause_ns = 0;
 	op->fs_magic = magic;
+	op->touched = 0;
 	op->active = 1;
 	if (is_sync_sys(sys) && dev) {
 		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
 		__sync_fetch_and_add(&syncs_active, 1);
 	}
 	return op;
+}
+
+/* op_begin: op_begin_in for the current thread, if traced. */
+static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 fd, __s64 offset, __u64 count,
+					   const int access)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!file && sys != SYS_SYNC)
+		return NULL;
+	struct op *op = op_slot((__u32)id, id >> 32);
+	if (!op)
+		return NULL;
+	return op_begin_in(op, sys, file, fd, offset, count, access);
 }
 
 /* fill_path records the file's dentry names, deepest first, crossing mounts
@@ -176,18 +223,25 @@ static __always_inline void fill_path(struct op *op)
 	op->path_depth = j;
 }
 
+#define PATH_RESEND 256
+
 #define TMPFS_MAGIC 0x01021994
 #define RAMFS_MAGIC 0x858458f6
 
-static __always_inline bool interesting(struct op *op)
+/* interesting_untouched: what streams a call whose counters are all zero. */
+static __always_inline bool interesting_untouched(struct op *op)
 {
 	/* A write to tmpfs/ramfs is streamed so the user learns it will never
 	 * be written back (no dirty-page event fires for shmem). */
 	if (is_write_sys(op->sys) && op->ret > 0 && (op->fs_magic == TMPFS_MAGIC || op->fs_magic == RAMFS_MAGIC))
 		return true;
-	return emit_all || op->pages_added || op->bios_queued || op->blocked_ns ||
-	       op->throttle_ns || op->throttle_pauses || op->dirtied_pages || op->ret < 0 ||
-	       is_sync_sys(op->sys);
+	return emit_all || op->ret < 0 || is_sync_sys(op->sys);
+}
+
+static __always_inline bool interesting(struct op *op)
+{
+	return interesting_untouched(op) || op->pages_added || op->bios_queued || op->blocked_ns ||
+	       op->throttle_ns || op->throttle_pauses || op->dirtied_pages;
 }
 
 #define O_DIRECT_FLAG 040000
@@ -222,26 +276,66 @@ static __always_inline void flush_hits(struct op *op)
 	op->agg_pages = 0;
 }
 
+/* op_release gives tid's slot back at thread exit, after folding its
+ * summed hits into hit_stats. */
+static __always_inline void op_release(__u32 tid)
+{
+	__u64 *w = slot_word(tid);
+	if (!w)
+		return;
+	__u32 slot = slot_field(*w, tid);
+	if (!slot)
+		return;
+	slot_set(w, tid, slot, 0);
+	if (slot > MAX_SLOTS)
+		return;
+	struct op *op = bpf_map_lookup_elem(&task_ops, &slot);
+	if (op && op->agg_calls)
+		flush_hits(op);
+	if (op)
+		op->active = 0;
+	bpf_map_push_elem(&free_slots, &slot, 0);
+}
+
 /* op_end closes the current call: stream it if it touched the disk, waited,
- * dirtied pages or failed; otherwise fold it into hit_stats. */
+ * dirtied pages or failed; otherwise fold it into the thread's hit sums. */
 static __always_inline void op_end(__s64 ret)
 {
-	struct op *op = current_op();
-	if (!op)
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->active)
 		return;
 	op->active = 0;
 	op->ret = ret;
-	op->end_ns = bpf_ktime_get_ns();
 	if (is_sync_sys(op->sys) && op->dev) {
 		__u64 *w = bpf_map_lookup_elem(&sync_waiters, &op->dev);
 		if (w && *w == op->op_id)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);
 		__sync_fetch_and_add(&syncs_active, -1);
 	}
-	if (interesting(op)) {
+	/* An untouched call saw no page-cache, block, sched or writeback
+	 * event: only its result can make it interesting. */
+	if (op->touched ? interesting(op) : interesting_untouched(op)) {
+		op_touch(op);
+		op->end_ns = bpf_ktime_get_ns();
 		bpf_get_current_comm(op->comm, sizeof(op->comm));
-		fill_path(op);
-		emit(op, sizeof(*op));
+		/* The dentry walk costs ~25 helper calls: a thread's records on
+		 * the file of its previous record omit the path (userspace
+		 * reuses it), resent every PATH_RESEND records in case the file
+		 * was renamed. The record is cut after its last path name. */
+		op->path_cached = 0;
+		if (op->file && op->c_path_inode == op->c_inode && op->c_path_ino == op->ino &&
+		    ++op->path_reuse < PATH_RESEND) {
+			op->path_cached = 1;
+		} else {
+			fill_path(op);
+			op->c_path_inode = op->c_inode;
+			op->c_path_ino = op->ino;
+			op->path_reuse = 0;
+		}
+		__u32 depth = op->path_depth;
+		if (depth > PATH_PARTS)
+			depth = PATH_PARTS;
+		emit(op, offsetof(struct op, path) + depth * PART_LEN);
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);

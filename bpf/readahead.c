@@ -59,18 +59,30 @@ int BPF_PROG(fexit_page_cache_async_ra, struct readahead_control *ractl, struct 
 SEC("tracepoint/readahead/page_cache_sync_ra")
 int tp_page_cache_sync_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 {
+	/* Loaded before current_op, so that clang cannot fold the context
+	 * offset into a pointer (the verifier rejects a modified ctx pointer). */
+	__u64 index = ctx->index;
+	__u32 req = ctx->req_count;
+	barrier_var(index);
+	barrier_var(req);
 	struct op *op = current_op();
 	if (op)
-		ra_push(op, RA_SYNC, ctx->index, ctx->req_count);
+		ra_push(op, RA_SYNC, index, req);
 	return 0;
 }
 
 SEC("tracepoint/readahead/page_cache_async_ra")
 int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 {
+	/* Loaded before current_op, so that clang cannot fold the context
+	 * offset into a pointer (the verifier rejects a modified ctx pointer). */
+	__u64 index = ctx->index;
+	__u32 req = ctx->req_count;
+	barrier_var(index);
+	barrier_var(req);
 	struct op *op = current_op();
 	if (op)
-		ra_push(op, RA_ASYNC, ctx->index, ctx->req_count);
+		ra_push(op, RA_ASYNC, index, req);
 	return 0;
 }
 

@@ -13,13 +13,13 @@
 SEC("tp_btf/sched_switch")
 int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 ptid = prev->pid;
-	struct op *op = bpf_map_lookup_elem(&task_ops, &ptid);
-	if (op && op->active && BPF_CORE_READ_BITFIELD(prev, in_iowait))
+	struct op *op = op_of(prev->pid);
+	if (op && op->active && BPF_CORE_READ_BITFIELD(prev, in_iowait)) {
+		op_touch(op);
 		op->sleep_start = bpf_ktime_get_ns();
-	__u32 ntid = next->pid;
-	op = bpf_map_lookup_elem(&task_ops, &ntid);
-	if (op && op->active && op->sleep_start) {
+	}
+	op = op_of(next->pid);
+	if (op && op->active && op->touched && op->sleep_start) {
 		__u64 slept = bpf_ktime_get_ns() - op->sleep_start;
 		op->blocked_ns += slept;
 		op->sleep_start = 0;
@@ -48,10 +48,6 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
-	__u32 tid = task->pid;
-	struct op *op = bpf_map_lookup_elem(&task_ops, &tid);
-	if (op && op->agg_calls)
-		flush_hits(op);
-	bpf_map_delete_elem(&task_ops, &tid);
+	op_release(task->pid);
 	return 0;
 }

@@ -51,62 +51,96 @@ static __always_inline __s64 user_off(const void *p)
 	return off;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+/* sys_file: the struct file of fd, typed for direct loads with FILE_BTF.
+ * The fd table slot itself is read as the first member of a struct kiocb
+ * cast onto it (ki_filp is a struct file *, at offset 0 in every version;
+ * CO-RE checks the offset): a plain load instead of a bpf_probe_read_kernel
+ * call. */
+static __always_inline struct file *sys_file(long fd, const int access)
+{
+	if (access != FILE_BTF)
+		return fd_file(fd);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct files_struct *files = task->files;
+	if (!files || fd < 0)
+		return NULL;
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || (unsigned long)fd >= fdt->max_fds)
+		return NULL;
+	void *slot = (void *)&fdt->fd[fd] - bpf_core_field_offset(struct kiocb, ki_filp);
+	struct kiocb *k = bpf_rdonly_cast(slot, bpf_core_type_id_kernel(struct kiocb));
+	return k->ki_filp;
+}
+
+static __always_inline int sys_enter(struct pt_regs *regs, long id, const int access)
 {
 	__u32 sys = sys_from_nr(id);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
 	/* Untraced processes stop here, before any fd lookup. */
-	if (!is_traced(bpf_get_current_pid_tgid() >> 32))
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct op *op = op_slot((__u32)pid_tgid, pid_tgid >> 32);
+	if (!op)
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls. */
 	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10, a4 = regs->r8;
-	int fd = a0;
 	switch (sys) {
 	case SYS_READ:
 	case SYS_WRITE:
-		op_begin(sys, fd_file(fd), fd, -1, a2);
+		op_begin_in(op, sys, sys_file(a0, access), a0, -1, a2, access);
 		break;
 	case SYS_PREAD64:
 	case SYS_PWRITE64:
-		op_begin(sys, fd_file(fd), fd, a3, a2);
+		op_begin_in(op, sys, sys_file(a0, access), a0, a3, a2, access);
 		break;
 	case SYS_READV:
 	case SYS_WRITEV:
-		op_begin(sys, fd_file(fd), fd, -1, iov_total((void *)a1, a2));
+		op_begin_in(op, sys, sys_file(a0, access), a0, -1, iov_total((void *)a1, a2), access);
 		break;
 	case SYS_PREADV:
 	case SYS_PWRITEV:
 	case SYS_PREADV2:
 	case SYS_PWRITEV2:
-		op_begin(sys, fd_file(fd), fd, a3, iov_total((void *)a1, a2));
+		op_begin_in(op, sys, sys_file(a0, access), a0, a3, iov_total((void *)a1, a2), access);
 		break;
 	case SYS_FSYNC:
 	case SYS_FDATASYNC:
 	case SYS_SYNCFS:
-		op_begin(sys, fd_file(fd), fd, 0, 0);
+		op_begin_in(op, sys, sys_file(a0, access), a0, 0, 0, access);
 		break;
 	case SYS_SYNC_FILE_RANGE:
-		op_begin(sys, fd_file(fd), fd, a1, a2);
+		op_begin_in(op, sys, sys_file(a0, access), a0, a1, a2, access);
 		break;
 	case SYS_SYNC:
-		op_begin(sys, NULL, -1, 0, 0);
+		op_begin_in(op, sys, NULL, -1, 0, 0, access);
 		break;
 	case SYS_SENDFILE: /* (out_fd, in_fd, loff_t *offset, count) */
-		op_begin(sys, fd_file(a1), a1, user_off((void *)a2), a3);
+		op_begin_in(op, sys, sys_file(a1, access), a1, user_off((void *)a2), a3, access);
 		break;
 	case SYS_COPY_FILE_RANGE: /* (fd_in, loff_t *off_in, fd_out, loff_t *off_out, len, flags) */
-		op_begin(sys, fd_file(fd), fd, user_off((void *)a1), a4);
+		op_begin_in(op, sys, sys_file(a0, access), a0, user_off((void *)a1), a4, access);
 		break;
-	case SYS_SPLICE: { /* (fd_in, off_in*, fd_out, off_out*, len, flags): one side is a pipe */
-		struct op *op = op_begin(sys, fd_file(fd), fd, user_off((void *)a1), a4);
-		if (!op)
-			op_begin(sys, fd_file(a2), a2, user_off((void *)a3), a4);
+	case SYS_SPLICE: /* (fd_in, off_in*, fd_out, off_out*, len, flags): one side is a pipe */
+		if (!op_begin_in(op, sys, sys_file(a0, access), a0, user_off((void *)a1), a4, access))
+			op_begin_in(op, sys, sys_file(a2, access), a2, user_off((void *)a3), a4, access);
 		break;
-	}
 	}
 	return 0;
+}
+
+/* Two builds of one program; the loader keeps raw_sys_enter where the
+ * kernel has bpf_rdonly_cast (6.2+) and renames raw_sys_enter_probe to it
+ * elsewhere. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+	return sys_enter(regs, id, FILE_BTF);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(raw_sys_enter_probe, struct pt_regs *regs, long id)
+{
+	return sys_enter(regs, id, FILE_PROBE);
 }
 
 SEC("tp_btf/sys_exit")

@@ -50,6 +50,7 @@ type Engine struct {
 	lastTs       uint64
 	firstTs      uint64
 	counters     EngineCounters
+	dec          recordDecoder // Dispatch's state: short records, omitted paths
 }
 
 // EngineCounters are the engine's own losses and oddities.
