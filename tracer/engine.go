@@ -35,6 +35,13 @@ type Engine struct {
 	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
 	// hold a request for seconds under load).
 	HoldNs uint64
+	// MaxPending bounds the calls held waiting for their record or their
+	// bios (entries; default, and when ≤ 0, 131072: twice the kernel's
+	// bio_owners map, so only lost events fill it). When full, the oldest eighth is evicted:
+	// calls with a record are released with the bios seen so far, bios
+	// whose call never arrived are dropped; both are counted in
+	// EngineCounters.EvictedCalls (summary: map_evictions.pending_calls).
+	MaxPending int
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
@@ -67,8 +74,10 @@ type Engine struct {
 // Bounds of the engine's caches and free lists (entries). A full cache is
 // cleared, not evicted: a miss costs one allocation, never a wrong string.
 const (
-	maxCached = 4096
-	maxFree   = 1024
+	maxCached  = 4096
+	maxFree    = 1024
+	defPending = 1 << 17
+	evictShare = 8 // a full pending map evicts its oldest 1/evictShare
 )
 
 // EngineCounters are the engine's own losses and oddities.
@@ -77,6 +86,7 @@ type EngineCounters struct {
 	IncompleteBios   uint64 // bios released without a completion
 	Requeues         uint64
 	OrphanCompletes  uint64 // completions of requests never seen issued
+	EvictedCalls     uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
@@ -139,7 +149,7 @@ type workerState struct {
 // NewEngine returns an engine writing records to out.
 func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
-		K: k, Out: out, HoldNs: 10e9,
+		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
 		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
@@ -224,8 +234,15 @@ func (e *Engine) op(id uint64, ts uint64) *pendingOp {
 	return p
 }
 
-// newOp adds a pending call.
+// newOp adds a pending call, making room first if the map is full.
 func (e *Engine) newOp(id uint64, ts uint64) *pendingOp {
+	limit := e.MaxPending
+	if limit <= 0 {
+		limit = defPending
+	}
+	if len(e.ops) >= limit {
+		e.evictPending()
+	}
 	var p *pendingOp
 	if n := len(e.freeOps); n > 0 {
 		p, e.freeOps = e.freeOps[n-1], e.freeOps[:n-1]
@@ -247,6 +264,29 @@ func (e *Engine) putOp(p *pendingOp) {
 	*p = pendingOp{bios: p.bios[:0]}
 	if len(e.freeOps) < maxFree {
 		e.freeOps = append(e.freeOps, p)
+	}
+}
+
+// evictPending makes room in a full pending map by evicting its oldest
+// calls (by first event): a scan and sort per MaxPending/evictShare
+// insertions. Calls with a record are released with what they have; bios
+// whose call never arrived (its EV_OP lost) are dropped.
+func (e *Engine) evictPending() {
+	type age struct{ ts, id uint64 }
+	ages := make([]age, 0, len(e.ops))
+	for id, p := range e.ops {
+		ages = append(ages, age{p.firstTs, id})
+	}
+	slices.SortFunc(ages, func(a, b age) int { return cmp.Compare(a.ts, b.ts) })
+	for _, a := range ages[:len(ages)/evictShare+1] {
+		p := e.ops[a.id]
+		e.counters.EvictedCalls++
+		if p.rec != nil {
+			e.release(a.id, p)
+			continue
+		}
+		delete(e.ops, a.id)
+		e.putOp(p)
 	}
 }
 
@@ -855,6 +895,7 @@ func (e *Engine) Summary() *Summary {
 		}
 		return s.Files[i].Ino < s.Files[j].Ino
 	})
+	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()

@@ -419,3 +419,39 @@ func TestNoBioCallKeepsEarlierBios(t *testing.T) {
 		t.Errorf("%d calls left pending", len(s.e.ops))
 	}
 }
+
+// Bios whose call record never arrives (lost EV_OP) must not pile up: the
+// pending map is bounded, and what it evicts is counted in the summary.
+// An evicted call that has its record is released with what it has.
+func TestPendingCallsBounded(t *testing.T) {
+	s := newStream(t)
+	s.e.MaxPending = 8
+	waiting := uint64(12)<<32 | 1
+	s.e.HandleIssue(issueEv(0x100, 50, flRead, own{op: waiting, bio: 0xb0, bytes: 4096, queue: 45}))
+	o := opEv(waiting, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 40, 60)
+	o.BiosQueued = 1
+	s.e.HandleOp(o) // held for its bio's completion
+	for i := uint64(1); i <= 20; i++ {
+		s.e.HandleIssue(issueEv(0x100+i, 100+i, flRead, own{op: uint64(13)<<32 | i, bio: 0xc0 + i, bytes: 4096, queue: 90 + i}))
+	}
+	if len(s.e.ops) > 8 {
+		t.Fatalf("%d calls pending, bound 8", len(s.e.ops))
+	}
+	ev := s.e.Counters().EvictedCalls
+	if ev != 21-uint64(len(s.e.ops)) {
+		t.Errorf("evicted %d, but %d of 21 calls are gone", ev, 21-len(s.e.ops))
+	}
+	c := s.syscalls()
+	if len(c) != 1 || c[0].OpID != waiting || len(c[0].Bios) != 1 || c[0].Bios[0].CompleteNs != 0 {
+		t.Fatalf("the oldest call was not released with its bio: %+v", c)
+	}
+	if got := s.e.Summary().MapEvictions["pending_calls"]; got != ev {
+		t.Errorf("summary map_evictions.pending_calls = %d, want %d", got, ev)
+	}
+	// Completions of evicted calls' requests are harmless.
+	s.e.HandleComplete(doneEv(0x100, 300, 0))
+	s.e.HandleComplete(doneEv(0x101, 301, 0))
+	if len(s.syscalls()) != 1 {
+		t.Errorf("a completion re-released an evicted call")
+	}
+}
