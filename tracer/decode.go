@@ -133,7 +133,15 @@ const pathBufLen = 4 + 8*48 + 3
 // Strings repeated across calls (comm, dev, path) come from the engine's
 // caches; the path also updates the engine's per-file path memory.
 func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
-	rec := &Syscall{
+	var rec *Syscall
+	var blk *recordBlock
+	if o.NrRanges > 0 || o.NrRa > 0 || o.BiosQueued > 0 {
+		blk = &recordBlock{}
+		rec = &blk.rec
+	} else {
+		rec = new(Syscall)
+	}
+	*rec = Syscall{
 		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.intern(cBytes(o.Comm[:])),
 		Syscall: sysName(o.Sys), Fd: o.Fd, Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: FSName(o.FsMagic),
 		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
@@ -167,15 +175,23 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 	if rec.Cache.PagesRequested > 0 {
 		rec.Cache.PagesMissed = uint64(o.PagesInRange)
 	}
-	var beyond []PageRange
+	if blk != nil {
+		rec.Cache.Readahead = blk.ra[:0]
+		rec.Bios = blk.bio[:0] // completed by emit
+	}
+	var beyond uint64 // first added range reaching past the request
+	haveBeyond := false
 	for i := 0; i < n; i++ {
 		r := o.Ranges[i]
 		pr := PageRange{Index: r.Index, Pages: r.Nr}
 		switch r.Flags {
 		case rangeAdded:
+			if rec.Cache.AddedRanges == nil && blk != nil {
+				rec.Cache.AddedRanges = blk.added[:0]
+			}
 			rec.Cache.AddedRanges = append(rec.Cache.AddedRanges, pr)
-			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) {
-				beyond = append(beyond, pr)
+			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) && !haveBeyond {
+				beyond, haveBeyond = r.Index, true
 			}
 		case rangeDirtied:
 			rec.DirtiedRanges = append(rec.DirtiedRanges, pr)
@@ -222,10 +238,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 		if rec.Cache.PagesMissed > 0 {
 			kind = "sync"
 		}
-		var start uint64
-		if len(beyond) > 0 {
-			start = beyond[0].Index
-		}
+		start := beyond
 		pages := uint32(readahead)
 		if rec.Cache.PagesMissed > 0 && start > first {
 			start = first
@@ -234,6 +247,17 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: "derived"})
 	}
 	return rec
+}
+
+// recordBlock is a call's record with room for the first element of each
+// list a call that missed fills (one added range, one readahead decision,
+// one bio): one allocation instead of four for the common miss. Longer
+// lists grow out of it by append as usual.
+type recordBlock struct {
+	rec   Syscall
+	added [1]PageRange
+	ra    [1]Readahead
+	bio   [1]Bio
 }
 
 // overlap counts pages of [a0,a1] inside [b0,b1].

@@ -668,7 +668,10 @@ func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool)
 	if n := uint32(len(bios)); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
 	}
-	rec.Bios = make([]Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
+	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
+		rec.Bios = make([]Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
+	}
+	rec.Bios = rec.Bios[:0]
 	if len(bios) > 1 {
 		slices.SortStableFunc(bios, func(a, b *bioRef) int { return cmp.Compare(a.IssueNs, b.IssueNs) })
 	}
