@@ -60,10 +60,15 @@ type Engine struct {
 	firstTs      uint64
 	counters     EngineCounters
 
-	// Caches of strings every record repeats (see intern).
+	// Caches of strings every record repeats (see intern). A stream is
+	// mostly one process on one filesystem: the last comm and filesystem
+	// are checked before any map.
 	devNames  map[uint32]string
 	rwbsNames map[uint32]string
 	names     map[string]string
+	lastComm  string
+	lastMagic uint64
+	lastFS    string // FSName(lastMagic); FSName(0) is "", the zero state
 	// Free lists: a stream of calls reuses the same few pending objects
 	// instead of allocating three per call (see putOp, putRq, unref).
 	freeOps  []*pendingOp
@@ -170,6 +175,23 @@ func (e *Engine) intern(b []byte) string {
 	s := string(b)
 	e.names[s] = s
 	return s
+}
+
+// comm interns a task's comm, checking the last one first.
+func (e *Engine) comm(b []byte) string {
+	if string(b) == e.lastComm {
+		return e.lastComm
+	}
+	e.lastComm = e.intern(b)
+	return e.lastComm
+}
+
+// fsName is FSName(magic), checking the last filesystem first.
+func (e *Engine) fsName(magic uint64) string {
+	if magic != e.lastMagic {
+		e.lastMagic, e.lastFS = magic, FSName(magic)
+	}
+	return e.lastFS
 }
 
 // devName is Dev(kdev), rendered once per device.

@@ -455,3 +455,51 @@ func TestPendingCallsBounded(t *testing.T) {
 		t.Errorf("a completion re-released an evicted call")
 	}
 }
+
+// The engine caches comm, filesystem, device and path strings; a record
+// must still carry its own call's values when they change from call to call.
+func TestCachedStringsFollowChanges(t *testing.T) {
+	s := newStream(t)
+	setPath := func(o *bpf.IopathOp, name string) {
+		o.PathDepth, o.PathDone = 1, 1
+		for i := range len(name) {
+			o.Path[0][i] = int8(name[i])
+		}
+	}
+	type want struct{ comm, fs, dev, path string }
+	var wants []want
+	for i, w := range []struct {
+		comm  string
+		magic uint64
+		dev   uint32
+		path  string
+	}{
+		{"cat", 0xef53, testDev, "a"}, {"dd", 0xef53, testDev, ""}, {"cat", 0x58465342, testDev | 1, "b"},
+		{"cat", 0, testDev, "b"}, {"dd", 0x1234, testDev, ""},
+	} {
+		o := opEv(uint64(20)<<32|uint64(i+1), bpf.IopathOpSysSYS_READ, 0, 1, 1, 100, 200)
+		copy(o.Comm[:], []int8{0, 0, 0, 0})
+		for j := range len(w.comm) {
+			o.Comm[j] = int8(w.comm[j])
+		}
+		o.FsMagic, o.Dev = w.magic, w.dev
+		if w.path != "" {
+			setPath(o, w.path)
+		}
+		s.e.HandleOp(o)
+		fs := FSName(w.magic)
+		p := "/" + w.path
+		switch {
+		case i == 1: // no path recorded: the file's last one (dev/ino of call 0)
+			p = "/a"
+		case i == 4: // call 3 renamed inode 42 on testDev to b
+			p = "/b"
+		}
+		wants = append(wants, want{w.comm, fs, Dev(w.dev), p})
+	}
+	for i, c := range s.syscalls() {
+		if got := (want{c.Comm, c.FS, c.Dev, c.Path}); got != wants[i] {
+			t.Errorf("call %d: got %+v, want %+v", i, got, wants[i])
+		}
+	}
+}
