@@ -37,10 +37,11 @@ type Engine struct {
 	HoldNs uint64
 	// MaxPending bounds the calls held waiting for their record or their
 	// bios (entries; default, and when ≤ 0, 131072: twice the kernel's
-	// bio_owners map, so only lost events fill it). When full, the oldest eighth is evicted:
-	// calls with a record are released with the bios seen so far, bios
-	// whose call never arrived are dropped; both are counted in
-	// EngineCounters.EvictedCalls (summary: map_evictions.pending_calls).
+	// bio_owners map, so only lost events fill it). When full, the oldest
+	// eighth is evicted: calls with a record are released with the bios
+	// seen so far, bios whose call never arrived are dropped; both are
+	// counted in EngineCounters.EvictedCalls (summary:
+	// map_evictions.pending_calls).
 	MaxPending int
 
 	ops      map[uint64]*pendingOp
