@@ -1,8 +1,9 @@
 package tracer
 
 import (
+	"bytes"
 	"fmt"
-	"strings"
+	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
 	"golang.org/x/sys/unix"
@@ -30,6 +31,23 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
 }
 
+// sysNameTab is sysNames as an array: a call's name is an index, not a map
+// lookup, on the per-event path.
+var sysNameTab = func() (t [32]string) {
+	for nr, name := range sysNames {
+		t[nr%32] = name
+	}
+	return t
+}()
+
+// sysName names a call (bpf enum op_sys); "" for an unknown number.
+func sysName(s uint32) string {
+	if s < uint32(len(sysNameTab)) {
+		return sysNameTab[s]
+	}
+	return ""
+}
+
 func isWriteSys(s uint32) bool {
 	return (s >= uint32(bpf.IopathOpSysSYS_WRITE) && s <= uint32(bpf.IopathOpSysSYS_PWRITEV2)) ||
 		s == uint32(bpf.IopathOpSysSYS_VFS_WRITE)
@@ -55,40 +73,54 @@ func isWriteName(n string) bool {
 	return false
 }
 
-// cString converts a NUL-terminated C char array.
-func cString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
+// cBytes views a NUL-terminated C char array in place, up to its NUL (no
+// copy: lookups in the engine's caches then cost no allocation).
+func cBytes(b []int8) []byte {
+	if len(b) == 0 {
+		return nil
 	}
-	return sb.String()
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
+	if i := bytes.IndexByte(raw, 0); i >= 0 {
+		return raw[:i]
+	}
+	return raw
+}
+
+// cString converts a NUL-terminated C char array.
+func cString(b []int8) string { return string(cBytes(b)) }
+
+// appendOpPath appends the path the kernel recorded for a call (dentry
+// names, deepest first) to dst; nothing when it recorded none. A caller
+// passing a stack buffer builds the path without allocating.
+func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
+	n := int(o.PathDepth)
+	if n == 0 {
+		return dst
+	}
+	n = min(n, len(o.Path))
+	if o.PathDone != 0 {
+		dst = append(dst, '/')
+	} else {
+		dst = append(dst, ".../"...) // the walk stopped before the root
+	}
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, cBytes(o.Path[i][:])...)
+		if i > 0 {
+			dst = append(dst, '/')
+		}
+	}
+	if o.PathTrunc != 0 {
+		dst = append(dst, "…"...) // a component was cut at PART_LEN-1 bytes
+	}
+	return dst
 }
 
 // opPath joins the dentry names the kernel recorded (deepest first).
-func opPath(o *bpf.IopathOp) string {
-	n := int(o.PathDepth)
-	if n == 0 {
-		return ""
-	}
-	if n > len(o.Path) {
-		n = len(o.Path)
-	}
-	parts := make([]string, 0, n)
-	for i := n - 1; i >= 0; i-- {
-		parts = append(parts, cString(o.Path[i][:]))
-	}
-	p := strings.Join(parts, "/")
-	if o.PathTrunc != 0 {
-		p += "…" // a component was cut at PART_LEN-1 bytes
-	}
-	if o.PathDone != 0 {
-		return "/" + p
-	}
-	return ".../" + p
-}
+func opPath(o *bpf.IopathOp) string { return string(appendOpPath(nil, o)) }
+
+// pathBufLen holds the longest path a record can carry: ".../", 8 names of
+// up to 47 bytes, their separators and "…".
+const pathBufLen = 4 + 8*48 + 3
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are
 // attached later by the engine). Page-cache arithmetic, per call:
@@ -97,10 +129,21 @@ func opPath(o *bpf.IopathOp) string {
 //   - pages_missed: requested pages the call itself inserted into the cache;
 //   - pages_hit = requested - missed (never negative);
 //   - pages_added: every page the call inserted, readahead beyond the request included.
-func syscallRecord(o *bpf.IopathOp) *Syscall {
-	rec := &Syscall{
-		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: cString(o.Comm[:]),
-		Syscall: sysNames[o.Sys], Fd: o.Fd, Path: opPath(o), Dev: Dev(o.Dev), Ino: o.Ino, FS: FSName(o.FsMagic),
+//
+// Strings repeated across calls (comm, dev, path) come from the engine's
+// caches; the path also updates the engine's per-file path memory.
+func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
+	var rec *Syscall
+	var blk *recordBlock
+	if o.NrRanges > 0 || o.NrRa > 0 || o.BiosQueued > 0 {
+		blk = &recordBlock{}
+		rec = &blk.rec
+	} else {
+		rec = new(Syscall)
+	}
+	*rec = Syscall{
+		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
+		Syscall: sysName(o.Sys), Fd: o.Fd, Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic),
 		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
 		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
 		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
@@ -132,15 +175,23 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 	if rec.Cache.PagesRequested > 0 {
 		rec.Cache.PagesMissed = uint64(o.PagesInRange)
 	}
-	var beyond []PageRange
+	if blk != nil {
+		rec.Cache.Readahead = blk.ra[:0]
+		rec.Bios = blk.bio[:0] // completed by emit
+	}
+	var beyond uint64 // first added range reaching past the request
+	haveBeyond := false
 	for i := 0; i < n; i++ {
 		r := o.Ranges[i]
 		pr := PageRange{Index: r.Index, Pages: r.Nr}
 		switch r.Flags {
 		case rangeAdded:
+			if rec.Cache.AddedRanges == nil && blk != nil {
+				rec.Cache.AddedRanges = blk.added[:0]
+			}
 			rec.Cache.AddedRanges = append(rec.Cache.AddedRanges, pr)
-			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) {
-				beyond = append(beyond, pr)
+			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) && !haveBeyond {
+				beyond, haveBeyond = r.Index, true
 			}
 		case rangeDirtied:
 			rec.DirtiedRanges = append(rec.DirtiedRanges, pr)
@@ -187,10 +238,7 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 		if rec.Cache.PagesMissed > 0 {
 			kind = "sync"
 		}
-		var start uint64
-		if len(beyond) > 0 {
-			start = beyond[0].Index
-		}
+		start := beyond
 		pages := uint32(readahead)
 		if rec.Cache.PagesMissed > 0 && start > first {
 			start = first
@@ -199,6 +247,17 @@ func syscallRecord(o *bpf.IopathOp) *Syscall {
 		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: "derived"})
 	}
 	return rec
+}
+
+// recordBlock is a call's record with room for the first element of each
+// list a call that missed fills (one added range, one readahead decision,
+// one bio): one allocation instead of four for the common miss. Longer
+// lists grow out of it by append as usual.
+type recordBlock struct {
+	rec   Syscall
+	added [1]PageRange
+	ra    [1]Readahead
+	bio   [1]Bio
 }
 
 // overlap counts pages of [a0,a1] inside [b0,b1].

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -33,6 +35,14 @@ type Engine struct {
 	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
 	// hold a request for seconds under load).
 	HoldNs uint64
+	// MaxPending bounds the calls held waiting for their record or their
+	// bios (entries; default, and when ≤ 0, 131072: twice the kernel's
+	// bio_owners map, so only lost events fill it). When full, the oldest
+	// eighth is evicted: calls with a record are released with the bios
+	// seen so far, bios whose call never arrived are dropped; both are
+	// counted in EngineCounters.EvictedCalls (summary:
+	// map_evictions.pending_calls).
+	MaxPending int
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
@@ -51,7 +61,31 @@ type Engine struct {
 	firstTs      uint64
 	counters     EngineCounters
 	dec          recordDecoder // Dispatch's state: short records, omitted paths
+
+	// Caches of strings every record repeats (see intern). A stream is
+	// mostly one process on one filesystem: the last comm and filesystem
+	// are checked before any map.
+	devNames  map[uint32]string
+	rwbsNames map[uint32]string
+	names     map[string]string
+	lastComm  string
+	lastMagic uint64
+	lastFS    string // FSName(lastMagic); FSName(0) is "", the zero state
+	// Free lists: a stream of calls reuses the same few pending objects
+	// instead of allocating three per call (see putOp, putRq, unref).
+	freeOps  []*pendingOp
+	freeRqs  []*pendingRq
+	freeBios []*bioRef
 }
+
+// Bounds of the engine's caches and free lists (entries). A full cache is
+// cleared, not evicted: a miss costs one allocation, never a wrong string.
+const (
+	maxCached  = 4096
+	maxFree    = 1024
+	defPending = 1 << 17
+	evictShare = 8 // a full pending map evicts its oldest 1/evictShare
+)
 
 // EngineCounters are the engine's own losses and oddities.
 type EngineCounters struct {
@@ -59,12 +93,18 @@ type EngineCounters struct {
 	IncompleteBios   uint64 // bios released without a completion
 	Requeues         uint64
 	OrphanCompletes  uint64 // completions of requests never seen issued
+	EvictedCalls     uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
+// fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
+// struct has no padding: maps then hash it in one pass instead of field by
+// field (a per-event cost: three lookups per call).
 type fileKey struct {
-	dev uint32
+	dev uint64
 	ino uint64
 }
+
+func fkey(dev uint32, ino uint64) fileKey { return fileKey{uint64(dev), ino} }
 
 type pendingOp struct {
 	rec     *Syscall
@@ -74,9 +114,12 @@ type pendingOp struct {
 	isWrite bool
 }
 
+// bioRef is one owned bio, shared by its request and (when attributed) its
+// call. refs counts those holders; the last one to let go recycles it.
 type bioRef struct {
 	Bio
 	done  bool
+	refs  uint8
 	opID  uint64
 	pid   uint32
 	bioP  uint64
@@ -113,11 +156,89 @@ type workerState struct {
 // NewEngine returns an engine writing records to out.
 func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
-		K: k, Out: out, HoldNs: 10e9,
+		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
 		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
+		devNames: map[uint32]string{}, rwbsNames: map[uint32]string{}, names: map[string]string{},
 	}
+}
+
+// intern returns b as a string, shared with earlier records that carried
+// the same bytes (comm, worker names): a stream of one process's calls then
+// allocates its comm once. The lookup with string(b) does not allocate.
+func (e *Engine) intern(b []byte) string {
+	if s, ok := e.names[string(b)]; ok {
+		return s
+	}
+	if len(e.names) >= maxCached {
+		clear(e.names)
+	}
+	s := string(b)
+	e.names[s] = s
+	return s
+}
+
+// comm interns a task's comm, checking the last one first.
+func (e *Engine) comm(b []byte) string {
+	if string(b) == e.lastComm {
+		return e.lastComm
+	}
+	e.lastComm = e.intern(b)
+	return e.lastComm
+}
+
+// fsName is FSName(magic), checking the last filesystem first.
+func (e *Engine) fsName(magic uint64) string {
+	if magic != e.lastMagic {
+		e.lastMagic, e.lastFS = magic, FSName(magic)
+	}
+	return e.lastFS
+}
+
+// devName is Dev(kdev), rendered once per device.
+func (e *Engine) devName(kdev uint32) string {
+	if s, ok := e.devNames[kdev]; ok {
+		return s
+	}
+	if len(e.devNames) >= maxCached {
+		clear(e.devNames)
+	}
+	s := Dev(kdev)
+	e.devNames[kdev] = s
+	return s
+}
+
+// rwbsName is K.Rwbs(cmdFlags), rendered once per distinct flag set (a
+// device sees a few dozen).
+func (e *Engine) rwbsName(cmdFlags uint32) string {
+	if s, ok := e.rwbsNames[cmdFlags]; ok {
+		return s
+	}
+	if len(e.rwbsNames) >= maxCached {
+		clear(e.rwbsNames)
+	}
+	s := e.K.Rwbs(cmdFlags)
+	e.rwbsNames[cmdFlags] = s
+	return s
+}
+
+// opPath is the call's path: the one its record carries (which becomes the
+// file's path), else the last one seen for its file. A path equal to the
+// one remembered is built on the stack and not allocated again.
+func (e *Engine) opPath(o *bpf.IopathOp) string {
+	key := fkey(o.Dev, o.Ino)
+	if o.PathDepth == 0 {
+		return e.paths[key]
+	}
+	var buf [pathBufLen]byte
+	p := appendOpPath(buf[:0], o)
+	if old, ok := e.paths[key]; ok && old == string(p) {
+		return old
+	}
+	s := string(p)
+	e.paths[key] = s
+	return s
 }
 
 func (e *Engine) seen(ts uint64) {
@@ -132,36 +253,96 @@ func (e *Engine) seen(ts uint64) {
 func (e *Engine) op(id uint64, ts uint64) *pendingOp {
 	p := e.ops[id]
 	if p == nil {
-		p = &pendingOp{firstTs: ts}
-		e.ops[id] = p
+		p = e.newOp(id, ts)
 	}
 	return p
+}
+
+// newOp adds a pending call, making room first if the map is full.
+func (e *Engine) newOp(id uint64, ts uint64) *pendingOp {
+	limit := e.MaxPending
+	if limit <= 0 {
+		limit = defPending
+	}
+	if len(e.ops) >= limit {
+		e.evictPending()
+	}
+	var p *pendingOp
+	if n := len(e.freeOps); n > 0 {
+		p, e.freeOps = e.freeOps[n-1], e.freeOps[:n-1]
+	} else {
+		p = &pendingOp{}
+	}
+	p.firstTs = ts
+	e.ops[id] = p
+	return p
+}
+
+// putOp recycles a call removed from e.ops: it drops the call's hold on its
+// bios and keeps the bios slice's storage.
+func (e *Engine) putOp(p *pendingOp) {
+	for i, b := range p.bios {
+		e.unref(b)
+		p.bios[i] = nil
+	}
+	*p = pendingOp{bios: p.bios[:0]}
+	if len(e.freeOps) < maxFree {
+		e.freeOps = append(e.freeOps, p)
+	}
+}
+
+// evictPending makes room in a full pending map by evicting its oldest
+// calls (by first event): a scan and sort per MaxPending/evictShare
+// insertions. Calls with a record are released with what they have; bios
+// whose call never arrived (its EV_OP lost) are dropped.
+func (e *Engine) evictPending() {
+	type age struct{ ts, id uint64 }
+	ages := make([]age, 0, len(e.ops))
+	for id, p := range e.ops {
+		ages = append(ages, age{p.firstTs, id})
+	}
+	slices.SortFunc(ages, func(a, b age) int { return cmp.Compare(a.ts, b.ts) })
+	for _, a := range ages[:len(ages)/evictShare+1] {
+		p := e.ops[a.id]
+		e.counters.EvictedCalls++
+		if p.rec != nil {
+			e.release(a.id, p)
+			continue
+		}
+		delete(e.ops, a.id)
+		e.putOp(p)
+	}
 }
 
 // HandleOp takes an EV_OP record (a call at its exit).
 func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	e.seen(o.EndNs)
-	rec := syscallRecord(o)
+	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
-	if rec.Path != "" {
-		e.paths[fileKey{o.Dev, o.Ino}] = rec.Path
-	} else if p, ok := e.paths[fileKey{o.Dev, o.Ino}]; ok {
-		rec.Path = p
-	}
-	p := e.op(o.OpId, o.StartNs)
-	p.rec = rec
-	p.queued = o.BiosQueued
-	p.isWrite = isWriteSys(o.Sys)
+	isWrite := isWriteSys(o.Sys)
 	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
-		e.dirtyOf[o.OpId] = fileKey{o.Dev, o.Ino}
+		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
 		if o.OutIno != 0 {
-			e.dirtyOf[o.OpId] = fileKey{o.OutDev, o.OutIno}
+			e.dirtyOf[o.OpId] = fkey(o.OutDev, o.OutIno)
 		}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
-	if p.isWrite && o.Ret > 0 && MemoryOnly(rec.FS) {
+	if isWrite && o.Ret > 0 && MemoryOnly(rec.FS) {
 		e.memoryWrites.Add(1)
 	}
+	p := e.ops[o.OpId]
+	if p == nil {
+		if o.BiosQueued == 0 {
+			// Most calls queue no bio and none named them: the record is
+			// complete now, with no pending state to create and delete.
+			e.emit(rec, nil, 0, isWrite)
+			return
+		}
+		p = e.newOp(o.OpId, o.StartNs)
+	}
+	p.rec = rec
+	p.queued = o.BiosQueued
+	p.isWrite = isWrite
 	e.tryRelease(o.OpId, p)
 }
 
@@ -177,24 +358,27 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		e.counters.Requeues++
 		return
 	}
-	rq := &pendingRq{}
+	rq := e.newRq()
 	n := int(ev.NrOwn)
 	if n > len(ev.Own) {
 		n = len(ev.Own)
 	}
-	rwbs := e.K.Rwbs(ev.CmdFlags)
+	rwbs := e.rwbsName(ev.CmdFlags)
+	dev := e.devName(ev.Dev)
 	for i := 0; i < n; i++ {
 		own := &ev.Own[i]
-		b := &bioRef{
-			Bio: Bio{Dev: Dev(ev.Dev), Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
+		b := e.newBio()
+		*b = bioRef{
+			Bio: Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
 				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
-			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags,
+			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags, refs: 1,
 		}
 		rq.bios = append(rq.bios, b)
 		switch {
 		case own.OpId != 0:
 			p := e.op(own.OpId, ev.Ts)
 			p.bios = append(p.bios, b)
+			b.refs++ // held by the call too
 		case own.Flags&ownWriteback == 0:
 			e.counters.UnattributedBios++
 			ps := e.pid(own.Pid, "")
@@ -207,6 +391,44 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		}
 	}
 	e.rqs[ev.Rq] = rq
+}
+
+func (e *Engine) newRq() *pendingRq {
+	if n := len(e.freeRqs); n > 0 {
+		rq := e.freeRqs[n-1]
+		e.freeRqs = e.freeRqs[:n-1]
+		return rq
+	}
+	return &pendingRq{}
+}
+
+// putRq recycles a request removed from e.rqs, dropping its hold on its bios.
+func (e *Engine) putRq(rq *pendingRq) {
+	for i, b := range rq.bios {
+		e.unref(b)
+		rq.bios[i] = nil
+	}
+	*rq = pendingRq{bios: rq.bios[:0]}
+	if len(e.freeRqs) < maxFree {
+		e.freeRqs = append(e.freeRqs, rq)
+	}
+}
+
+func (e *Engine) newBio() *bioRef {
+	if n := len(e.freeBios); n > 0 {
+		b := e.freeBios[n-1]
+		e.freeBios = e.freeBios[:n-1]
+		return b
+	}
+	return &bioRef{}
+}
+
+// unref drops one holder of b (its request or its call) and recycles it
+// when none is left. Records hold copies (Bio values), never a bioRef.
+func (e *Engine) unref(b *bioRef) {
+	if b.refs--; b.refs == 0 && len(e.freeBios) < maxFree {
+		e.freeBios = append(e.freeBios, b)
+	}
 }
 
 // Bio ownership flags, mirrored from bpf/common.h.
@@ -249,6 +471,7 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			}
 		}
 	}
+	e.putRq(rq)
 }
 
 func sub(a, b uint64) uint64 {
@@ -277,7 +500,7 @@ func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
 // HandleWBStart takes an EV_WB_START record: a flusher work item begins.
 func (e *Engine) HandleWBStart(ev *bpf.IopathWbStartEv) {
 	e.seen(ev.Ts)
-	e.workers[ev.Tid] = workerState{reason: e.K.WBReason(ev.Reason), comm: cString(ev.Comm[:])}
+	e.workers[ev.Tid] = workerState{reason: e.K.WBReason(ev.Reason), comm: e.intern(cBytes(ev.Comm[:]))}
 }
 
 // HandleWBInode takes an EV_WB_INODE record: do_writepages on one inode.
@@ -297,7 +520,7 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 		reason = "sync"
 	}
 	if reason != "" {
-		e.workers[ev.Tid] = workerState{reason: reason, comm: cString(ev.Comm[:])}
+		e.workers[ev.Tid] = workerState{reason: reason, comm: e.intern(cBytes(ev.Comm[:]))}
 	}
 }
 
@@ -306,8 +529,8 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&Persisted{Type: "persisted", OpID: ev.OpId, Pid: ev.Pid, Dev: Dev(ev.Dev), Ino: ev.Ino,
-		Path: e.paths[fileKey{ev.Dev, ev.Ino}], Pages: ev.Nr, Outcome: "removed", DirtiedNs: 0})
+	e.Out(&Persisted{Type: "persisted", OpID: ev.OpId, Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: "removed", DirtiedNs: 0})
 }
 
 func (e *Engine) settle(opID uint64, pages uint32) {
@@ -378,8 +601,8 @@ func (e *Engine) writebackDone(b *bioRef) {
 	}
 	b.Error = errs
 	wb := &w.ev
-	key := fileKey{wb.Dev, wb.Ino}
-	worker := cString(wb.Comm[:])
+	key := fkey(wb.Dev, wb.Ino)
+	worker := e.intern(cBytes(wb.Comm[:]))
 	reason := "unknown"
 	if ws, ok := e.workers[wb.Tid]; ok {
 		reason = ws.reason
@@ -397,7 +620,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		}
 	}
 	e.Out(&Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
-		Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
+		Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
 	if wb.OpId == 0 {
 		// Flusher writeback; bios of a traced call (fsync, O_SYNC) are
@@ -437,7 +660,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: Dev(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
 			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error})
@@ -459,18 +682,29 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 
 func (e *Engine) release(id uint64, p *pendingOp) {
 	delete(e.ops, id)
-	if n := uint32(len(p.bios)); n < p.queued {
-		e.counters.IncompleteBios += uint64(p.queued - n) // queued, never seen issued
+	e.emit(p.rec, p.bios, p.queued, p.isWrite)
+	e.putOp(p)
+}
+
+// emit completes a call's record with its bios (queued: how many the
+// kernel says it queued), accounts it and hands it to Out.
+func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool) {
+	if n := uint32(len(bios)); n < queued {
+		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
 	}
-	rec := p.rec
-	rec.Bios = make([]Bio, 0, len(p.bios))
-	sort.SliceStable(p.bios, func(i, j int) bool { return p.bios[i].IssueNs < p.bios[j].IssueNs })
+	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
+		rec.Bios = make([]Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
+	}
+	rec.Bios = rec.Bios[:0]
+	if len(bios) > 1 {
+		slices.SortStableFunc(bios, func(a, b *bioRef) int { return cmp.Compare(a.IssueNs, b.IssueNs) })
+	}
 	var readBytes uint64
-	for _, b := range p.bios {
+	for _, b := range bios {
 		if !b.done {
 			e.counters.IncompleteBios++
 		}
-		if p.isWrite && b.Rwbs != "" && b.Rwbs[0] == 'R' {
+		if isWrite && b.Rwbs != "" && b.Rwbs[0] == 'R' {
 			rec.ReadBeforeWritePages += (b.Bytes + 4095) / 4096
 		}
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
@@ -500,7 +734,7 @@ func (e *Engine) pid(pid uint32, comm string) *PidSummary {
 func (e *Engine) file(k fileKey) *FileSummary {
 	fs := e.files[k]
 	if fs == nil {
-		fs = &FileSummary{Dev: Dev(k.dev), Ino: k.ino}
+		fs = &FileSummary{Dev: Dev(uint32(k.dev)), Ino: k.ino}
 		e.files[k] = fs
 	}
 	if fs.Path == "" {
@@ -549,7 +783,7 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 	}
 	add(&e.pid(rec.Pid, rec.Comm).Totals)
 	if rec.Ino != 0 {
-		add(&e.file(fileKey{rec.kdev, rec.Ino}).Totals)
+		add(&e.file(fkey(rec.kdev, rec.Ino)).Totals)
 	}
 }
 
@@ -572,7 +806,7 @@ func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
 	if ps := e.pids[k.Pid]; ps.Comm == "" {
 		ps.Comm = cString(v.Comm[:])
 	}
-	fs := e.file(fileKey{k.Dev, k.Ino})
+	fs := e.file(fkey(k.Dev, k.Ino))
 	add(&fs.Totals)
 	if fs.Path == "" && v.Name[0] != 0 {
 		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
@@ -632,7 +866,7 @@ func (e *Engine) PendingFiles() []PendingFile {
 	}
 	var out []PendingFile
 	for k, n := range per {
-		out = append(out, PendingFile{Dev: k.dev, Ino: k.ino, Path: e.paths[k], Pages: n})
+		out = append(out, PendingFile{Dev: uint32(k.dev), Ino: k.ino, Path: e.paths[k], Pages: n})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Ino < out[j].Ino })
 	return out
@@ -644,7 +878,7 @@ func (e *Engine) PendingFiles() []PendingFile {
 func (e *Engine) ForgetPending(dev uint32, ino uint64) uint64 {
 	var n uint64
 	for op, k := range e.dirtyOf {
-		if k == (fileKey{dev, ino}) {
+		if k == fkey(dev, ino) {
 			if v := e.dirty[op]; v > 0 {
 				n += uint64(v)
 				e.adjustDirty(op, -v)
@@ -688,6 +922,7 @@ func (e *Engine) Summary() *Summary {
 		}
 		return s.Files[i].Ino < s.Files[j].Ino
 	})
+	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/iopath/iopath/bpf"
@@ -258,18 +260,18 @@ func TestHitsNeverNegative(t *testing.T) {
 	// More pages added in range than requested (a large folio straddling the range).
 	o := opEv(1, bpf.IopathOpSysSYS_READ, 4096, 100, 100, 1, 2)
 	addRange(o, 0, 16, rangeAdded)
-	r := syscallRecord(o)
+	r := NewEngine(Linux618(), nil).syscallRecord(o)
 	if r.Cache.PagesMissed != 1 || r.Cache.PagesHit != 0 || r.Cache.PagesRequested != 1 {
 		t.Errorf("cache = %+v", r.Cache)
 	}
 	// EOF: nothing returned, nothing requested.
 	o = opEv(2, bpf.IopathOpSysSYS_READ, 1<<20, 4096, 0, 1, 2)
-	if r := syscallRecord(o); r.Cache.PagesRequested != 0 || r.Cache.PagesHit != 0 {
+	if r := NewEngine(Linux618(), nil).syscallRecord(o); r.Cache.PagesRequested != 0 || r.Cache.PagesHit != 0 {
 		t.Errorf("EOF cache = %+v", r.Cache)
 	}
 	// Error: errno name, no bytes.
 	o = opEv(3, bpf.IopathOpSysSYS_READ, 0, 4096, -22, 1, 2)
-	if r := syscallRecord(o); r.Error != "EINVAL" || r.ReturnedBytes != 0 {
+	if r := NewEngine(Linux618(), nil).syscallRecord(o); r.Error != "EINVAL" || r.ReturnedBytes != 0 {
 		t.Errorf("error record = %+v", r)
 	}
 }
@@ -319,11 +321,185 @@ func TestTruncatedRangesKeepExactCounts(t *testing.T) {
 		addRange(o, 2*i+1, 1, rangeAdded) // every other page was cached
 	}
 	o.PagesAdded, o.PagesInRange, o.RangesLost = 128, 128, 104
-	r := syscallRecord(o)
+	r := NewEngine(Linux618(), nil).syscallRecord(o)
 	if r.Cache.PagesRequested != 256 || r.Cache.PagesMissed != 128 || r.Cache.PagesHit != 128 || r.Cache.PagesAdded != 128 {
 		t.Errorf("cache %+v", r.Cache)
 	}
 	if r.Truncated == nil || r.Truncated.RangePages != 104 {
 		t.Errorf("truncation not reported: %+v", r.Truncated)
+	}
+}
+
+// The engine recycles its pending calls, requests and bios. Records must
+// not share that state: a record handed out stays as it was while later
+// calls reuse the objects, including a bio whose completion arrives after
+// Tick released its call.
+func TestRecycledStateKeepsRecords(t *testing.T) {
+	s := newStream(t)
+	var snap [][]Bio
+	s.e.Out = func(r any) {
+		s.recs = append(s.recs, r)
+		if c, ok := r.(*Syscall); ok {
+			snap = append(snap, slices.Clone(c.Bios))
+		}
+	}
+	// A call whose completion is late: released by Tick, completed after.
+	late := uint64(9)<<32 | 1
+	s.e.HandleIssue(issueEv(0xa, 110, flRead, own{op: late, bio: 0xb0, sector: 8, bytes: 4096, queue: 100}))
+	o := opEv(late, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 90, 200)
+	o.BiosQueued = 1
+	s.e.HandleOp(o)
+	s.e.Tick(200 + s.e.HoldNs + 1)
+	s.e.HandleComplete(doneEv(0xa, 200+s.e.HoldNs+2, 0))
+	// Then calls in every event order, two bios each, on recycled tags.
+	ts := 1_000 + s.e.HoldNs
+	for i := uint64(1); i <= 50; i++ {
+		id := uint64(10)<<32 | i
+		ts += 1_000
+		issue := func() {
+			s.e.HandleIssue(issueEv(0xb+i%3, ts+10, flRead,
+				own{op: id, bio: 0xc0 + i, sector: i * 16, bytes: 4096, queue: ts + 5},
+				own{op: id, bio: 0xd0 + i, sector: i*16 + 8, bytes: 4096, queue: ts + 6}))
+		}
+		done := func() { s.e.HandleComplete(doneEv(0xb+i%3, ts+100, 0)) }
+		op := func() {
+			o := opEv(id, bpf.IopathOpSysSYS_READ, i*8192, 8192, 8192, ts, ts+200)
+			o.BiosQueued = 2
+			s.e.HandleOp(o)
+		}
+		switch i % 3 {
+		case 0:
+			issue()
+			done()
+			op()
+		case 1:
+			issue()
+			op()
+			done()
+		case 2:
+			op()
+			issue()
+			done()
+		}
+	}
+	calls := s.syscalls()
+	if len(calls) != 51 || len(s.e.ops) != 0 || len(s.e.rqs) != 0 {
+		t.Fatalf("%d records, %d calls and %d requests pending", len(calls), len(s.e.ops), len(s.e.rqs))
+	}
+	if b := calls[0].Bios; len(b) != 1 || b[0].Sector != 8 || b[0].CompleteNs != 0 {
+		t.Errorf("late call's bios changed after its release: %+v", b)
+	}
+	for i, c := range calls[1:] {
+		n := uint64(i + 1)
+		if len(c.Bios) != 2 || c.Bios[0].Sector != n*16 || c.Bios[1].Sector != n*16+8 || c.Bios[0].CompleteNs == 0 {
+			t.Errorf("call %d: bios %+v", n, c.Bios)
+		}
+	}
+	for i, c := range calls {
+		if !reflect.DeepEqual(c.Bios, snap[i]) {
+			t.Errorf("record %d changed after it was emitted: %+v, was %+v", i, c.Bios, snap[i])
+		}
+	}
+}
+
+// A call that queued no bio skips the pending map, but bios that named it
+// before its record arrived are still joined.
+func TestNoBioCallKeepsEarlierBios(t *testing.T) {
+	s := newStream(t)
+	id := uint64(11)<<32 | 1
+	s.e.HandleIssue(issueEv(0xa, 110, flRead, own{op: id, bio: 0xb1, sector: 24, bytes: 4096, queue: 105}))
+	s.e.HandleComplete(doneEv(0xa, 300, 0))
+	s.e.HandleOp(opEv(id, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 100, 320)) // bios_queued = 0
+	s.e.HandleOp(opEv(id+1, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 400, 420))
+	c := s.syscalls()
+	if len(c) != 2 || len(c[0].Bios) != 1 || c[0].Bios[0].Sector != 24 || c[1].Bios == nil || len(c[1].Bios) != 0 {
+		t.Fatalf("records %+v", c)
+	}
+	if len(s.e.ops) != 0 {
+		t.Errorf("%d calls left pending", len(s.e.ops))
+	}
+}
+
+// Bios whose call record never arrives (lost EV_OP) must not pile up: the
+// pending map is bounded, and what it evicts is counted in the summary.
+// An evicted call that has its record is released with what it has.
+func TestPendingCallsBounded(t *testing.T) {
+	s := newStream(t)
+	s.e.MaxPending = 8
+	waiting := uint64(12)<<32 | 1
+	s.e.HandleIssue(issueEv(0x100, 50, flRead, own{op: waiting, bio: 0xb0, bytes: 4096, queue: 45}))
+	o := opEv(waiting, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 40, 60)
+	o.BiosQueued = 1
+	s.e.HandleOp(o) // held for its bio's completion
+	for i := uint64(1); i <= 20; i++ {
+		s.e.HandleIssue(issueEv(0x100+i, 100+i, flRead, own{op: uint64(13)<<32 | i, bio: 0xc0 + i, bytes: 4096, queue: 90 + i}))
+	}
+	if len(s.e.ops) > 8 {
+		t.Fatalf("%d calls pending, bound 8", len(s.e.ops))
+	}
+	ev := s.e.Counters().EvictedCalls
+	if ev != 21-uint64(len(s.e.ops)) {
+		t.Errorf("evicted %d, but %d of 21 calls are gone", ev, 21-len(s.e.ops))
+	}
+	c := s.syscalls()
+	if len(c) != 1 || c[0].OpID != waiting || len(c[0].Bios) != 1 || c[0].Bios[0].CompleteNs != 0 {
+		t.Fatalf("the oldest call was not released with its bio: %+v", c)
+	}
+	if got := s.e.Summary().MapEvictions["pending_calls"]; got != ev {
+		t.Errorf("summary map_evictions.pending_calls = %d, want %d", got, ev)
+	}
+	// Completions of evicted calls' requests are harmless.
+	s.e.HandleComplete(doneEv(0x100, 300, 0))
+	s.e.HandleComplete(doneEv(0x101, 301, 0))
+	if len(s.syscalls()) != 1 {
+		t.Errorf("a completion re-released an evicted call")
+	}
+}
+
+// The engine caches comm, filesystem, device and path strings; a record
+// must still carry its own call's values when they change from call to call.
+func TestCachedStringsFollowChanges(t *testing.T) {
+	s := newStream(t)
+	setPath := func(o *bpf.IopathOp, name string) {
+		o.PathDepth, o.PathDone = 1, 1
+		for i := range len(name) {
+			o.Path[0][i] = int8(name[i])
+		}
+	}
+	type want struct{ comm, fs, dev, path string }
+	var wants []want
+	for i, w := range []struct {
+		comm  string
+		magic uint64
+		dev   uint32
+		path  string
+	}{
+		{"cat", 0xef53, testDev, "a"}, {"dd", 0xef53, testDev, ""}, {"cat", 0x58465342, testDev | 1, "b"},
+		{"cat", 0, testDev, "b"}, {"dd", 0x1234, testDev, ""},
+	} {
+		o := opEv(uint64(20)<<32|uint64(i+1), bpf.IopathOpSysSYS_READ, 0, 1, 1, 100, 200)
+		copy(o.Comm[:], []int8{0, 0, 0, 0})
+		for j := range len(w.comm) {
+			o.Comm[j] = int8(w.comm[j])
+		}
+		o.FsMagic, o.Dev = w.magic, w.dev
+		if w.path != "" {
+			setPath(o, w.path)
+		}
+		s.e.HandleOp(o)
+		fs := FSName(w.magic)
+		p := "/" + w.path
+		switch {
+		case i == 1: // no path recorded: the file's last one (dev/ino of call 0)
+			p = "/a"
+		case i == 4: // call 3 renamed inode 42 on testDev to b
+			p = "/b"
+		}
+		wants = append(wants, want{w.comm, fs, Dev(w.dev), p})
+	}
+	for i, c := range s.syscalls() {
+		if got := (want{c.Comm, c.FS, c.Dev, c.Path}); got != wants[i] {
+			t.Errorf("call %d: got %+v, want %+v", i, got, wants[i])
+		}
 	}
 }

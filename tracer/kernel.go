@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -133,7 +134,15 @@ func (k *Kernel) WBReason(r uint32) string {
 }
 
 // Dev renders a kernel dev_t (major<<20 | minor, include/linux/kdev_t.h) as "major:minor".
-func Dev(kdev uint32) string { return fmt.Sprintf("%d:%d", kdev>>20, kdev&(1<<20-1)) }
+// The engine caches these per device (Engine.devName); strconv keeps a miss
+// to the one allocation of the result.
+func Dev(kdev uint32) string {
+	var buf [24]byte // two uint32s in decimal and the colon
+	b := strconv.AppendUint(buf[:0], uint64(kdev>>20), 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, uint64(kdev&(1<<20-1)), 10)
+	return string(b)
+}
 
 // UserDev converts a userspace dev_t (stat's st_dev, glibc encoding) to the
 // kernel's major<<20|minor encoding.

@@ -375,28 +375,39 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 	var rec ringbuf.Record
 	done := ctx.Done()
 	draining := false
-	var drainUntil time.Time
+	var drainUntil, deadline time.Time
 	for {
-		if !draining {
-			select {
-			case <-done:
-				draining = true
-				drainUntil = time.Now().Add(settle)
-			default:
+		// The deadline only matters when ReadInto has to wait, which it
+		// does only once the ring is empty: with records left (Remaining,
+		// committed or being written) it returns the next one at once. So
+		// the clock reads and SetDeadline's lock are paid per wait, not
+		// per record.
+		if rec.Remaining == 0 {
+			if !draining {
+				select {
+				case <-done:
+					draining = true
+					drainUntil = time.Now().Add(settle)
+				default:
+				}
 			}
-		}
-		deadline := time.Now().Add(100 * time.Millisecond)
-		if draining {
-			if time.Now().After(drainUntil) {
-				deadline = time.Now()
-			} else if len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0 {
-				deadline = time.Now()
+			deadline = time.Now().Add(100 * time.Millisecond)
+			if draining {
+				if time.Now().After(drainUntil) {
+					deadline = time.Now()
+				} else if len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0 {
+					deadline = time.Now()
+				}
 			}
+			t.rd.SetDeadline(deadline)
 		}
-		t.rd.SetDeadline(deadline)
 		err := t.rd.ReadInto(&rec)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
+				// It waited: set a fresh deadline next time (a last
+				// Remaining > 0 can be stale when the records left were
+				// discarded ones).
+				rec.Remaining = 0
 				t.Engine.Tick(monotonicNow())
 				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || (len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0)) {
 					t.Engine.Flush()
