@@ -46,6 +46,7 @@ enum ev_type {
 	EV_WB_INODE,      /* struct wb_inode_ev: do_writepages / writeback_single_inode_start */
 	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
 	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
+	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -90,8 +91,44 @@ struct ra_decision {
 	__u32 kind;       /* RA_* */
 };
 
-/* struct op is both the per-thread state (task storage) and the EV_OP record. */
+/* struct op is the per-thread state (task_ops) and holds the two records a
+ * streamed call produces, each sent as one contiguous slice of it:
+ *   EV_OP   from `type` up to ranges[nr_ranges] (a cold 4 KiB read: ~330 of
+ *           ~1050 bytes; every streamed byte costs ~0.3 ns of BPF time in
+ *           cache misses, measured);
+ *   EV_PATH from `path_type` up to path[path_depth], sent only when the
+ *           call's file is not the one this thread's last EV_PATH named
+ *           (or every PATH_RESEND records, in case of a rename).
+ * Fields before `type` are internal. */
 struct op {
+	/* internal state */
+	__u64 sleep_start;  /* when the task went to iowait sleep */
+	__u64 file;         /* struct file * */
+	__u64 bdp_start;    /* balance_dirty_pages entry time (fentry/kprobe) */
+	__u64 c_inode;      /* cached inode pointer ... */
+	__u64 c_ino;        /* ... its i_ino ... */
+	__u64 c_magic;      /* ... its superblock's s_magic ... */
+	__u32 c_dev;        /* ... its s_dev ... */
+	__u32 c_mode;       /* ... and i_mode */
+	__u64 c_path_inode; /* inode (pointer) the last EV_PATH named ... */
+	__u64 c_path_ino;   /* ... and its i_ino */
+	__u32 path_reuse;   /* records since the last EV_PATH */
+	__u32 seq;          /* per-thread op counter */
+	__u32 active;       /* 1 between entry and exit */
+	__u32 touched;      /* 1 once a hook has zeroed the per-call counters (op_touch) */
+	/* Cache hits are summed here per thread and file, and folded into
+	 * hit_stats only when the thread moves to another file or exits (or by
+	 * userspace at the end): no map lookup per hit. */
+	__u64 agg_ino;
+	__u32 agg_dev;
+	__u32 agg_write;
+	__u64 agg_calls;
+	__u64 agg_bytes_requested;
+	__u64 agg_bytes_returned;
+	__u64 agg_pages;
+	char agg_name[PART_LEN];
+
+	/* EV_OP record */
 	__u32 type;        /* EV_OP */
 	__u32 sys;         /* enum op_sys */
 	__u32 pid;         /* tgid */
@@ -104,60 +141,40 @@ struct op {
 	__u64 offset;      /* file offset at entry, bytes */
 	__u64 count;       /* bytes requested */
 	__u64 ino;
+	__u64 fs_magic;    /* file's superblock s_magic (tmpfs: no block device, no writeback) */
 	__u32 dev;         /* kernel dev_t of the file's superblock (major<<20|minor) */
-	__u32 active;      /* 1 between entry and exit */
 	__u32 f_flags;     /* file->f_flags at entry (O_DIRECT, O_SYNC, ...) */
-	__u32 other_dirtied; /* pages of other inodes dirtied during the call (atime, metadata) */
 	__u64 blocked_ns;  /* off-CPU with in_iowait set */
-	__u64 sleep_start; /* internal: when the task went to iowait sleep */
 	__u64 throttle_ns; /* in balance_dirty_pages (measured, or the kernel's pause sum) */
+	__u64 max_pause_ns; /* longest single throttle pause */
 	__u32 throttle_pauses;
 	__u32 dirtied_pages;
+	__u32 other_dirtied; /* pages of other inodes dirtied during the call (atime, metadata) */
 	__u32 pages_added;
 	__u32 pages_in_range; /* of pages_added, pages inside [offset, offset+count) */
-	__u32 path_trunc;     /* 1: a path component was longer than PART_LEN - 1 */
-	__u64 out_ino;        /* in-kernel copies: the output file whose pages the call dirtied */
 	__u32 out_dev;
-	__u32 touched;     /* internal: 1 once a hook has zeroed the per-call counters (op_touch) */
+	__u64 out_ino;        /* in-kernel copies: the output file whose pages the call dirtied */
 	__u32 bios_queued;
 	__u32 bio_bytes;   /* bytes of bios queued by this call (at queue time) */
-	__u32 lookups;     /* filemap_get_pages calls */
 	__u64 lookup_first; /* first page index looked up */
 	__u64 lookup_last;  /* last page index looked up */
-	__u32 nr_ranges;
+	__u32 lookups;     /* filemap_get_pages calls */
 	__u32 ranges_lost;
 	__u32 nr_ra;
-	__u32 seq;          /* internal: per-thread op counter */
-	__u32 path_depth;   /* names filled in path[] */
-	__u32 path_done;    /* 1: the walk reached the root; 0: path[] is a suffix */
-	__u64 file;         /* internal: struct file * */
-	__u64 bdp_start;    /* internal: balance_dirty_pages entry time (fentry/kprobe) */
-	__u64 max_pause_ns; /* longest single throttle pause */
-	__u64 fs_magic;     /* file's superblock s_magic (tmpfs: no block device, no writeback) */
-	__u64 c_inode;      /* internal: cached inode pointer ... */
-	__u64 c_ino;        /* internal: ... its i_ino ... */
-	__u64 c_magic;      /* internal: ... its superblock's s_magic ... */
-	__u32 c_dev;        /* internal: ... its s_dev ... */
-	__u32 c_mode;       /* internal: ... and i_mode */
-	__u64 c_path_inode; /* internal: inode whose path this thread's last streamed record carried ... */
-	__u64 c_path_ino;   /* internal: ... and its i_ino */
-	__u32 path_cached;  /* 1: path[] omitted, same file as this thread's previous record with a path */
-	__u32 path_reuse;   /* internal: records since the path was last sent */
-	/* Cache hits are summed here per thread and file, and folded into
-	 * hit_stats only when the thread moves to another file or exits (or by
-	 * userspace at the end): no map lookup per hit. */
-	__u64 agg_ino;
-	__u32 agg_dev;
-	__u32 agg_write;
-	__u64 agg_calls;
-	__u64 agg_bytes_requested;
-	__u64 agg_bytes_returned;
-	__u64 agg_pages;
-	char agg_name[PART_LEN];
-	struct page_range ranges[MAX_RANGES];
-	struct ra_decision ra[MAX_RA];
+	__u32 nr_ranges;
 	char comm[16];
-	char path[PATH_PARTS][PART_LEN]; /* dentry names, file first, up to the root */
+	struct ra_decision ra[MAX_RA];
+	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
+
+	/* EV_PATH record: the file's dentry names, deepest first */
+	__u32 path_type;  /* EV_PATH */
+	__u32 path_tid;
+	__u64 path_ino;
+	__u32 path_dev;
+	__u32 path_depth; /* names in path[] */
+	__u32 path_done;  /* 1: the walk reached the root; 0: path[] is a suffix */
+	__u32 path_trunc; /* 1: a name was longer than PART_LEN - 1 */
+	char path[PATH_PARTS][PART_LEN]; /* sent up to path_depth */
 };
 
 struct issue_own {
@@ -538,7 +555,6 @@ static __always_inline void op_touch(struct op *op)
 	op->other_dirtied = 0;
 	op->pages_added = 0;
 	op->pages_in_range = 0;
-	op->path_trunc = 0;
 	op->out_ino = 0;
 	op->out_dev = 0;
 	op->bios_queued = 0;
@@ -549,8 +565,6 @@ static __always_inline void op_touch(struct op *op)
 	op->nr_ranges = 0;
 	op->ranges_lost = 0;
 	op->nr_ra = 0;
-	op->path_depth = 0;
-	op->path_done = 0;
 	op->bdp_start = 0;
 	op->max_pause_ns = 0;
 }

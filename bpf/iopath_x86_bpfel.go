@@ -92,6 +92,7 @@ const (
 	IopathEvTypeEV_WB_INODE    IopathEvType = 7
 	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
+	IopathEvTypeEV_PATH        IopathEvType = 10
 )
 
 type IopathIssueOwn struct {
@@ -108,6 +109,28 @@ type IopathIssueOwn struct {
 
 type IopathOp struct {
 	_                 structs.HostLayout
+	SleepStart        uint64
+	File              uint64
+	BdpStart          uint64
+	C_inode           uint64
+	C_ino             uint64
+	C_magic           uint64
+	C_dev             uint32
+	C_mode            uint32
+	C_pathInode       uint64
+	C_pathIno         uint64
+	PathReuse         uint32
+	Seq               uint32
+	Active            uint32
+	Touched           uint32
+	AggIno            uint64
+	AggDev            uint32
+	AggWrite          uint32
+	AggCalls          uint64
+	AggBytesRequested uint64
+	AggBytesReturned  uint64
+	AggPages          uint64
+	AggName           [48]int8
 	Type              uint32
 	Sys               uint32
 	Pid               uint32
@@ -120,62 +143,29 @@ type IopathOp struct {
 	Offset            uint64
 	Count             uint64
 	Ino               uint64
+	FsMagic           uint64
 	Dev               uint32
-	Active            uint32
 	F_flags           uint32
-	OtherDirtied      uint32
 	BlockedNs         uint64
-	SleepStart        uint64
 	ThrottleNs        uint64
+	MaxPauseNs        uint64
 	ThrottlePauses    uint32
 	DirtiedPages      uint32
+	OtherDirtied      uint32
 	PagesAdded        uint32
 	PagesInRange      uint32
-	PathTrunc         uint32
-	_                 [4]byte
-	OutIno            uint64
 	OutDev            uint32
-	Touched           uint32
+	OutIno            uint64
 	BiosQueued        uint32
 	BioBytes          uint32
-	Lookups           uint32
-	_                 [4]byte
 	LookupFirst       uint64
 	LookupLast        uint64
-	NrRanges          uint32
+	Lookups           uint32
 	RangesLost        uint32
 	NrRa              uint32
-	Seq               uint32
-	PathDepth         uint32
-	PathDone          uint32
-	File              uint64
-	BdpStart          uint64
-	MaxPauseNs        uint64
-	FsMagic           uint64
-	C_inode           uint64
-	C_ino             uint64
-	C_magic           uint64
-	C_dev             uint32
-	C_mode            uint32
-	C_pathInode       uint64
-	C_pathIno         uint64
-	PathCached        uint32
-	PathReuse         uint32
-	AggIno            uint64
-	AggDev            uint32
-	AggWrite          uint32
-	AggCalls          uint64
-	AggBytesRequested uint64
-	AggBytesReturned  uint64
-	AggPages          uint64
-	AggName           [48]int8
-	Ranges            [24]struct {
-		_     structs.HostLayout
-		Index uint64
-		Nr    uint32
-		Flags uint32
-	}
-	Ra [4]struct {
+	NrRanges          uint32
+	Comm              [16]int8
+	Ra                [4]struct {
 		_         structs.HostLayout
 		Index     uint64
 		Start     uint64
@@ -184,8 +174,15 @@ type IopathOp struct {
 		ReqCount  uint32
 		Kind      uint32
 	}
-	Comm [16]int8
-	Path [8][48]int8
+	Ranges    [24]IopathPageRange
+	PathType  uint32
+	PathTid   uint32
+	PathIno   uint64
+	PathDev   uint32
+	PathDepth uint32
+	PathDone  uint32
+	PathTrunc uint32
+	Path      [8][48]int8
 }
 
 type IopathOpSys uint32
@@ -212,6 +209,13 @@ const (
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
 )
+
+type IopathPageRange struct {
+	_     structs.HostLayout
+	Index uint64
+	Nr    uint32
+	Flags uint32
+}
 
 type IopathRqDoneEv struct {
 	_     structs.HostLayout
@@ -407,7 +411,6 @@ const (
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
-	IopathVarExpSmall                     = "exp_small"
 	IopathVarFilterComm                   = "filter_comm"
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarRawSysMask                   = "raw_sys_mask"
@@ -556,7 +559,6 @@ type IopathMapSpecs struct {
 type IopathVariableSpecs struct {
 	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
-	ExpSmall          *ebpf.VariableSpec `ebpf:"exp_small"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
 	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
@@ -634,7 +636,6 @@ func (m *IopathMaps) Close() error {
 type IopathVariables struct {
 	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
-	ExpSmall          *ebpf.Variable `ebpf:"exp_small"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
 	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`

@@ -187,6 +187,13 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 static __always_inline void fill_path(struct op *op)
 {
 	struct file *file = (struct file *)op->file;
+	op->path_type = EV_PATH;
+	op->path_tid = op->tid;
+	op->path_ino = op->ino;
+	op->path_dev = op->dev;
+	op->path_depth = 0;
+	op->path_done = 0;
+	op->path_trunc = 0;
 	if (!file)
 		return;
 	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
@@ -319,23 +326,23 @@ static __always_inline void op_end(__s64 ret)
 		op->end_ns = bpf_ktime_get_ns();
 		bpf_get_current_comm(op->comm, sizeof(op->comm));
 		/* The dentry walk costs ~25 helper calls: a thread's records on
-		 * the file of its previous record omit the path (userspace
-		 * reuses it), resent every PATH_RESEND records in case the file
-		 * was renamed. The record is cut after its last path name. */
-		op->path_cached = 0;
-		if (op->file && op->c_path_inode == op->c_inode && op->c_path_ino == op->ino &&
-		    ++op->path_reuse < PATH_RESEND) {
-			op->path_cached = 1;
-		} else {
+		 * the file of its previous EV_PATH get none (userspace reuses
+		 * it), except every PATH_RESEND records, in case of a rename. */
+		if (op->file && (op->c_path_inode != op->c_inode || op->c_path_ino != op->ino ||
+				 ++op->path_reuse >= PATH_RESEND)) {
 			fill_path(op);
 			op->c_path_inode = op->c_inode;
 			op->c_path_ino = op->ino;
 			op->path_reuse = 0;
+			__u32 depth = op->path_depth;
+			if (depth > PATH_PARTS)
+				depth = PATH_PARTS;
+			emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) + depth * PART_LEN);
 		}
-		__u32 depth = op->path_depth;
-		if (depth > PATH_PARTS)
-			depth = PATH_PARTS;
-		emit(op, offsetof(struct op, path) + depth * PART_LEN);
+		__u32 n = op->nr_ranges;
+		if (n > MAX_RANGES)
+			n = MAX_RANGES;
+		emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);

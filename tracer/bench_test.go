@@ -13,6 +13,10 @@ package tracer
 //     4 KiB read that missed one page, in ring-buffer order.
 //   - Mixed: 9 hits then 1 miss (12 events per 10 calls).
 //
+// Records are cut as the kernel sends them (an EV_OP up to its last page
+// range, an EV_RQ_ISSUE up to its last owned bio), and each stream carries
+// the thread's EV_PATH every 256 calls, as bpf/op.h resends it.
+//
 // Replay: the pool's records lie back to back in one buffer laid out like
 // the BPF ring buffer (8-byte header, data padded to 8 bytes), and each is
 // copied into one reused sample buffer before Dispatch, as
@@ -56,6 +60,27 @@ func benchRaw(tb testing.TB, v any, size uintptr) []byte {
 	words := make([]uint64, (buf.Len()+7)/8)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), buf.Len())
 	copy(raw, buf.Bytes())
+	return raw
+}
+
+// benchOpRaw and benchPathRaw cut the EV_OP and EV_PATH records out of a
+// struct op as bpf/op.h sends them.
+func benchOpRaw(tb testing.TB, o *bpf.IopathOp) []byte {
+	full := benchRaw(tb, o, unsafe.Sizeof(*o))
+	return aligned(full[opStart : opStart+opFixed+uintptr(o.NrRanges)*unsafe.Sizeof(o.Ranges[0])])
+}
+
+func benchPathRaw(tb testing.TB, o *bpf.IopathOp) []byte {
+	p := *o
+	p.PathType, p.PathTid, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.Ino, o.Dev
+	full := benchRaw(tb, &p, unsafe.Sizeof(p))
+	return aligned(full[pathStart : pathStart+pathFixed+uintptr(p.PathDepth)*unsafe.Sizeof(p.Path[0])])
+}
+
+func aligned(b []byte) []byte {
+	words := make([]uint64, (len(b)+7)/8)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(b))
+	copy(raw, b)
 	return raw
 }
 
@@ -112,19 +137,34 @@ func benchStream(tb testing.TB, n int, miss func(i int) bool) (calls []benchCall
 	for i := 0; i < n; i++ {
 		id := uint64(tid)<<32 | uint64(i+1)
 		ts += 1_000
+		// The kernel sends the thread's path before its first record on
+		// the file and again every PATH_RESEND (256) records.
+		var path []byte
+		if i%256 == 0 {
+			path = benchPathRaw(tb, benchMissOp(id, 0, ts))
+			events++
+		}
 		if !miss(i) {
-			calls = append(calls, benchCall{benchRaw(tb, benchHitOp(id, uint64(i)%(1<<20), ts), unsafe.Sizeof(bpf.IopathOp{}))})
+			c := benchCall{benchOpRaw(tb, benchHitOp(id, uint64(i)%(1<<20), ts))}
+			if path != nil {
+				c = append(benchCall{path}, c...)
+			}
+			calls = append(calls, c)
 			events++
 			continue
 		}
 		index := uint64(i*7919) % 262144
 		rq := 0xffff888100000000 + uint64(i%64)*0x200
 		bio := 0xffff888200000000 + uint64(i)*0x100
-		calls = append(calls, benchCall{
-			benchRaw(tb, benchIssue(rq, ts+5_000, id, bio, index*8), unsafe.Sizeof(bpf.IopathRqIssueEv{})),
+		issue := benchRaw(tb, benchIssue(rq, ts+5_000, id, bio, index*8), unsafe.Sizeof(bpf.IopathRqIssueEv{}))
+		c := benchCall{
+			issue[:unsafe.Offsetof(bpf.IopathRqIssueEv{}.Own)+unsafe.Sizeof(bpf.IopathIssueOwn{})], // cut after its one owned bio
 			benchRaw(tb, benchDone(rq, ts+105_000), unsafe.Sizeof(bpf.IopathRqDoneEv{})),
-			benchRaw(tb, benchMissOp(id, index, ts), unsafe.Sizeof(bpf.IopathOp{})),
-		})
+		}
+		if path != nil {
+			c = append(c, path)
+		}
+		calls = append(calls, append(c, benchOpRaw(tb, benchMissOp(id, index, ts))))
 		events += 3
 		ts += 120_000
 	}
@@ -232,8 +272,8 @@ func TestBenchStreamJoins(t *testing.T) {
 		}
 	})
 	calls, events := benchStream(t, 20, oneInTen)
-	if events != 24 {
-		t.Fatalf("20 calls (2 misses) gave %d events, want 24", events)
+	if events != 25 {
+		t.Fatalf("20 calls (2 misses) and one path gave %d events, want 25", events)
 	}
 	for _, c := range calls {
 		for _, raw := range c {

@@ -31,7 +31,8 @@ func TestDispatchDecodesRecords(t *testing.T) {
 	for _, raw := range [][]byte{
 		rawOf(t, issueEv(0xa, 110, flRead, own{op: id, bio: 0xb1, sector: 16, bytes: 4096, queue: 105})),
 		rawOf(t, doneEv(0xa, 250, 0)),
-		rawOf(t, o),
+		pathRec(o),
+		opRec(o),
 	} {
 		if err := Dispatch(s.e, raw); err != nil {
 			t.Fatal(err)

@@ -10,26 +10,45 @@ import (
 // (the kernel resends each thread's path at least every 256 records).
 const maxPathThreads = 1 << 16
 
-// recordDecoder restores records the kernel cut short to save ring-buffer
-// space and BPF time (bpf/op.h, bpf/block.c):
-//   - EV_OP ends after its last path name (path_depth of PATH_PARTS), and a
-//     thread's record on the same file as its previous record carries no
-//     path at all (path_cached): the path is that earlier record's;
+// Where the two records inside struct op (bpf/common.h) begin and where
+// their variable parts start.
+var (
+	opStart   = unsafe.Offsetof(bpf.IopathOp{}.Type)
+	opFixed   = unsafe.Offsetof(bpf.IopathOp{}.Ranges) - opStart
+	pathStart = unsafe.Offsetof(bpf.IopathOp{}.PathType)
+	pathFixed = unsafe.Offsetof(bpf.IopathOp{}.Path) - pathStart
+)
+
+// recordDecoder rebuilds whole structs from the slices the kernel sends to
+// save ring-buffer space and BPF time (bpf/common.h, struct op):
+//   - EV_OP is struct op from `type` to its last used page range;
+//   - EV_PATH is struct op from `path_type` to its last path name, sent
+//     before a thread's first EV_OP on a file: the thread's later EV_OP
+//     records on that file (same dev and inode) carry that path;
 //   - EV_RQ_ISSUE ends after its nr_own owned bios.
 //
-// A record shorter than its struct is copied into a zeroed buffer, so
-// handlers always see a whole struct; they must not keep the pointer.
+// Handlers get a pointer into the decoder's buffers, valid until the next
+// record: they must not keep it.
 type recordDecoder struct {
 	opBuf    bpf.IopathOp
+	pathBuf  bpf.IopathOp
 	issueBuf bpf.IopathRqIssueEv
-	// paths: the last path each thread's records carried, by tid.
+	// paths: the last path each thread sent, by tid.
 	paths map[uint32]*threadPath
-	// MissingPaths counts records whose omitted path was never seen (the
-	// record that carried it was lost).
+	// MissingPaths counts EV_OP records on a file whose EV_PATH never
+	// arrived (lost in a full ring buffer).
 	MissingPaths uint64
+
+	// What opBuf holds beyond the last record (so that a stream of records
+	// costs one copy each, not a clear and copy of the whole struct):
+	opLen   int         // bytes of [opStart:] the previous EV_OP filled
+	opPath  *threadPath // whose path is in opBuf's path fields (nil: none)
+	opGen   uint64      // ... at which generation
+	pathGen uint64      // bumped by every EV_PATH
 }
 
 type threadPath struct {
+	gen   uint64 // recordDecoder.pathGen when it was set
 	dev   uint32
 	ino   uint64
 	depth uint32
@@ -38,43 +57,60 @@ type threadPath struct {
 	path  [8][48]int8
 }
 
-// op returns the EV_OP record in raw (at least up to its path field).
-func (d *recordDecoder) op(raw []byte) *bpf.IopathOp {
-	var o *bpf.IopathOp
-	if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathOp{}) {
-		o = (*bpf.IopathOp)(unsafe.Pointer(&raw[0]))
-	} else {
-		o = &d.opBuf
-		fill(unsafe.Slice((*byte)(unsafe.Pointer(o)), unsafe.Sizeof(*o)), raw)
-	}
+func bytesOf[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
+
+// fill copies raw into buf and zeroes the rest of buf.
+func fill(buf, raw []byte) {
+	n := copy(buf, raw)
+	clear(buf[n:])
+}
+
+// path records an EV_PATH (at least pathFixed bytes).
+func (d *recordDecoder) path(raw []byte) {
+	p := &d.pathBuf
+	fill(bytesOf(p)[pathStart:], raw)
 	if d.paths == nil {
 		d.paths = map[uint32]*threadPath{}
 	}
-	if o.PathCached == 0 {
-		if o.PathDepth == 0 {
-			return o
+	tp := d.paths[p.PathTid]
+	if tp == nil {
+		if len(d.paths) >= maxPathThreads {
+			clear(d.paths)
 		}
-		tp := d.paths[o.Tid]
-		if tp == nil {
-			if len(d.paths) >= maxPathThreads {
-				clear(d.paths)
-			}
-			tp = &threadPath{}
-			d.paths[o.Tid] = tp
-		}
-		*tp = threadPath{dev: o.Dev, ino: o.Ino, depth: o.PathDepth, done: o.PathDone, trunc: o.PathTrunc, path: o.Path}
-		return o
+		tp = &threadPath{}
+		d.paths[p.PathTid] = tp
 	}
+	d.pathGen++
+	*tp = threadPath{gen: d.pathGen, dev: p.PathDev, ino: p.PathIno, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
+}
+
+// op returns the EV_OP record in raw (at least opFixed bytes) as a whole
+// struct op, with the path its thread last sent for the file.
+func (d *recordDecoder) op(raw []byte) *bpf.IopathOp {
+	o := &d.opBuf
+	b := bytesOf(o)[opStart:pathStart]
+	n := copy(b, raw)
+	if n < d.opLen {
+		clear(b[n:d.opLen]) // the previous record's longer tail
+	}
+	d.opLen = n
 	tp := d.paths[o.Tid]
-	if tp == nil || tp.dev != o.Dev || tp.ino != o.Ino {
-		d.MissingPaths++
+	if (o.Ino == 0 && o.Dev == 0) || tp == nil || tp.dev != o.Dev || tp.ino != o.Ino {
+		if o.Ino != 0 || o.Dev != 0 { // sync(2) has no file, hence no path
+			d.MissingPaths++
+		}
+		if d.opPath != nil {
+			o.PathDepth, o.PathDone, o.PathTrunc, o.Path = 0, 0, 0, [8][48]int8{}
+			d.opPath = nil
+		}
 		return o
 	}
-	if o != &d.opBuf { // a whole record in the ring buffer: copy before filling in
-		d.opBuf = *o
-		o = &d.opBuf
+	if d.opPath != tp || d.opGen != tp.gen {
+		o.PathDepth, o.PathDone, o.PathTrunc, o.Path = tp.depth, tp.done, tp.trunc, tp.path
+		d.opPath, d.opGen = tp, tp.gen
 	}
-	o.PathDepth, o.PathDone, o.PathTrunc, o.Path = tp.depth, tp.done, tp.trunc, tp.path
 	return o
 }
 
@@ -84,12 +120,6 @@ func (d *recordDecoder) issue(raw []byte) *bpf.IopathRqIssueEv {
 		return (*bpf.IopathRqIssueEv)(unsafe.Pointer(&raw[0]))
 	}
 	ev := &d.issueBuf
-	fill(unsafe.Slice((*byte)(unsafe.Pointer(ev)), unsafe.Sizeof(*ev)), raw)
+	fill(bytesOf(ev), raw)
 	return ev
-}
-
-// fill copies raw into buf and zeroes the rest of buf.
-func fill(buf, raw []byte) {
-	n := copy(buf, raw)
-	clear(buf[n:])
 }

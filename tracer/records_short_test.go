@@ -25,43 +25,66 @@ func pathOf(parts ...string) (p [8][48]int8) {
 	return p
 }
 
+// pathRec and opRec cut records out of o as bpf/op.h sends them.
+func pathRec(o *bpf.IopathOp) []byte {
+	p := *o
+	p.PathType, p.PathTid, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.Ino, o.Dev
+	return rawPrefix(&p, pathStart+pathFixed+uintptr(o.PathDepth)*48)[pathStart:]
+}
+
+func opRec(o *bpf.IopathOp) []byte {
+	o.Type = uint32(bpf.IopathEvTypeEV_OP)
+	return rawPrefix(o, opStart+opFixed+uintptr(o.NrRanges)*unsafe.Sizeof(o.Ranges[0]))[opStart:]
+}
+
 func TestRecordDecoderPaths(t *testing.T) {
-	var d recordDecoder
-	pathEnd := unsafe.Offsetof(bpf.IopathOp{}.Path)
-	// First record of thread 7 on inode 42: two names, cut after them.
-	full := bpf.IopathOp{Type: 1, Tid: 7, Ino: 42, Dev: benchDev, PathDepth: 2, PathDone: 1, Path: pathOf("f", "tmp"), Ret: 1}
-	o := d.op(rawPrefix(&full, pathEnd+2*48))
-	if got := opPath(o); got != "/tmp/f" {
-		t.Fatalf("cut record: path %q, want /tmp/f", got)
+	e := NewEngine(&Kernel{}, func(any) {})
+	d := &e.dec
+	dispatch := func(raw []byte) {
+		t.Helper()
+		if err := Dispatch(e, raw); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// A stale name beyond the cut must not leak in from an earlier record.
-	full3 := bpf.IopathOp{Type: 1, Tid: 9, Ino: 5, Dev: benchDev, PathDepth: 3, PathDone: 1, Path: pathOf("a", "b", "c")}
-	d.op(rawPrefix(&full3, pathEnd+3*48))
-	one := bpf.IopathOp{Type: 1, Tid: 9, Ino: 6, Dev: benchDev, PathDepth: 1, PathDone: 1, Path: pathOf("z")}
-	if o := d.op(rawPrefix(&one, pathEnd+48)); o.Path[1][0] != 0 || opPath(o) != "/z" {
+	// Thread 7's path for inode 42, then a record with one page range.
+	first := bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, PathDepth: 2, PathDone: 1, Path: pathOf("f", "tmp"), Ret: 1,
+		NrRanges: 1, AggCalls: 99, Active: 1}
+	first.Ranges[0] = bpf.IopathPageRange{Index: 5, Nr: 2, Flags: rangeAdded}
+	first.Ranges[1] = bpf.IopathPageRange{Index: 77, Nr: 1} // beyond the cut
+	dispatch(pathRec(&first))
+	o := d.op(opRec(&first))
+	if got := opPath(o); got != "/tmp/f" || o.Ret != 1 || o.Ranges[0].Nr != 2 {
+		t.Fatalf("first record: path %q ret %d range %+v", got, o.Ret, o.Ranges[0])
+	}
+	if o.Ranges[1] != (bpf.IopathPageRange{}) || o.AggCalls != 0 || o.Active != 0 {
+		t.Fatalf("bytes outside the record leaked in: range %+v agg %d active %d", o.Ranges[1], o.AggCalls, o.Active)
+	}
+	// A shorter path of another thread: no stale names from the longer one.
+	dispatch(pathRec(&bpf.IopathOp{Tid: 9, Ino: 5, Dev: benchDev, PathDepth: 3, PathDone: 1, Path: pathOf("a", "b", "c")}))
+	dispatch(pathRec(&bpf.IopathOp{Tid: 9, Ino: 6, Dev: benchDev, PathDepth: 1, PathDone: 1, Path: pathOf("z")}))
+	if o := d.op(opRec(&bpf.IopathOp{Tid: 9, Ino: 6, Dev: benchDev})); o.Path[1][0] != 0 || opPath(o) != "/z" {
 		t.Fatalf("tail not zeroed: %q", opPath(o))
 	}
-	// Next record of thread 7 on the same file: no path sent.
-	cached := bpf.IopathOp{Type: 1, Tid: 7, Ino: 42, Dev: benchDev, PathCached: 1, Ret: 2}
-	o = d.op(rawPrefix(&cached, pathEnd))
-	if got := opPath(o); got != "/tmp/f" || o.Ret != 2 {
-		t.Fatalf("cached record: path %q ret %d, want /tmp/f 2", got, o.Ret)
+	// Thread 7's next record on the same file: the path it sent before.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, Ret: 2})); opPath(o) != "/tmp/f" || o.Ret != 2 {
+		t.Fatalf("later record: path %q ret %d, want /tmp/f 2", opPath(o), o.Ret)
 	}
-	// Another thread claiming a cached path it never sent: counted, no path.
-	other := bpf.IopathOp{Type: 1, Tid: 8, Ino: 42, Dev: benchDev, PathCached: 1}
-	if o = d.op(rawPrefix(&other, pathEnd)); opPath(o) != "" || d.MissingPaths != 1 {
-		t.Fatalf("unknown cached path: %q, missing %d", opPath(o), d.MissingPaths)
+	// A thread that never sent a path: counted, no path.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 8, Ino: 42, Dev: benchDev})); opPath(o) != "" || d.MissingPaths != 1 {
+		t.Fatalf("unknown path: %q, missing %d", opPath(o), d.MissingPaths)
 	}
-	// Thread 7 on another inode claiming the cache (its path record lost).
-	moved := bpf.IopathOp{Type: 1, Tid: 7, Ino: 43, Dev: benchDev, PathCached: 1}
-	if o = d.op(rawPrefix(&moved, pathEnd)); opPath(o) != "" || d.MissingPaths != 2 {
-		t.Fatalf("cached path of another inode: %q, missing %d", opPath(o), d.MissingPaths)
+	// Thread 7 on another inode whose EV_PATH was lost: no wrong path.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 43, Dev: benchDev})); opPath(o) != "" || d.MissingPaths != 2 {
+		t.Fatalf("path of another inode: %q, missing %d", opPath(o), d.MissingPaths)
 	}
-	// A whole (uncut) cached record in the ring buffer is not modified in place.
-	whole := rawPrefix(&cached, unsafe.Sizeof(cached))
-	o = d.op(whole)
-	if opPath(o) != "/tmp/f" || (*bpf.IopathOp)(unsafe.Pointer(&whole[0])).PathDepth != 0 {
-		t.Fatalf("whole cached record: path %q, or ring buffer written", opPath(o))
+	// sync(2) has no file: no path expected, none counted missing.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Sys: uint32(bpf.IopathOpSysSYS_SYNC)})); opPath(o) != "" || d.MissingPaths != 2 {
+		t.Fatalf("sync: path %q, missing %d", opPath(o), d.MissingPaths)
+	}
+	for _, raw := range [][]byte{opRec(&first)[:opFixed-1], pathRec(&first)[:pathFixed-1]} {
+		if err := Dispatch(e, raw); err == nil {
+			t.Fatalf("a %d-byte record cut inside its fixed part was accepted", len(raw))
+		}
 	}
 }
 
@@ -89,11 +112,13 @@ func TestDispatchShortRecords(t *testing.T) {
 	if err := Dispatch(e, rawPrefix(&done, unsafe.Sizeof(done))); err != nil {
 		t.Fatal(err)
 	}
-	op := bpf.IopathOp{Type: uint32(bpf.IopathEvTypeEV_OP), Sys: uint32(bpf.IopathOpSysSYS_PREAD64), Pid: 100, Tid: 7,
+	op := bpf.IopathOp{Sys: uint32(bpf.IopathOpSysSYS_PREAD64), Pid: 100, Tid: 7,
 		OpId: 7<<32 | 1, StartNs: 800, EndNs: 2100, Ret: 4096, Count: 4096, Ino: 42, Dev: benchDev,
 		BiosQueued: 1, BioBytes: 4096, PagesAdded: 1, PagesInRange: 1, PathDepth: 1, PathDone: 1, Path: pathOf("f")}
-	if err := Dispatch(e, rawPrefix(&op, unsafe.Offsetof(op.Path)+48)); err != nil {
-		t.Fatal(err)
+	for _, raw := range [][]byte{pathRec(&op), opRec(&op)} {
+		if err := Dispatch(e, raw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.Flush()
 	if len(got) != 1 || got[0].Path != "/f" || len(got[0].Bios) != 1 || got[0].Bios[0].Bytes != 4096 {

@@ -445,8 +445,13 @@ func Dispatch(e *Engine, raw []byte) error {
 	need := func(size uintptr) bool { return uintptr(len(raw)) >= size }
 	switch bpf.IopathEvType(typ) {
 	case bpf.IopathEvTypeEV_OP:
-		if need(unsafe.Offsetof(bpf.IopathOp{}.Path)) {
+		if need(opFixed) {
 			e.HandleOp(e.dec.op(raw))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_PATH:
+		if need(pathFixed) {
+			e.dec.path(raw)
 			return nil
 		}
 	case bpf.IopathEvTypeEV_RQ_ISSUE:
