@@ -262,6 +262,11 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 		} else {
 			count_event(CNT_RQ_OWN_TRUNC);
 		}
+		/* Reported: forget the bio now rather than walk the chain
+		 * again at completion. A requeued request is issued again
+		 * with no owned bio left; the issue event still goes out
+		 * (inflight says it is ours) and userspace keeps its bios. */
+		bpf_map_delete_elem(&bio_owners, &key);
 	}
 	w->nr++;
 	w->bio = BPF_CORE_READ(bio, bi_next);
@@ -275,22 +280,24 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	if (!ev)
 		return 0;
 	ev->nr_own = 0;
-	struct rq_walk w = { .ev = ev, .bio = BPF_CORE_READ(rq, bio) };
+	/* rq is a typed tp_btf argument: direct loads. */
+	struct rq_walk w = { .ev = ev, .bio = rq->bio };
 	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
-	if (ev->nr_own == 0)
-		return 0;
+	__u64 rqk = (__u64)rq;
+	if (ev->nr_own == 0 && !bpf_map_lookup_elem(&inflight, &rqk))
+		return 0; /* not ours, and not a requeued request of ours */
 	ev->type = EV_RQ_ISSUE;
-	ev->rq = (__u64)rq;
+	ev->rq = rqk;
 	ev->ts = bpf_ktime_get_ns();
-	ev->dev = disk_dev(BPF_CORE_READ(rq, q, disk));
-	ev->sector = BPF_CORE_READ(rq, __sector);
-	ev->bytes = BPF_CORE_READ(rq, __data_len);
-	ev->cmd_flags = BPF_CORE_READ(rq, cmd_flags);
+	struct gendisk *disk = rq->q->disk;
+	ev->dev = disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+	ev->sector = rq->__sector;
+	ev->bytes = rq->__data_len;
+	ev->cmd_flags = rq->cmd_flags;
 	ev->nr_bios = w.nr;
 	ev->issuer_tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 rqk = (__u64)rq;
 	if (bpf_map_update_elem(&inflight, &rqk, &ev->ts, BPF_ANY))
 		count_event(CNT_INFLIGHT_FULL);
 	/* Cut after the last owned bio: usually one entry of MAX_ISSUE_OWN. */
@@ -301,31 +308,12 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	return 0;
 }
 
-static long forget_step(__u32 i, struct rq_walk *w)
-{
-	struct bio *bio = w->bio;
-	if (!bio)
-		return 1;
-	__u64 key = (__u64)bio;
-	bpf_map_delete_elem(&bio_owners, &key);
-	w->bio = BPF_CORE_READ(bio, bi_next);
-	return 0;
-}
-
-static __always_inline void forget_bios(struct request *rq)
-{
-	struct rq_walk w = { .bio = BPF_CORE_READ(rq, bio) };
-	bpf_loop(MAX_RQ_BIOS, forget_step, &w, 0);
-}
-
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq;
-	if (!bpf_map_lookup_elem(&inflight, &key))
-		return 0;
-	bpf_map_delete_elem(&inflight, &key);
-	forget_bios(rq);
+	if (bpf_map_delete_elem(&inflight, &key))
+		return 0; /* not a request we reported at issue */
 	struct rq_done_ev ev = {
 		.type = EV_RQ_COMPLETE, .error = error, .rq = key, .ts = bpf_ktime_get_ns(), .bytes = nr_bytes,
 	};

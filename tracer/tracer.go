@@ -42,6 +42,10 @@ type Tracer struct {
 	K      *Kernel
 	Hooks  []HookStatus
 	Engine *Engine
+	// Idle, if set, is called by Run (on its goroutine) each time it has
+	// consumed every record in the ring buffer, before it waits: the moment
+	// to flush buffered output.
+	Idle func()
 
 	coll       *ebpf.Collection
 	targets    *ebpf.Map
@@ -383,6 +387,9 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 		// the clock reads and SetDeadline's lock are paid per wait, not
 		// per record.
 		if rec.Remaining == 0 {
+			if t.Idle != nil {
+				t.Idle()
+			}
 			if !draining {
 				select {
 				case <-done:

@@ -125,6 +125,8 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		return err
 	}
 	defer t.Close()
+	defer out.flush()
+	t.Idle = out.flush
 	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -316,6 +316,8 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 		return err
 	}
 	defer t.Close()
+	defer out.flush()
+	t.Idle = out.flush
 	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
 	stop := ctx
 	if f.duration > 0 {
@@ -370,6 +372,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	after := file.cachedNow()
 	sum := t.Summary() // once: it folds the kernel's hit counters in
 	wout := cmd.OutOrStdout()
+	out.flush() // the records before the report
 	if res.rep != nil && !f.json {
 		if w.json {
 			e := json.NewEncoder(wout)
@@ -383,6 +386,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
 		out.enc.Encode(rec)
+		out.flush()
 	} else {
 		fmt.Fprint(wout, rec.text(f.waitWriteback > 0))
 	}
