@@ -151,17 +151,17 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			keep[a.prog] = true
 		}
 	}
+	if !hasKfunc(kspec, "bpf_rdonly_cast") || os.Getenv("IOPATH_NO_KFUNCS") != "" {
+		// Before 6.2 the struct file of a call is read with one
+		// bpf_probe_read_kernel per field: same records, ~80 ns slower.
+		// IOPATH_NO_KFUNCS=1 picks this variant anywhere (tests).
+		spec.Programs[bpf.IopathProgRawSysEnter] = spec.Programs[bpf.IopathProgRawSysEnterProbe]
+	}
 	for name := range spec.Programs {
 		if !keep[name] {
 			delete(spec.Programs, name)
 		}
 	}
-	if spec.Programs[bpf.IopathProgRawSysEnter] != nil && !hasKfunc(kspec, "bpf_rdonly_cast") {
-		// Before 6.2 the struct file of a call is read with one
-		// bpf_probe_read_kernel per field: same records, ~80 ns slower.
-		spec.Programs[bpf.IopathProgRawSysEnter] = spec.Programs[bpf.IopathProgRawSysEnterProbe]
-	}
-	delete(spec.Programs, bpf.IopathProgRawSysEnterProbe)
 	if err := configure(spec, opts); err != nil {
 		return nil, err
 	}

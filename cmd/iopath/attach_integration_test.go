@@ -159,3 +159,19 @@ func TestForcedTracepointStories(t *testing.T) {
 		t.Errorf("tracepoint write story: no page persisted by fsync: %+v", tr.persisted)
 	}
 }
+
+// Kernels before 6.2 have no bpf_rdonly_cast: raw_sys_enter then reads the
+// struct file with bpf_probe_read_kernel (IOPATH_NO_KFUNCS=1 forces that
+// build here). Both must give the same stories, path included.
+func TestProbeReadSyscallEntry(t *testing.T) {
+	needRoot(t)
+	t.Setenv("IOPATH_NO_KFUNCS", "1")
+	dir := diskDir(t)
+	f := coldFile(t, dir, 1<<20)
+	tr := traceCmd(t, "--", "dd", "if="+f, "of=/dev/null", "bs=4096", "count=2", "skip=3")
+	calls := tr.forIno(inoOf(t, f))
+	if len(calls) != 2 || calls[0].Path != f || calls[1].Path != f || calls[0].Offset != 3*4096 ||
+		calls[0].Cache.PagesMissed != 1 || len(calls[0].Bios) == 0 {
+		t.Fatalf("probe-read build, read story: %+v", calls)
+	}
+}
