@@ -82,50 +82,58 @@ func safe(s string) string {
 	return s
 }
 
+// human, dur, pl and ranges format with strconv rather than fmt: the
+// default mode prints one story per missed call, at up to tens of
+// thousands per second (same output as the fmt verbs they replace).
 func human(b uint64) string {
+	unit := func(v float64, u string) string { return strconv.FormatFloat(v, 'f', 1, 64) + u }
 	switch {
 	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+		return unit(float64(b)/(1<<30), " GiB")
 	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+		return unit(float64(b)/(1<<20), " MiB")
 	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+		return unit(float64(b)/(1<<10), " KiB")
 	}
-	return fmt.Sprintf("%d B", b)
+	return strconv.FormatUint(b, 10) + " B"
 }
 
 func dur(ns uint64) string {
 	d := time.Duration(ns)
 	switch {
 	case d >= time.Second:
-		return fmt.Sprintf("%.2f s", d.Seconds())
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
 	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
 	}
-	return fmt.Sprintf("%.1f µs", float64(d)/1e3)
+	return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
 }
 
 func pl(n uint64, word string) string {
 	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
+		return "1 " + word
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return strconv.FormatUint(n, 10) + " " + word + "s"
 }
 
 func ranges(rs []tracer.PageRange) string {
-	var parts []string
-	for _, r := range rs {
-		if r.Pages == 1 {
-			parts = append(parts, fmt.Sprint(r.Index))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", r.Index, r.Index+uint64(r.Pages)-1))
+	var b []byte
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, r.Index, 10)
+		if r.Pages != 1 {
+			b = append(b, '-')
+			b = strconv.AppendUint(b, r.Index+uint64(r.Pages)-1, 10)
 		}
 	}
-	return strings.Join(parts, ",")
+	return string(b)
 }
 
 func storySyscall(r *tracer.Syscall) string {
 	var b strings.Builder
+	b.Grow(512)
 	target := safe(r.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
@@ -134,15 +142,20 @@ func storySyscall(r *tracer.Syscall) string {
 	if r.Error != "" {
 		result = r.Error
 	}
-	args := fmt.Sprintf("fd=%d, %s at offset %d", r.Fd, human(r.RequestedBytes), r.Offset)
+	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	args := "fd=" + num(r.Fd) + ", " + human(r.RequestedBytes) + " at offset " + unum(r.Offset)
 	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
-		args = fmt.Sprintf("fd=%d", r.Fd)
+		args = "fd=" + num(r.Fd)
 	} else if r.Syscall == "sync" {
 		args, target = "", "all filesystems"
 	}
-	fmt.Fprintf(&b, "%s(%s) %s [%s pid %d tid %d] -> %s in %s", r.Syscall, args, target, r.Comm, r.Pid, r.Tid, result, dur(r.DurationNs))
+	for _, p := range []string{r.Syscall, "(", args, ") ", target, " [", r.Comm, " pid ", unum(uint64(r.Pid)), " tid ",
+		unum(uint64(r.Tid)), "] -> ", result, " in ", dur(r.DurationNs)} {
+		b.WriteString(p)
+	}
 	if r.BlockedNs > 0 {
-		fmt.Fprintf(&b, ", blocked on IO %s", dur(r.BlockedNs))
+		b.WriteString(", blocked on IO " + dur(r.BlockedNs))
 	}
 	b.WriteString("\n")
 	c := r.Cache
@@ -150,16 +163,16 @@ func storySyscall(r *tracer.Syscall) string {
 	case r.Direct:
 		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
-		fmt.Fprintf(&b, "  page cache: %s requested: %d hit, %d missed", pl(c.PagesRequested, "page"), c.PagesHit, c.PagesMissed)
+		b.WriteString("  page cache: " + pl(c.PagesRequested, "page") + " requested: " + unum(c.PagesHit) + " hit, " + unum(c.PagesMissed) + " missed")
 		if c.PagesAdded > 0 {
-			fmt.Fprintf(&b, "; %s added (index %s)", pl(c.PagesAdded, "page"), ranges(c.AddedRanges))
+			b.WriteString("; " + pl(c.PagesAdded, "page") + " added (index " + ranges(c.AddedRanges) + ")")
 		}
 		b.WriteString("\n")
 	}
 	for _, ra := range c.Readahead {
-		fmt.Fprintf(&b, "  readahead: %s, window %s from index %d", ra.Kind, pl(uint64(ra.Pages), "page"), ra.StartIndex)
+		b.WriteString("  readahead: " + ra.Kind + ", window " + pl(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex))
 		if ra.AsyncPages > 0 {
-			fmt.Fprintf(&b, " (next async readahead when %d remain)", ra.AsyncPages)
+			b.WriteString(" (next async readahead when " + unum(uint64(ra.AsyncPages)) + " remain)")
 		}
 		if ra.Source == "derived" {
 			b.WriteString(" [derived from pages added: no readahead hook on this kernel]")
@@ -217,7 +230,11 @@ func tracerIsRead(s string) bool {
 }
 
 func bioLine(bio tracer.Bio) string {
-	s := fmt.Sprintf("bio %-3s %s at sector %d on %s", bio.Rwbs, human(uint64(bio.Bytes)), bio.Sector, bio.Dev)
+	rwbs := bio.Rwbs
+	if len(rwbs) < 3 {
+		rwbs += "   "[len(rwbs):] // %-3s
+	}
+	s := "bio " + rwbs + " " + human(uint64(bio.Bytes)) + " at sector " + strconv.FormatUint(bio.Sector, 10) + " on " + bio.Dev
 	if bio.Kind != "" {
 		s = bio.Kind + " " + s
 	}
@@ -227,7 +244,7 @@ func bioLine(bio tracer.Bio) string {
 	if bio.CompleteNs == 0 {
 		return s + ": completion not seen"
 	}
-	s += fmt.Sprintf(": queued->issued %s, device (D2C) %s", dur(sub(bio.IssueNs, bio.QueueNs)), dur(bio.D2CNs))
+	s += ": queued->issued " + dur(sub(bio.IssueNs, bio.QueueNs)) + ", device (D2C) " + dur(bio.D2CNs)
 	if bio.Requeues > 0 {
 		s += fmt.Sprintf(", requeued %d×", bio.Requeues)
 	}
