@@ -110,10 +110,17 @@ struct op {
 	__u64 c_magic;      /* ... its superblock's s_magic ... */
 	__u32 c_dev;        /* ... its s_dev ... */
 	__u32 c_mode;       /* ... and i_mode */
-	__u64 c_path_inode; /* inode (pointer) the last EV_PATH named ... */
-	__u64 c_path_ino;   /* ... and its i_ino */
+	/* The name the last EV_PATH sent: the file's mount and dentry, the
+	 * dentry's parent and name hash/length (a hard link, a bind mount, a
+	 * rename or a new file whose dentry reuses the address all differ). */
+	__u64 c_path_mnt;
+	__u64 c_path_dentry;
+	__u64 c_path_parent;
+	__u64 c_path_hash_len;
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
+	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
+	__u32 pad0;
 	__u32 active;       /* 1 between entry and exit */
 	__u32 touched;      /* 1 once a hook has zeroed the per-call counters (op_touch) */
 	/* Cache hits are summed here per thread and file, and folded into
@@ -162,6 +169,8 @@ struct op {
 	__u32 ranges_lost;
 	__u32 nr_ra;
 	__u32 nr_ranges;
+	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
+	__u32 pad1;
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
@@ -169,6 +178,8 @@ struct op {
 	/* EV_PATH record: the file's dentry names, deepest first */
 	__u32 path_type;  /* EV_PATH */
 	__u32 path_tid;
+	__u32 path_no;    /* per-thread number of this EV_PATH (EV_OP's path_seq) */
+	__u32 path_pad;
 	__u64 path_ino;
 	__u32 path_dev;
 	__u32 path_depth; /* names in path[] */
@@ -361,12 +372,13 @@ struct {
  * SLOT_UNTRACED | generation: the thread's process was not traced when
  * targets_gen had that value (userspace bumps it when it adds a pid). */
 #define MAX_SLOTS 8192
+#define PID_MAX_LIMIT (4 << 20) /* include/linux/threads.h, 64-bit */
 #define SLOT_UNTRACED 0x8000
 #define SLOT_GEN_MASK 0x7fff
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 8192); /* resized by the loader: (pid_max + 3) / 4 */
+	__uint(max_entries, PID_MAX_LIMIT / 4); /* every possible tid (pid_max can be raised at run time) */
 	__type(key, __u32);        /* tid >> 2 */
 	__type(value, __u64);      /* four 16-bit fields */
 } tid_slot SEC(".maps");
@@ -501,14 +513,14 @@ static __always_inline void count_event(__u32 idx)
 		*v += 1;
 }
 
-/* Wake the reader only once this much is queued: each wakeup is a
+/* Wake the reader only once wakeup_bytes are queued: each wakeup is a
  * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF
  * time fell from 23.6 to 5.6 µs). The reader also polls every 100 ms. */
-#define WAKEUP_BYTES (256 << 10)
+const volatile __u64 wakeup_bytes = 256 << 10; /* set by the loader: min(256 KiB, ring / 4) */
 
 static __always_inline int emit(void *data, __u64 size)
 {
-	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, data, size, flags)) {
 		count_event(CNT_RINGBUF_LOST);
 		return -1;

@@ -117,10 +117,14 @@ type IopathOp struct {
 	C_magic           uint64
 	C_dev             uint32
 	C_mode            uint32
-	C_pathInode       uint64
-	C_pathIno         uint64
+	C_pathMnt         uint64
+	C_pathDentry      uint64
+	C_pathParent      uint64
+	C_pathHashLen     uint64
 	PathReuse         uint32
 	Seq               uint32
+	Owner             uint32
+	Pad0              uint32
 	Active            uint32
 	Touched           uint32
 	AggIno            uint64
@@ -164,6 +168,8 @@ type IopathOp struct {
 	RangesLost        uint32
 	NrRa              uint32
 	NrRanges          uint32
+	PathSeq           uint32
+	Pad1              uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -177,6 +183,8 @@ type IopathOp struct {
 	Ranges    [24]IopathPageRange
 	PathType  uint32
 	PathTid   uint32
+	PathNo    uint32
+	PathPad   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32
@@ -403,6 +411,7 @@ const (
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
 	IopathProgTpPageCacheRaOrder          = "tp_page_cache_ra_order"
 	IopathProgTpPageCacheSyncRa           = "tp_page_cache_sync_ra"
+	IopathProgTpSchedProcessExec          = "tp_sched_process_exec"
 	IopathProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathProgTpSchedSwitch               = "tp_sched_switch"
@@ -427,6 +436,7 @@ const (
 	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
 	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
 	IopathVarUnusedWbStartEv              = "unused_wb_start_ev"
+	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
 // LoadIopath returns the embedded CollectionSpec for Iopath.
@@ -526,6 +536,7 @@ type IopathProgramSpecs struct {
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
 	TpPageCacheRaOrder          *ebpf.ProgramSpec `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.ProgramSpec `ebpf:"tp_page_cache_sync_ra"`
+	TpSchedProcessExec          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
@@ -575,6 +586,7 @@ type IopathVariableSpecs struct {
 	UnusedRqDoneEv    *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
 	UnusedWbInodeEv   *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
 	UnusedWbStartEv   *ebpf.VariableSpec `ebpf:"unused_wb_start_ev"`
+	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathObjects contains all objects after they have been loaded into the kernel.
@@ -652,6 +664,7 @@ type IopathVariables struct {
 	UnusedRqDoneEv    *ebpf.Variable `ebpf:"unused_rq_done_ev"`
 	UnusedWbInodeEv   *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
 	UnusedWbStartEv   *ebpf.Variable `ebpf:"unused_wb_start_ev"`
+	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathPrograms contains all programs after they have been loaded into the kernel.
@@ -713,6 +726,7 @@ type IopathPrograms struct {
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
 	TpPageCacheRaOrder          *ebpf.Program `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.Program `ebpf:"tp_page_cache_sync_ra"`
+	TpSchedProcessExec          *ebpf.Program `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
@@ -778,6 +792,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpPageCacheDelete,
 		p.TpPageCacheRaOrder,
 		p.TpPageCacheSyncRa,
+		p.TpSchedProcessExec,
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,

@@ -60,14 +60,29 @@ extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
  * thread belongs to a traced process; NULL if not traced. The answer
  * "untraced" is remembered in tid_slot until userspace adds a pid (except
  * under --comm: a thread's comm changes at exec). */
+static __always_inline void flush_hits(struct op *op);
+
 static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 {
 	__u64 *w = slot_word(tid);
-	if (!w)
+	if (!w) {
+		count_event(CNT_TASK_OPS_FULL); /* a tid beyond PID_MAX_LIMIT: cannot happen */
 		return NULL;
+	}
 	__u32 slot = slot_field(*w, tid);
-	if (slot && slot <= MAX_SLOTS)
-		return bpf_map_lookup_elem(&task_ops, &slot);
+	if (slot && slot <= MAX_SLOTS) {
+		struct op *op = bpf_map_lookup_elem(&task_ops, &slot);
+		/* Under --comm a thread stops being traced when its comm
+		 * changes (prctl, exec); the owner check catches a slot left by
+		 * a thread whose exit was not seen. */
+		if (op && op->owner == tgid && (!filter_comm || is_traced(tgid)))
+			return op;
+		if (op && op->agg_calls)
+			flush_hits(op);
+		slot_set(w, tid, slot, 0);
+		bpf_map_push_elem(&free_slots, &slot, 0);
+		slot = 0;
+	}
 	__u32 untraced = SLOT_UNTRACED | (targets_gen & SLOT_GEN_MASK);
 	if (slot == untraced)
 		return NULL;
@@ -87,8 +102,12 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	static const struct op zero = {};
 	if (bpf_map_update_elem(&task_ops, &fresh, &zero, BPF_ANY))
 		return NULL;
+	struct op *op = bpf_map_lookup_elem(&task_ops, &fresh);
+	if (!op)
+		return NULL;
+	op->owner = tgid;
 	slot_set(w, tid, slot, fresh);
-	return bpf_map_lookup_elem(&task_ops, &fresh);
+	return op;
 }
 
 /* op_begin starts a call for the current task if it is traced and the file is
@@ -325,19 +344,41 @@ static __always_inline void op_end(__s64 ret)
 		op_touch(op);
 		op->end_ns = bpf_ktime_get_ns();
 		bpf_get_current_comm(op->comm, sizeof(op->comm));
-		/* The dentry walk costs ~25 helper calls: a thread's records on
-		 * the file of its previous EV_PATH get none (userspace reuses
-		 * it), except every PATH_RESEND records, in case of a rename. */
-		if (op->file && (op->c_path_inode != op->c_inode || op->c_path_ino != op->ino ||
-				 ++op->path_reuse >= PATH_RESEND)) {
-			fill_path(op);
-			op->c_path_inode = op->c_inode;
-			op->c_path_ino = op->ino;
-			op->path_reuse = 0;
-			__u32 depth = op->path_depth;
-			if (depth > PATH_PARTS)
-				depth = PATH_PARTS;
-			emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) + depth * PART_LEN);
+		/* The dentry walk costs ~25 helper calls: a thread's records
+		 * on the name its last EV_PATH sent get none (userspace reuses
+		 * it, matched by number), except every PATH_RESEND records (a
+		 * directory above may have been renamed). */
+		op->path_seq = 0;
+		struct file *file = (struct file *)op->file;
+		if (file) {
+			__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
+			struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+			__u64 parent = (__u64)BPF_CORE_READ(d, d_parent);
+			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len);
+			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == parent &&
+			    op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
+				op->path_seq = op->path_no;
+			} else {
+				fill_path(op);
+				op->path_no++;
+				__u32 depth = op->path_depth;
+				if (depth > PATH_PARTS)
+					depth = PATH_PARTS;
+				if (emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) +
+								 depth * PART_LEN) == 0) {
+					op->path_seq = op->path_no;
+					op->c_path_mnt = mnt;
+					op->c_path_dentry = (__u64)d;
+					op->c_path_parent = parent;
+					op->c_path_hash_len = hash_len;
+					op->path_reuse = 0;
+				} else {
+					/* Lost (counted): userspace counts the record's
+					 * path as missing; sent again next time. */
+					op->path_seq = op->path_no;
+					op->c_path_dentry = 0;
+				}
+			}
 		}
 		__u32 n = op->nr_ranges;
 		if (n > MAX_RANGES)

@@ -6,8 +6,9 @@
  *   in_iowait set (io_schedule: folio lock/uptodate waits, bio waits,
  *   balance_dirty_pages pauses) is added to op->blocked_ns. prev and next are
  *   args 1 and 2 in every version (5.18 appended prev_state).
- * "follow" (sched_process_fork / sched_process_exit): children of traced
- *   processes are traced; per-thread state is dropped when a thread exits. */
+ * "follow" (sched_process_fork / sched_process_exit / sched_process_exec):
+ *   children of traced processes are traced; per-thread state is dropped when
+ *   a thread exits or execs, and reset when a tid is given to a new thread. */
 #include "op.h"
 
 SEC("tp_btf/sched_switch")
@@ -36,6 +37,10 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
+	/* A new thread starts with a clean tid_slot field (its tid may have
+	 * been marked untraced, or left a slot, in an earlier life). The
+	 * child does not run yet: nobody else writes its field. */
+	op_release(child->pid);
 	__u32 ptgid = parent->tgid;
 	if (!bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
@@ -49,5 +54,18 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
 	op_release(task->pid);
+	return 0;
+}
+
+/* exec from a non-leader thread takes the leader's tid (de_thread,
+ * exchange_tids): the thread's old tid (old_pid) never sees
+ * sched_process_exit, so its field is cleared here. Both fields are reset:
+ * comm changes at exec, which matters under --comm. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	op_release(old_pid);
+	if (p->pid != old_pid)
+		op_release(p->pid);
 	return 0;
 }

@@ -56,7 +56,7 @@ static __always_inline __s64 user_off(const void *p)
  * cast onto it (ki_filp is a struct file *, at offset 0 in every version;
  * CO-RE checks the offset): a plain load instead of a bpf_probe_read_kernel
  * call. */
-static __always_inline struct file *sys_file(long fd, const int access)
+static __always_inline struct file *sys_file(int fd, const int access)
 {
 	if (access != FILE_BTF)
 		return fd_file(fd);
@@ -65,7 +65,7 @@ static __always_inline struct file *sys_file(long fd, const int access)
 	if (!files || fd < 0)
 		return NULL;
 	struct fdtable *fdt = files->fdt;
-	if (!fdt || (unsigned long)fd >= fdt->max_fds)
+	if (!fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
 	void *slot = (void *)&fdt->fd[fd] - bpf_core_field_offset(struct kiocb, ki_filp);
 	struct kiocb *k = bpf_rdonly_cast(slot, bpf_core_type_id_kernel(struct kiocb));
@@ -86,7 +86,9 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	 * The switch only picks the arguments, so that op_begin_in is
 	 * inlined once (a smaller program verifies faster at start-up). */
 	long a0 = regs->di, a1 = regs->si, a2 = regs->dx, a3 = regs->r10, a4 = regs->r8;
-	long fd = a0;
+	/* fds are unsigned int in the syscalls' prototypes: the kernel
+	 * ignores the register's upper half, and so do we. */
+	int fd = (int)a0;
 	__s64 off = -1;
 	__u64 count = 0;
 	switch (sys) {
@@ -123,7 +125,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 		op_begin_in(op, sys, NULL, -1, 0, 0, access);
 		return 0;
 	case SYS_SENDFILE: /* (out_fd, in_fd, loff_t *offset, count) */
-		fd = a1;
+		fd = (int)a1;
 		off = user_off((void *)a2);
 		count = a3;
 		break;
@@ -134,10 +136,10 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_SPLICE: /* (fd_in, off_in*, fd_out, off_out*, len, flags): one side is a pipe */
 		count = a4;
 		/* The file side: fd_in unless it is a pipe (not a regular file). */
-		struct file *in = sys_file(a0, access);
-		if (in && op_begin_in(op, sys, in, a0, user_off((void *)a1), count, access))
+		struct file *in = sys_file(fd, access);
+		if (in && op_begin_in(op, sys, in, fd, user_off((void *)a1), count, access))
 			return 0;
-		fd = a2;
+		fd = (int)a2;
 		off = user_off((void *)a3);
 		break;
 	default:

@@ -72,7 +72,7 @@ func benchOpRaw(tb testing.TB, o *bpf.IopathOp) []byte {
 
 func benchPathRaw(tb testing.TB, o *bpf.IopathOp) []byte {
 	p := *o
-	p.PathType, p.PathTid, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.Ino, o.Dev
+	p.PathType, p.PathTid, p.PathNo, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.PathSeq, o.Ino, o.Dev
 	full := benchRaw(tb, &p, unsafe.Sizeof(p))
 	return aligned(full[pathStart : pathStart+pathFixed+uintptr(p.PathDepth)*unsafe.Sizeof(p.Path[0])])
 }
@@ -140,12 +140,17 @@ func benchStream(tb testing.TB, n int, miss func(i int) bool) (calls []benchCall
 		// The kernel sends the thread's path before its first record on
 		// the file and again every PATH_RESEND (256) records.
 		var path []byte
+		seq := uint32(i/256 + 1)
 		if i%256 == 0 {
-			path = benchPathRaw(tb, benchMissOp(id, 0, ts))
+			p := benchMissOp(id, 0, ts)
+			p.PathSeq = seq
+			path = benchPathRaw(tb, p)
 			events++
 		}
 		if !miss(i) {
-			c := benchCall{benchOpRaw(tb, benchHitOp(id, uint64(i)%(1<<20), ts))}
+			o := benchHitOp(id, uint64(i)%(1<<20), ts)
+			o.PathSeq = seq
+			c := benchCall{benchOpRaw(tb, o)}
 			if path != nil {
 				c = append(benchCall{path}, c...)
 			}
@@ -164,7 +169,9 @@ func benchStream(tb testing.TB, n int, miss func(i int) bool) (calls []benchCall
 		if path != nil {
 			c = append(c, path)
 		}
-		calls = append(calls, append(c, benchOpRaw(tb, benchMissOp(id, index, ts))))
+		o := benchMissOp(id, index, ts)
+		o.PathSeq = seq
+		calls = append(calls, append(c, benchOpRaw(tb, o)))
 		events += 3
 		ts += 120_000
 	}

@@ -25,7 +25,7 @@ func TestDispatchDecodesRecords(t *testing.T) {
 	o.BiosQueued = 1
 	addRange(o, 2, 1, rangeAdded)
 	copy(o.Comm[:], []int8{'c', 'a', 't'})
-	o.PathDepth, o.PathDone = 2, 1
+	o.PathDepth, o.PathDone, o.PathSeq = 2, 1, 1
 	copy(o.Path[0][:], []int8{'f'})
 	copy(o.Path[1][:], []int8{'t', 'm', 'p'})
 	for _, raw := range [][]byte{

@@ -182,7 +182,8 @@ func Hooks() []Hook {
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedSwitch, akTPBTF, "sched_switch")}},
 		}},
 		{Name: "follow", Loses: "children of traced processes", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedProcessFork, akTPBTF, "sched_process_fork"), fn(bpf.IopathProgTpSchedProcessExit, akTPBTF, "sched_process_exit")}},
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedProcessFork, akTPBTF, "sched_process_fork"), fn(bpf.IopathProgTpSchedProcessExit, akTPBTF, "sched_process_exit"),
+				fn(bpf.IopathProgTpSchedProcessExec, akTPBTF, "sched_process_exec")}},
 		}},
 		{Name: "dirty_folio", Loses: "dirtied pages and their writeback", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpWritebackDirtyFolio, akTPBTF, "writeback_dirty_folio")}},

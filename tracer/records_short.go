@@ -22,9 +22,12 @@ var (
 // recordDecoder rebuilds whole structs from the slices the kernel sends to
 // save ring-buffer space and BPF time (bpf/common.h, struct op):
 //   - EV_OP is struct op from `type` to its last used page range;
-//   - EV_PATH is struct op from `path_type` to its last path name, sent
-//     before a thread's first EV_OP on a file: the thread's later EV_OP
-//     records on that file (same dev and inode) carry that path;
+//   - EV_PATH is struct op from `path_type` to its last path name, numbered
+//     per thread (path_no); the kernel sends it when a thread's record names
+//     another file than its last EV_PATH did (another mount, dentry, parent
+//     or name: hard links and renames included), and every 256 records; an
+//     EV_OP says which of its thread's EV_PATH records names its file
+//     (path_seq, 0 for none);
 //   - EV_RQ_ISSUE ends after its nr_own owned bios.
 //
 // Handlers get a pointer into the decoder's buffers, valid until the next
@@ -35,8 +38,9 @@ type recordDecoder struct {
 	issueBuf bpf.IopathRqIssueEv
 	// paths: the last path each thread sent, by tid.
 	paths map[uint32]*threadPath
-	// MissingPaths counts EV_OP records on a file whose EV_PATH never
-	// arrived (lost in a full ring buffer).
+	// MissingPaths counts EV_OP records whose EV_PATH never arrived (the
+	// kernel sends the path again after a failed send, so only records
+	// whose path was sent but lost in userspace's view count here).
 	MissingPaths uint64
 
 	// What opBuf holds beyond the last record (so that a stream of records
@@ -49,8 +53,7 @@ type recordDecoder struct {
 
 type threadPath struct {
 	gen   uint64 // recordDecoder.pathGen when it was set
-	dev   uint32
-	ino   uint64
+	no    uint32 // the kernel's per-thread EV_PATH number
 	depth uint32
 	done  uint32
 	trunc uint32
@@ -83,7 +86,7 @@ func (d *recordDecoder) path(raw []byte) {
 		d.paths[p.PathTid] = tp
 	}
 	d.pathGen++
-	*tp = threadPath{gen: d.pathGen, dev: p.PathDev, ino: p.PathIno, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
+	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
 }
 
 // op returns the EV_OP record in raw (at least opFixed bytes) as a whole
@@ -97,8 +100,8 @@ func (d *recordDecoder) op(raw []byte) *bpf.IopathOp {
 	}
 	d.opLen = n
 	tp := d.paths[o.Tid]
-	if (o.Ino == 0 && o.Dev == 0) || tp == nil || tp.dev != o.Dev || tp.ino != o.Ino {
-		if o.Ino != 0 || o.Dev != 0 { // sync(2) has no file, hence no path
+	if o.PathSeq == 0 || tp == nil || tp.no != o.PathSeq {
+		if o.PathSeq != 0 {
 			d.MissingPaths++
 		}
 		if d.opPath != nil {

@@ -28,7 +28,7 @@ func pathOf(parts ...string) (p [8][48]int8) {
 // pathRec and opRec cut records out of o as bpf/op.h sends them.
 func pathRec(o *bpf.IopathOp) []byte {
 	p := *o
-	p.PathType, p.PathTid, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.Ino, o.Dev
+	p.PathType, p.PathTid, p.PathNo, p.PathIno, p.PathDev = uint32(bpf.IopathEvTypeEV_PATH), o.Tid, o.PathSeq, o.Ino, o.Dev
 	return rawPrefix(&p, pathStart+pathFixed+uintptr(o.PathDepth)*48)[pathStart:]
 }
 
@@ -46,9 +46,9 @@ func TestRecordDecoderPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Thread 7's path for inode 42, then a record with one page range.
+	// Thread 7's first path, then a record naming it, with one page range.
 	first := bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, PathDepth: 2, PathDone: 1, Path: pathOf("f", "tmp"), Ret: 1,
-		NrRanges: 1, AggCalls: 99, Active: 1}
+		NrRanges: 1, AggCalls: 99, Active: 1, PathSeq: 1}
 	first.Ranges[0] = bpf.IopathPageRange{Index: 5, Nr: 2, Flags: rangeAdded}
 	first.Ranges[1] = bpf.IopathPageRange{Index: 77, Nr: 1} // beyond the cut
 	dispatch(pathRec(&first))
@@ -60,24 +60,29 @@ func TestRecordDecoderPaths(t *testing.T) {
 		t.Fatalf("bytes outside the record leaked in: range %+v agg %d active %d", o.Ranges[1], o.AggCalls, o.Active)
 	}
 	// A shorter path of another thread: no stale names from the longer one.
-	dispatch(pathRec(&bpf.IopathOp{Tid: 9, Ino: 5, Dev: benchDev, PathDepth: 3, PathDone: 1, Path: pathOf("a", "b", "c")}))
-	dispatch(pathRec(&bpf.IopathOp{Tid: 9, Ino: 6, Dev: benchDev, PathDepth: 1, PathDone: 1, Path: pathOf("z")}))
-	if o := d.op(opRec(&bpf.IopathOp{Tid: 9, Ino: 6, Dev: benchDev})); o.Path[1][0] != 0 || opPath(o) != "/z" {
+	dispatch(pathRec(&bpf.IopathOp{Tid: 9, PathSeq: 1, PathDepth: 3, PathDone: 1, Path: pathOf("a", "b", "c")}))
+	dispatch(pathRec(&bpf.IopathOp{Tid: 9, PathSeq: 2, PathDepth: 1, PathDone: 1, Path: pathOf("z")}))
+	if o := d.op(opRec(&bpf.IopathOp{Tid: 9, Ino: 6, Dev: benchDev, PathSeq: 2})); o.Path[1][0] != 0 || opPath(o) != "/z" {
 		t.Fatalf("tail not zeroed: %q", opPath(o))
 	}
-	// Thread 7's next record on the same file: the path it sent before.
-	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, Ret: 2})); opPath(o) != "/tmp/f" || o.Ret != 2 {
+	// Thread 7's next record naming the same path.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, Ret: 2, PathSeq: 1})); opPath(o) != "/tmp/f" || o.Ret != 2 {
 		t.Fatalf("later record: path %q ret %d, want /tmp/f 2", opPath(o), o.Ret)
 	}
+	// A hard link of the same inode: the kernel sends its name as path 2.
+	dispatch(pathRec(&bpf.IopathOp{Tid: 7, PathSeq: 2, PathDepth: 2, PathDone: 1, Path: pathOf("link", "tmp")}))
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 42, Dev: benchDev, PathSeq: 2})); opPath(o) != "/tmp/link" {
+		t.Fatalf("hard link: path %q, want /tmp/link", opPath(o))
+	}
 	// A thread that never sent a path: counted, no path.
-	if o = d.op(opRec(&bpf.IopathOp{Tid: 8, Ino: 42, Dev: benchDev})); opPath(o) != "" || d.MissingPaths != 1 {
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 8, Ino: 42, Dev: benchDev, PathSeq: 1})); opPath(o) != "" || d.MissingPaths != 1 {
 		t.Fatalf("unknown path: %q, missing %d", opPath(o), d.MissingPaths)
 	}
-	// Thread 7 on another inode whose EV_PATH was lost: no wrong path.
-	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 43, Dev: benchDev})); opPath(o) != "" || d.MissingPaths != 2 {
-		t.Fatalf("path of another inode: %q, missing %d", opPath(o), d.MissingPaths)
+	// Thread 7's path 3 was lost: no wrong (older) path, counted.
+	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Ino: 43, Dev: benchDev, PathSeq: 3})); opPath(o) != "" || d.MissingPaths != 2 {
+		t.Fatalf("lost path: %q, missing %d", opPath(o), d.MissingPaths)
 	}
-	// sync(2) has no file: no path expected, none counted missing.
+	// sync(2) names no file: no path expected, none counted missing.
 	if o = d.op(opRec(&bpf.IopathOp{Tid: 7, Sys: uint32(bpf.IopathOpSysSYS_SYNC)})); opPath(o) != "" || d.MissingPaths != 2 {
 		t.Fatalf("sync: path %q, missing %d", opPath(o), d.MissingPaths)
 	}
@@ -114,7 +119,7 @@ func TestDispatchShortRecords(t *testing.T) {
 	}
 	op := bpf.IopathOp{Sys: uint32(bpf.IopathOpSysSYS_PREAD64), Pid: 100, Tid: 7,
 		OpId: 7<<32 | 1, StartNs: 800, EndNs: 2100, Ret: 4096, Count: 4096, Ino: 42, Dev: benchDev,
-		BiosQueued: 1, BioBytes: 4096, PagesAdded: 1, PagesInRange: 1, PathDepth: 1, PathDone: 1, Path: pathOf("f")}
+		BiosQueued: 1, BioBytes: 4096, PagesAdded: 1, PagesInRange: 1, PathDepth: 1, PathDone: 1, Path: pathOf("f"), PathSeq: 1}
 	for _, raw := range [][]byte{pathRec(&op), opRec(&op)} {
 		if err := Dispatch(e, raw); err != nil {
 			t.Fatal(err)

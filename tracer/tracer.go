@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -296,26 +295,17 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if opts.MaxDirtyPages > 0 {
 		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
 	}
-	// tid_slot holds a 16-bit field per possible tid, four per entry.
-	pidMax, err := readPidMax()
-	if err != nil {
-		return err
+	// Wake the reader once a quarter of a small ring is queued (it also
+	// polls every 100 ms): a fixed 256 KiB never woke it for a ring of
+	// 256 KiB or less.
+	wake := uint64(256 << 10)
+	if q := uint64(rb) / 4; q < wake {
+		wake = q
 	}
-	spec.Maps["tid_slot"].MaxEntries = uint32((pidMax + 3) / 4)
+	if err := spec.Variables["wakeup_bytes"].Set(wake); err != nil {
+		return fmt.Errorf("setting wakeup_bytes: %w", err)
+	}
 	return nil
-}
-
-// readPidMax returns kernel.pid_max (tids are below it; at most 2^22).
-func readPidMax() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		return 0, fmt.Errorf("reading kernel.pid_max: %w", err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n <= 0 || n > 1<<22 {
-		return 0, fmt.Errorf("kernel.pid_max is %q: expected 1..4194304", strings.TrimSpace(string(b)))
-	}
-	return n, nil
 }
 
 func attach(a attachment, prog *ebpf.Program) (link.Link, error) {

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,13 +14,19 @@ import (
 	"github.com/iopath/iopath/tracer"
 )
 
-// printer writes records as JSON Lines or as human stories, through a
-// buffer: one write(2) per record cost 2-4 µs, more than decoding and
-// encoding it (measured). It is flushed whenever the tracer finds the ring
-// buffer empty (Tracer.Idle), after the summary, and by flush.
+// printer writes records as JSON Lines or as human stories. Records are
+// gathered and written several per write(2) (one write per record cost
+// 2-4 µs, more than decoding and encoding it), but only whole records and at
+// most pipeBuf bytes per write: the traced command often shares the output,
+// and the kernel keeps a write of up to PIPE_BUF bytes to a pipe (any write
+// to a file) in one piece, so its lines never land inside one of ours. The
+// buffer is written out when the tracer finds the ring buffer empty
+// (Tracer.Idle), after the summary, and by flush.
 type printer struct {
-	w     io.Writer
-	bw    *bufio.Writer
+	out   io.Writer // the destination
+	w     io.Writer // where a record is rendered (cur)
+	cur   bytes.Buffer
+	batch []byte
 	json  bool
 	quiet bool
 	enc   *json.Encoder
@@ -29,16 +35,38 @@ type printer struct {
 	collect   bool
 }
 
+// pipeBuf is PIPE_BUF on Linux: the largest write a pipe keeps whole.
+const pipeBuf = 4096
+
 func newPrinter(w io.Writer, asJSON, quiet bool) *printer {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	p := &printer{w: bw, bw: bw, json: asJSON, quiet: quiet, enc: json.NewEncoder(bw)}
+	p := &printer{out: w, json: asJSON, quiet: quiet}
+	p.w = &p.cur
+	p.enc = json.NewEncoder(&p.cur)
 	p.enc.SetEscapeHTML(false)
 	return p
 }
 
-// flush writes out what the buffer holds (errors such as EPIPE are
-// ignored, as for unbuffered writes).
-func (p *printer) flush() { p.bw.Flush() }
+// add moves the record rendered in cur into the batch, writing the batch
+// out first if the record would take it past pipeBuf.
+func (p *printer) add() {
+	if len(p.batch) > 0 && len(p.batch)+p.cur.Len() > pipeBuf {
+		p.flush()
+	}
+	p.batch = append(p.batch, p.cur.Bytes()...)
+	p.cur.Reset()
+	if len(p.batch) >= pipeBuf {
+		p.flush()
+	}
+}
+
+// flush writes out the batch (errors such as EPIPE are ignored, as for
+// unbuffered writes).
+func (p *printer) flush() {
+	if len(p.batch) > 0 {
+		p.out.Write(p.batch)
+		p.batch = p.batch[:0]
+	}
+}
 
 func (p *printer) record(rec any) {
 	if p.collect {
@@ -47,27 +75,31 @@ func (p *printer) record(rec any) {
 	if p.quiet {
 		return
 	}
+	defer p.add()
 	if p.json {
 		p.enc.Encode(rec)
 		return
 	}
 	switch r := rec.(type) {
 	case *tracer.Syscall:
-		fmt.Fprint(p.w, storySyscall(r))
+		p.cur.WriteString(storySyscall(r))
 	case *tracer.Writeback:
-		fmt.Fprint(p.w, storyWriteback(r))
+		p.cur.WriteString(storyWriteback(r))
 	case *tracer.Persisted:
-		fmt.Fprint(p.w, storyPersisted(r))
+		p.cur.WriteString(storyPersisted(r))
 	}
 }
 
 func (p *printer) summary(s *tracer.Summary, hooks []tracer.HookStatus) {
-	defer p.flush()
+	defer func() {
+		p.add()
+		p.flush()
+	}()
 	if p.json {
 		p.enc.Encode(s)
 		return
 	}
-	fmt.Fprint(p.w, summaryText(s))
+	p.cur.WriteString(summaryText(s))
 }
 
 // human renders byte counts the way people read them (KiB = 1024 B).

@@ -386,6 +386,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
 		out.enc.Encode(rec)
+		out.add()
 		out.flush()
 	} else {
 		fmt.Fprint(wout, rec.text(f.waitWriteback > 0))

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// The kernel sends a thread's path again whenever the name it reads
+// through changes, not only the inode: a hard link read after the original
+// (one thread: cat) must be reported under its own name.
+func TestPathOfHardLink(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	a := filepath.Join(dir, "orig")
+	b := filepath.Join(dir, "link")
+	if err := os.WriteFile(a, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	tr := traceCmd(t, "--all", "--", "cat", a, b, a)
+	paths := map[string]int{}
+	for _, c := range tr.forIno(inoOf(t, a)) {
+		paths[c.Path]++
+	}
+	// cat reads each file twice (data, then end of file).
+	if paths[a] != 4 || paths[b] != 2 || len(paths) != 2 {
+		t.Fatalf("reads by path: %v (want %s: 4, %s: 2)", paths, a, b)
+	}
+}
+
+// A file renamed between two reads of one thread (bash's read builtin on a
+// kept-open fd) is reported under its new name after the rename.
+func TestPathAfterRename(t *testing.T) {
+	needRoot(t)
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs /bin/bash")
+	}
+	dir := diskDir(t)
+	a := filepath.Join(dir, "before")
+	b := filepath.Join(dir, "after")
+	if err := os.WriteFile(a, []byte("abcdefgh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ino := inoOf(t, a)
+	tr := traceCmd(t, "--all", "--", "/bin/bash", "-c", `exec 3<"$0"; read -r -n 2 x <&3; mv "$0" "$1"; read -r -n 2 x <&3`, a, b)
+	var seq []string
+	for _, c := range tr.forIno(ino) {
+		if len(seq) == 0 || seq[len(seq)-1] != c.Path {
+			seq = append(seq, c.Path)
+		}
+	}
+	if len(seq) != 2 || seq[0] != a || seq[1] != b {
+		t.Fatalf("paths of the reads, in order: %q (want %q then %q)", seq, a, b)
+	}
+}
+
+// The traced command's own output shares iopath's stdout: iopath writes
+// whole records, at most PIPE_BUF bytes at a time, so no line of either is
+// cut by the other.
+func TestJSONLinesWithCommandOutput(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	f := coldFile(t, dir, 1<<20)
+	// dd streams thousands of records while the loop prints its lines.
+	cmd := iopathCmd(os.TempDir(), "trace", "--json", "--", "/bin/sh", "-c",
+		`dd if="$0" of=/dev/null bs=512 count=2048 iflag=direct 2>/dev/null &
+		i=0; while [ $i -lt 200 ]; do echo "PROGRAM OUTPUT LINE $i"; sleep 0.005; i=$((i+1)); done; wait`, f)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	prog := regexp.MustCompile(`^PROGRAM OUTPUT LINE [0-9]+$`)
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var records, lines int
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case prog.Match(line):
+			lines++
+		case json.Valid(line):
+			records++
+		default:
+			t.Fatalf("a line that is neither a record nor the program's: %q", line)
+		}
+	}
+	if lines != 200 || records < 2048 {
+		t.Fatalf("%d program lines (want 200), %d records (want >= 2048)", lines, records)
+	}
+}
