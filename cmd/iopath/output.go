@@ -33,6 +33,7 @@ type printer struct {
 	// collected lets demos read the records they printed.
 	collected []any
 	collect   bool
+	onBroken  func(error)
 }
 
 // pipeBuf is PIPE_BUF on Linux: the largest write a pipe keeps whole.
@@ -59,11 +60,15 @@ func (p *printer) add() {
 	}
 }
 
-// flush writes out the batch (errors such as EPIPE are ignored, as for
-// unbuffered writes).
+// flush writes out the batch. The first failed write calls onBroken (if
+// set: -p and --comm traces then end, since nobody reads them); records are
+// dropped after that.
 func (p *printer) flush() {
 	if len(p.batch) > 0 {
-		p.out.Write(p.batch)
+		if _, err := p.out.Write(p.batch); err != nil && p.onBroken != nil {
+			p.onBroken(err)
+			p.onBroken = nil
+		}
 		p.batch = p.batch[:0]
 	}
 }

@@ -184,6 +184,15 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 			stopRun()
 		}()
 	}
+	if len(args) == 0 {
+		// Output closed (`iopath trace -p PID | head`): stop, as a
+		// command whose output is gone would. A traced command keeps
+		// running (traced, records dropped) until it exits.
+		out.onBroken = func(err error) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "iopath: output closed (%v): stopping\n", err)
+			stopRun()
+		}
+	}
 	if len(args) == 0 && len(f.pids) > 0 && f.comm == "" {
 		go func() { // -p only: end when every traced process has exited
 			for runCtx.Err() == nil {
