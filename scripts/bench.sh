@@ -287,7 +287,7 @@ rounds() {
 				check=", traced calls $(summary_calls "$tracer_out" "$fio_pid")"
 			fi
 			[ "$cfg" != base ] && extra[$name.$cfg.lost]+="$lost "
-			printf '  %-3s round %d  %-9s %14s  (fio ios %s%s)  ready %4s ms  lost %s\n' "$name" $((r + 1)) "$cfg" "$(si "$v")" \
+			printf '  %-3s round %d  %-9s %14s  (fio ios %s%s)  ready %4s ms  lost %s\n' "$name" $((r + 1)) "$cfg" "$(si "$v")$unit" \
 				"$ios" "$check" "$ready_ms" "$lost"
 		done
 	done
@@ -307,6 +307,7 @@ tracepoint:syscalls:sys_exit_pread64 /@start[tid]/ { @lat = hist(nsecs - @start[
 EOF
 prepare_w() { :; }
 metric_w() { jq '.jobs[0].read.iops' "$1"; }
+unit=reads/s
 timed=(--time_based --runtime="$RUNTIME")
 ptimed=(--time_based --runtime=3) # profile runs
 wfio0=(--filename="$small" --size=1m --rw=read --bs=1 --invalidate=0)
@@ -381,6 +382,7 @@ if ! skip 2 typical; then
 		dd if="$big" iflag=nocache count=0 status=none
 	}
 	metric_c() { jq '.jobs[0].read.iops' "$1"; }
+	unit=reads/s
 	rounds c "base iopath" --filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1 "${timed[@]}"
 	cached=$(fincore -nb -o RES "$big" 2>/dev/null | awk '{print $1}')
 	[ -n "$cached" ] && echo "  (after the last round $(mib "$cached") of the 1 GiB file was cached: every read was a miss)"
@@ -396,6 +398,7 @@ if ! skip 2 typical; then
 		--output-format=terse >/dev/null
 	prepare_s() { sync "$wfile"; }
 	metric_s() { jq '.jobs[0].write.bw_bytes / 1048576' "$1"; }
+	unit=" MiB/s"
 	rounds s "base iopath" --filename="$wfile" --size=1g --rw=write --bs=1m --invalidate=0 "${timed[@]}"
 	rm -f "$wfile"
 	sync

@@ -18,11 +18,11 @@ need_root() {
 }
 
 if ! command -v go >/dev/null 2>&1; then
-  echo "scripts/setup.sh: Go is not installed: install Go ≥ 1.24 (go.mod's toolchain) and put it on PATH" >&2
+  echo "scripts/setup.sh: Go is not installed: install Go ≥ 1.26.8 (go.mod's go line) and put it on PATH" >&2
   exit 1
 fi
 
-pkgs=(clang llvm libbpf-dev fio bpftrace qemu-system-x86 busybox-static cpio kmod xz-utils e2fsprogs bpftool)
+pkgs=(clang llvm libbpf-dev fio bpftrace jq qemu-system-x86 busybox-static cpio kmod xz-utils e2fsprogs bpftool)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

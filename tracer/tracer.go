@@ -61,7 +61,7 @@ type Tracer struct {
 
 // Error kinds callers can test with errors.Is to choose a message.
 var (
-	ErrNotRoot  = errors.New("iopath needs root (CAP_BPF and CAP_PERFMON): run it with sudo")
+	ErrNotRoot  = errors.New("tracing needs root (CAP_BPF and CAP_PERFMON): run iopath with sudo")
 	ErrNoBTF    = errors.New("the kernel exposes no BTF (/sys/kernel/btf/vmlinux missing): iopath needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distro kernels since 5.x)")
 	ErrRequired = errors.New("a required hook could not be attached")
 )

@@ -181,7 +181,11 @@ func storySyscall(r *tracer.Syscall) string {
 	}
 	num := func(v int64) string { return strconv.FormatInt(v, 10) }
 	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	args := "fd=" + num(r.Fd) + ", " + human(r.RequestedBytes) + " at offset " + unum(r.Offset)
+	asked := human(r.RequestedBytes)
+	if r.RequestedBytes >= 1<<62 {
+		asked = "up to EOF" // cp asks copy_file_range for SSIZE_MAX bytes
+	}
+	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
 	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
 		args = "fd=" + num(r.Fd)
 	} else if r.Syscall == "sync" {
@@ -382,7 +386,7 @@ func summaryText(s *tracer.Summary) string {
 		if s.MapEvictions["dirty_pages"] > 0 {
 			why = "without iopath following them (the dirty_pages map was full: raise --max-dirty-pages)"
 		}
-		fmt.Fprintf(&b, "%d dirty pages were written %s; cachestat says their files are clean\n", s.DirtyUnseen, why)
+		fmt.Fprintf(&b, "%s written %s; cachestat says their files are clean\n", pl(s.DirtyUnseen, "dirty page"), why)
 	}
 	var ev []string
 	for k, v := range s.MapEvictions {

@@ -53,7 +53,7 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %d dirty pages to reach the disk (kernel bound %s: %s)\n", limit, pending, bound, why)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)\n", limit, pl(uint64(pending), "dirty page"), bound, why)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
