@@ -13,13 +13,28 @@
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
 
+/* How a program may read a struct file: FILE_BTF for a BTF pointer (an fentry
+ * argument, or a pointer given a type by bpf_rdonly_cast), read with plain
+ * loads; FILE_PROBE for a plain address (kprobe argument, classic
+ * tracepoint), read with bpf_probe_read_kernel, one helper call per field.
+ * Passed as a constant so each program gets only its own variant. */
+#define FILE_PROBE 0
+#define FILE_BTF 1
+
+/* bpf_rdonly_cast (kernel 6.2+) turns an address into a read-only typed
+ * pointer, so struct file fields are plain loads (faults read as 0).
+ * Weak: programs using it are loaded only where the kernel has it. */
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
+
 /* fd_file resolves fd in the current task's file table (RCU-protected in the
- * kernel; a racing close can at worst give us a stale pointer we only read). */
-static __always_inline struct file *fd_file(int fd)
+ * kernel; a racing close can at worst give us a stale pointer we only read).
+ * The task's BTF pointer is walked with plain loads; the fd slot, at a
+ * variable index, is read with bpf_probe_read_kernel (FILE_PROBE) or, with
+ * FILE_BTF, as the first member of a struct kiocb cast onto it (ki_filp is
+ * a struct file *; CO-RE gives its offset): a plain load, and a typed file
+ * pointer. */
+static __always_inline struct file *fd_file(int fd, const int access)
 {
-	/* Direct loads through the task's BTF pointer (no helper calls: this
-	 * runs on every traced call); only the variable-index fd slot needs
-	 * bpf_probe_read_kernel. */
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct files_struct *files = task->files;
 	if (!files || fd < 0)
@@ -27,6 +42,11 @@ static __always_inline struct file *fd_file(int fd)
 	struct fdtable *fdt = files->fdt;
 	if (!fdt || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
+	if (access == FILE_BTF) {
+		void *slot = (void *)&fdt->fd[fd] - bpf_core_field_offset(struct kiocb, ki_filp);
+		struct kiocb *k = bpf_rdonly_cast(slot, bpf_core_type_id_kernel(struct kiocb));
+		return k->ki_filp;
+	}
 	struct file **fds = fdt->fd;
 	struct file *f = NULL;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
@@ -42,19 +62,6 @@ static __always_inline bool is_write_sys(__u32 sys)
 {
 	return (sys >= SYS_WRITE && sys <= SYS_PWRITEV2) || sys == SYS_VFS_WRITE;
 }
-
-/* How op_begin reads a struct file: FILE_BTF for a BTF pointer (an fentry
- * argument, or a pointer given a type by bpf_rdonly_cast), read with direct
- * loads; FILE_PROBE for a plain address (kprobe argument, classic
- * tracepoint), read with bpf_probe_read_kernel, one helper call per field.
- * Passed as a constant so each program gets only its own variant. */
-#define FILE_PROBE 0
-#define FILE_BTF 1
-
-/* bpf_rdonly_cast (kernel 6.2+) turns an address into a read-only typed
- * pointer, so struct file fields are plain loads (faults read as 0).
- * Weak: programs using it are loaded only where the kernel has it. */
-extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
 
 /* op_slot returns the current thread's call state, creating it if the
  * thread belongs to a traced process; NULL if not traced. The answer

@@ -51,27 +51,6 @@ static __always_inline __s64 user_off(const void *p)
 	return off;
 }
 
-/* sys_file: the struct file of fd, typed for direct loads with FILE_BTF.
- * The fd table slot itself is read as the first member of a struct kiocb
- * cast onto it (ki_filp is a struct file *, at offset 0 in every version;
- * CO-RE checks the offset): a plain load instead of a bpf_probe_read_kernel
- * call. */
-static __always_inline struct file *sys_file(int fd, const int access)
-{
-	if (access != FILE_BTF)
-		return fd_file(fd);
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct files_struct *files = task->files;
-	if (!files || fd < 0)
-		return NULL;
-	struct fdtable *fdt = files->fdt;
-	if (!fdt || (unsigned int)fd >= fdt->max_fds)
-		return NULL;
-	void *slot = (void *)&fdt->fd[fd] - bpf_core_field_offset(struct kiocb, ki_filp);
-	struct kiocb *k = bpf_rdonly_cast(slot, bpf_core_type_id_kernel(struct kiocb));
-	return k->ki_filp;
-}
-
 static __always_inline int sys_enter(struct pt_regs *regs, long id, const int access)
 {
 	__u32 sys = sys_from_nr(id);
@@ -136,7 +115,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_SPLICE: /* (fd_in, off_in*, fd_out, off_out*, len, flags): one side is a pipe */
 		count = a4;
 		/* The file side: fd_in unless it is a pipe (not a regular file). */
-		struct file *in = sys_file(fd, access);
+		struct file *in = fd_file(fd, access);
 		if (in && op_begin_in(op, sys, in, fd, user_off((void *)a1), count, access))
 			return 0;
 		fd = (int)a2;
@@ -145,7 +124,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	default:
 		return 0;
 	}
-	op_begin_in(op, sys, sys_file(fd, access), fd, off, count, access);
+	op_begin_in(op, sys, fd_file(fd, access), fd, off, count, access);
 	return 0;
 }
 

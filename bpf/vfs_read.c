@@ -50,7 +50,7 @@ SEC("tracepoint/syscalls/sys_enter_read")
 int tp_enter_read(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_READ, fd_file(fd), fd, -1, ctx->args[2], FILE_PROBE);
+	op_begin(SYS_READ, fd_file(fd, FILE_PROBE), fd, -1, ctx->args[2], FILE_PROBE);
 	return 0;
 }
 
@@ -58,7 +58,7 @@ SEC("tracepoint/syscalls/sys_enter_pread64")
 int tp_enter_pread64(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PREAD64, fd_file(fd), fd, ctx->args[3], ctx->args[2], FILE_PROBE);
+	op_begin(SYS_PREAD64, fd_file(fd, FILE_PROBE), fd, ctx->args[3], ctx->args[2], FILE_PROBE);
 	return 0;
 }
 
@@ -75,7 +75,7 @@ SEC("tracepoint/syscalls/sys_enter_readv")
 int tp_enter_readv(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_READV, fd_file(fd), fd, -1, iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_READV, fd_file(fd, FILE_PROBE), fd, -1, iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }
 
@@ -83,7 +83,7 @@ SEC("tracepoint/syscalls/sys_enter_preadv")
 int tp_enter_preadv(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PREADV, fd_file(fd), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_PREADV, fd_file(fd, FILE_PROBE), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }
 
@@ -91,6 +91,6 @@ SEC("tracepoint/syscalls/sys_enter_preadv2")
 int tp_enter_preadv2(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PREADV2, fd_file(fd), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_PREADV2, fd_file(fd, FILE_PROBE), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }

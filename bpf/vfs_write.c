@@ -49,7 +49,7 @@ SEC("tracepoint/syscalls/sys_enter_write")
 int tp_enter_write(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_WRITE, fd_file(fd), fd, -1, ctx->args[2], FILE_PROBE);
+	op_begin(SYS_WRITE, fd_file(fd, FILE_PROBE), fd, -1, ctx->args[2], FILE_PROBE);
 	return 0;
 }
 
@@ -57,7 +57,7 @@ SEC("tracepoint/syscalls/sys_enter_pwrite64")
 int tp_enter_pwrite64(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PWRITE64, fd_file(fd), fd, ctx->args[3], ctx->args[2], FILE_PROBE);
+	op_begin(SYS_PWRITE64, fd_file(fd, FILE_PROBE), fd, ctx->args[3], ctx->args[2], FILE_PROBE);
 	return 0;
 }
 
@@ -65,7 +65,7 @@ SEC("tracepoint/syscalls/sys_enter_writev")
 int tp_enter_writev(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_WRITEV, fd_file(fd), fd, -1, iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_WRITEV, fd_file(fd, FILE_PROBE), fd, -1, iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }
 
@@ -73,7 +73,7 @@ SEC("tracepoint/syscalls/sys_enter_pwritev")
 int tp_enter_pwritev(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PWRITEV, fd_file(fd), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_PWRITEV, fd_file(fd, FILE_PROBE), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }
 
@@ -81,7 +81,7 @@ SEC("tracepoint/syscalls/sys_enter_pwritev2")
 int tp_enter_pwritev2(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_PWRITEV2, fd_file(fd), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
+	op_begin(SYS_PWRITEV2, fd_file(fd, FILE_PROBE), fd, ctx->args[3], iov_total((void *)ctx->args[1], ctx->args[2]), FILE_PROBE);
 	return 0;
 }
 
@@ -89,7 +89,7 @@ SEC("tracepoint/syscalls/sys_enter_fsync")
 int tp_enter_fsync(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_FSYNC, fd_file(fd), fd, 0, 0, FILE_PROBE);
+	op_begin(SYS_FSYNC, fd_file(fd, FILE_PROBE), fd, 0, 0, FILE_PROBE);
 	return 0;
 }
 
@@ -97,7 +97,7 @@ SEC("tracepoint/syscalls/sys_enter_fdatasync")
 int tp_enter_fdatasync(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_FDATASYNC, fd_file(fd), fd, 0, 0, FILE_PROBE);
+	op_begin(SYS_FDATASYNC, fd_file(fd, FILE_PROBE), fd, 0, 0, FILE_PROBE);
 	return 0;
 }
 
@@ -105,7 +105,7 @@ SEC("tracepoint/syscalls/sys_enter_sync_file_range")
 int tp_enter_sync_file_range(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_SYNC_FILE_RANGE, fd_file(fd), fd, ctx->args[1], ctx->args[2], FILE_PROBE);
+	op_begin(SYS_SYNC_FILE_RANGE, fd_file(fd, FILE_PROBE), fd, ctx->args[1], ctx->args[2], FILE_PROBE);
 	return 0;
 }
 
@@ -120,6 +120,6 @@ SEC("tracepoint/syscalls/sys_enter_syncfs")
 int tp_enter_syncfs(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_SYNCFS, fd_file(fd), fd, 0, 0, FILE_PROBE);
+	op_begin(SYS_SYNCFS, fd_file(fd, FILE_PROBE), fd, 0, 0, FILE_PROBE);
 	return 0;
 }

@@ -197,29 +197,23 @@ func (e *Engine) fsName(magic uint64) string {
 }
 
 // devName is Dev(kdev), rendered once per device.
-func (e *Engine) devName(kdev uint32) string {
-	if s, ok := e.devNames[kdev]; ok {
-		return s
-	}
-	if len(e.devNames) >= maxCached {
-		clear(e.devNames)
-	}
-	s := Dev(kdev)
-	e.devNames[kdev] = s
-	return s
-}
+func (e *Engine) devName(kdev uint32) string { return rendered(e.devNames, kdev, Dev) }
 
 // rwbsName is K.Rwbs(cmdFlags), rendered once per distinct flag set (a
 // device sees a few dozen).
-func (e *Engine) rwbsName(cmdFlags uint32) string {
-	if s, ok := e.rwbsNames[cmdFlags]; ok {
+func (e *Engine) rwbsName(cmdFlags uint32) string { return rendered(e.rwbsNames, cmdFlags, e.K.Rwbs) }
+
+// rendered returns render(k), cached in m (cleared when it holds maxCached
+// strings: a miss costs one rendering, never a wrong string).
+func rendered(m map[uint32]string, k uint32, render func(uint32) string) string {
+	if s, ok := m[k]; ok {
 		return s
 	}
-	if len(e.rwbsNames) >= maxCached {
-		clear(e.rwbsNames)
+	if len(m) >= maxCached {
+		clear(m)
 	}
-	s := e.K.Rwbs(cmdFlags)
-	e.rwbsNames[cmdFlags] = s
+	s := render(k)
+	m[k] = s
 	return s
 }
 
@@ -267,12 +261,7 @@ func (e *Engine) newOp(id uint64, ts uint64) *pendingOp {
 	if len(e.ops) >= limit {
 		e.evictPending()
 	}
-	var p *pendingOp
-	if n := len(e.freeOps); n > 0 {
-		p, e.freeOps = e.freeOps[n-1], e.freeOps[:n-1]
-	} else {
-		p = &pendingOp{}
-	}
+	p := reuse(&e.freeOps)
 	p.firstTs = ts
 	e.ops[id] = p
 	return p
@@ -286,8 +275,23 @@ func (e *Engine) putOp(p *pendingOp) {
 		p.bios[i] = nil
 	}
 	*p = pendingOp{bios: p.bios[:0]}
-	if len(e.freeOps) < maxFree {
-		e.freeOps = append(e.freeOps, p)
+	recycle(&e.freeOps, p)
+}
+
+// reuse pops an object off a free list, or allocates one.
+func reuse[T any](free *[]*T) *T {
+	if n := len(*free); n > 0 {
+		x := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return x
+	}
+	return new(T)
+}
+
+// recycle pushes x onto a free list of at most maxFree objects.
+func recycle[T any](free *[]*T, x *T) {
+	if len(*free) < maxFree {
+		*free = append(*free, x)
 	}
 }
 
@@ -393,14 +397,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 	e.rqs[ev.Rq] = rq
 }
 
-func (e *Engine) newRq() *pendingRq {
-	if n := len(e.freeRqs); n > 0 {
-		rq := e.freeRqs[n-1]
-		e.freeRqs = e.freeRqs[:n-1]
-		return rq
-	}
-	return &pendingRq{}
-}
+func (e *Engine) newRq() *pendingRq { return reuse(&e.freeRqs) }
 
 // putRq recycles a request removed from e.rqs, dropping its hold on its bios.
 func (e *Engine) putRq(rq *pendingRq) {
@@ -409,25 +406,16 @@ func (e *Engine) putRq(rq *pendingRq) {
 		rq.bios[i] = nil
 	}
 	*rq = pendingRq{bios: rq.bios[:0]}
-	if len(e.freeRqs) < maxFree {
-		e.freeRqs = append(e.freeRqs, rq)
-	}
+	recycle(&e.freeRqs, rq)
 }
 
-func (e *Engine) newBio() *bioRef {
-	if n := len(e.freeBios); n > 0 {
-		b := e.freeBios[n-1]
-		e.freeBios = e.freeBios[:n-1]
-		return b
-	}
-	return &bioRef{}
-}
+func (e *Engine) newBio() *bioRef { return reuse(&e.freeBios) }
 
 // unref drops one holder of b (its request or its call) and recycles it
 // when none is left. Records hold copies (Bio values), never a bioRef.
 func (e *Engine) unref(b *bioRef) {
-	if b.refs--; b.refs == 0 && len(e.freeBios) < maxFree {
-		e.freeBios = append(e.freeBios, b)
+	if b.refs--; b.refs == 0 {
+		recycle(&e.freeBios, b)
 	}
 }
 
