@@ -116,8 +116,14 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	fmt.Fprintf(w, "kernel:   Linux %s %s\n", r.Kernel, r.Machine)
 	fmt.Fprintf(w, "BTF:      %s (/sys/kernel/btf/vmlinux)\n", yesno(r.BTF))
 	fmt.Fprintf(w, "root:     %s\n", yesno(r.Root))
-	fmt.Fprintf(w, "tracefs:  %s\n", r.Tracefs)
-	fmt.Fprintf(w, "kprobes:  %s\n", yesno(r.Kprobes))
+	if r.Root && r.BTF {
+		fmt.Fprintf(w, "tracefs:  %s\n", r.Tracefs)
+		fmt.Fprintf(w, "kprobes:  %s\n", yesno(r.Kprobes))
+	} else {
+		// Not probed: the checks stop at the first problem below.
+		fmt.Fprintln(w, "tracefs:  not checked")
+		fmt.Fprintln(w, "kprobes:  not checked")
+	}
 	if len(r.Hooks) > 0 {
 		fmt.Fprintln(w, "\nhooks (mechanism chosen; better ones that were refused, and why):")
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -128,6 +128,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	defer out.flush()
 	t.Idle = out.flush
 	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
+	for _, w := range forceWarnings(force, t.Hooks) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "iopath:", w)
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -284,6 +287,41 @@ func attachLine(hooks []tracer.HookStatus) string {
 }
 
 // checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
+// forceWarnings says which hooks do not run on the mechanism
+// --force-mechanism asked for (it is a preference: a hook without it, or
+// whose kernel refuses it, keeps its best other mechanism).
+func forceWarnings(force map[string]tracer.Mechanism, hooks []tracer.HookStatus) []string {
+	var out, others []string
+	for _, h := range hooks {
+		want, ok := force[h.Hook]
+		all := !ok
+		if all {
+			if want, ok = force["*"]; !ok {
+				continue
+			}
+		}
+		if h.Mechanism == want {
+			continue
+		}
+		if all {
+			others = append(others, h.Hook+"="+string(h.Mechanism))
+			continue
+		}
+		why := "this hook has no " + string(want) + " stand-in"
+		for _, r := range h.Rejected {
+			if strings.HasPrefix(r, string(want)+": ") {
+				why = r
+			}
+		}
+		out = append(out, fmt.Sprintf("--force-mechanism %s=%s not used (%s): %s runs on %s", h.Hook, want, why, h.Hook, h.Mechanism))
+	}
+	if len(others) > 0 {
+		out = append(out, fmt.Sprintf("--force-mechanism *=%s: %d hooks cannot use it and keep another mechanism: %s",
+			force["*"], len(others), strings.Join(others, " ")))
+	}
+	return out
+}
+
 func checkForce(force map[string]string) error {
 	hooks := map[string]bool{"*": true}
 	var names []string

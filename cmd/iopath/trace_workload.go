@@ -319,6 +319,9 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	defer out.flush()
 	t.Idle = out.flush
 	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
+	for _, w := range forceWarnings(force, t.Hooks) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "iopath:", w)
+	}
 	stop := ctx
 	if f.duration > 0 {
 		var c2 context.CancelFunc
