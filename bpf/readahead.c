@@ -28,6 +28,14 @@ static __always_inline struct ra_decision *ra_push(struct op *op, __u32 kind, __
 	return r;
 }
 
+/* ra_entry records a sync/async decision at its entry tracepoint. */
+static __always_inline void ra_entry(__u32 kind, __u64 index, __u32 req)
+{
+	struct op *op = current_op();
+	if (op)
+		ra_push(op, kind, index, req);
+}
+
 static __always_inline void ra_fexit(struct readahead_control *ractl, __u32 kind, __u64 req)
 {
 	struct op *op = current_op();
@@ -65,9 +73,7 @@ int tp_page_cache_sync_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 	__u32 req = ctx->req_count;
 	barrier_var(index);
 	barrier_var(req);
-	struct op *op = current_op();
-	if (op)
-		ra_push(op, RA_SYNC, index, req);
+	ra_entry(RA_SYNC, index, req);
 	return 0;
 }
 
@@ -80,9 +86,7 @@ int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 	__u32 req = ctx->req_count;
 	barrier_var(index);
 	barrier_var(req);
-	struct op *op = current_op();
-	if (op)
-		ra_push(op, RA_ASYNC, index, req);
+	ra_entry(RA_ASYNC, index, req);
 	return 0;
 }
 
@@ -120,18 +124,14 @@ int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
 SEC("tp_btf/page_cache_sync_ra")
 int BPF_PROG(btf_page_cache_sync_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
-	struct op *op = current_op();
-	if (op)
-		ra_push(op, RA_SYNC, index, req_count);
+	ra_entry(RA_SYNC, index, req_count);
 	return 0;
 }
 
 SEC("tp_btf/page_cache_async_ra")
 int BPF_PROG(btf_page_cache_async_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
-	struct op *op = current_op();
-	if (op)
-		ra_push(op, RA_ASYNC, index, req_count);
+	ra_entry(RA_ASYNC, index, req_count);
 	return 0;
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -126,11 +127,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	}
 	defer t.Close()
 	defer out.flush()
-	t.Idle = out.flush
-	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
-	for _, w := range forceWarnings(force, t.Hooks) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "iopath:", w)
-	}
+	started(cmd.ErrOrStderr(), t, out, force)
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -287,6 +284,17 @@ func attachLine(hooks []tracer.HookStatus) string {
 }
 
 // checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
+// started connects the printer to a new tracer (flushed whenever the ring
+// buffer is empty) and says on errw which mechanism each hook uses, and
+// which --force-mechanism wishes were not granted.
+func started(errw io.Writer, t *tracer.Tracer, out *printer, force map[string]tracer.Mechanism) {
+	t.Idle = out.flush
+	fmt.Fprintln(errw, attachLine(t.Hooks))
+	for _, w := range forceWarnings(force, t.Hooks) {
+		fmt.Fprintln(errw, "iopath:", w)
+	}
+}
+
 // forceWarnings says which hooks do not run on the mechanism
 // --force-mechanism asked for (it is a preference: a hook without it, or
 // whose kernel refuses it, keeps its best other mechanism).

@@ -317,11 +317,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	}
 	defer t.Close()
 	defer out.flush()
-	t.Idle = out.flush
-	fmt.Fprintln(cmd.ErrOrStderr(), attachLine(t.Hooks))
-	for _, w := range forceWarnings(force, t.Hooks) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "iopath:", w)
-	}
+	started(cmd.ErrOrStderr(), t, out, force)
 	stop := ctx
 	if f.duration > 0 {
 		var c2 context.CancelFunc
