@@ -65,6 +65,7 @@ enum counter {
 	CNT_WALK_FOLIOS,        /* diagnostics: folios looked up by writeback bio walks */
 	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
 	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
+	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
 	CNT_MAX,
 };
 
@@ -116,7 +117,8 @@ struct op {
 	__u64 c_path_mnt;
 	__u64 c_path_dentry;
 	__u64 c_path_parent;
-	__u64 c_path_hash_len;
+	__u64 c_path_up2;      /* ... the parent's parent ... */
+	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -184,7 +186,7 @@ struct op {
 	__u32 path_dev;
 	__u32 path_depth; /* names in path[] */
 	__u32 path_done;  /* 1: the walk reached the root; 0: path[] is a suffix */
-	__u32 path_trunc; /* 1: a name was longer than PART_LEN - 1 */
+	__u32 path_trunc; /* bit j: path[j] was cut at PART_LEN - 1 bytes */
 	char path[PATH_PARTS][PART_LEN]; /* sent up to path_depth */
 };
 
@@ -353,9 +355,12 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by the loader (--ringbuf-size) */
 } events SEC(".maps");
 
+/* Traced processes (tgid): added by userspace and by the fork hook,
+ * removed when the process's last thread exits (a reused pid is not
+ * traced). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 16384);
 	__type(key, __u32);  /* tgid */
 	__type(value, __u8);
 } targets SEC(".maps");
@@ -398,6 +403,9 @@ struct {
 } free_slots SEC(".maps");
 
 __u64 next_slot = 0;
+/* EV_PATH numbers, unique across threads (u32 in the record: wraps after
+ * 4 G paths). */
+__u64 path_serial = 0;
 /* Bumped by userspace each time it adds a traced pid: invalidates the
  * "untraced" marks in tid_slot. */
 volatile __u32 targets_gen = 0;

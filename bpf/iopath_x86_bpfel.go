@@ -49,7 +49,8 @@ const (
 	IopathCounterCNT_WALK_FOLIOS    IopathCounter = 11
 	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
-	IopathCounterCNT_MAX            IopathCounter = 14
+	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
+	IopathCounterCNT_MAX            IopathCounter = 15
 )
 
 type IopathDirtyGoneEv struct {
@@ -120,6 +121,7 @@ type IopathOp struct {
 	C_pathMnt         uint64
 	C_pathDentry      uint64
 	C_pathParent      uint64
+	C_pathUp2         uint64
 	C_pathHashLen     uint64
 	PathReuse         uint32
 	Seq               uint32
@@ -422,6 +424,7 @@ const (
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFilterComm                   = "filter_comm"
 	IopathVarNextSlot                     = "next_slot"
+	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
@@ -572,6 +575,7 @@ type IopathVariableSpecs struct {
 	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
 	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
 	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
+	PathSerial        *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
@@ -650,6 +654,7 @@ type IopathVariables struct {
 	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
 	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
 	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
+	PathSerial        *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`

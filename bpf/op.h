@@ -249,7 +249,7 @@ static __always_inline void fill_path(struct op *op)
 		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
 		if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN &&
 		    BPF_CORE_READ(d, d_name.len) >= PART_LEN)
-			op->path_trunc = 1;
+			op->path_trunc |= 1U << j;
 		j++;
 		d = up;
 	}
@@ -360,14 +360,22 @@ static __always_inline void op_end(__s64 ret)
 		if (file) {
 			__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
 			struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-			__u64 parent = (__u64)BPF_CORE_READ(d, d_parent);
-			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len);
-			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == parent &&
-			    op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
+			struct dentry *parent = BPF_CORE_READ(d, d_parent);
+			/* Freed dentries and inodes come back at the same
+			 * addresses: the grandparent and the inode's generation
+			 * (new for every new inode) tell a recreated tree apart. */
+			__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
+			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
+					 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
+			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
 				op->path_seq = op->path_no;
 			} else {
 				fill_path(op);
-				op->path_no++;
+				/* Numbers unique across threads and slots: a path
+				 * record of a tid's earlier life (a reused tid)
+				 * never matches. */
+				op->path_no = __sync_fetch_and_add(&path_serial, 1) + 1;
 				__u32 depth = op->path_depth;
 				if (depth > PATH_PARTS)
 					depth = PATH_PARTS;
@@ -376,7 +384,8 @@ static __always_inline void op_end(__s64 ret)
 					op->path_seq = op->path_no;
 					op->c_path_mnt = mnt;
 					op->c_path_dentry = (__u64)d;
-					op->c_path_parent = parent;
+					op->c_path_parent = (__u64)parent;
+					op->c_path_up2 = up2;
 					op->c_path_hash_len = hash_len;
 					op->path_reuse = 0;
 				} else {

@@ -46,7 +46,8 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 		return 0;
 	__u32 ctgid = child->tgid;
 	__u8 one = 1;
-	bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY))
+		count_event(CNT_TARGETS_FULL);
 	return 0;
 }
 
@@ -54,6 +55,12 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
 	op_release(task->pid);
+	/* The process's last thread (do_exit has dropped signal->live): its
+	 * pid may be reused by a process nobody asked to trace. */
+	if (BPF_CORE_READ(task, signal, live.counter) == 0) {
+		__u32 tgid = task->tgid;
+		bpf_map_delete_elem(&targets, &tgid);
+	}
 	return 0;
 }
 

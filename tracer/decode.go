@@ -105,12 +105,12 @@ func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
 	}
 	for i := n - 1; i >= 0; i-- {
 		dst = append(dst, cBytes(o.Path[i][:])...)
+		if o.PathTrunc&(1<<i) != 0 {
+			dst = append(dst, "…"...) // this name was cut at PART_LEN-1 bytes
+		}
 		if i > 0 {
 			dst = append(dst, '/')
 		}
-	}
-	if o.PathTrunc != 0 {
-		dst = append(dst, "…"...) // a component was cut at PART_LEN-1 bytes
 	}
 	return dst
 }

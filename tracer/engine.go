@@ -217,13 +217,15 @@ func rendered(m map[uint32]string, k uint32, render func(uint32) string) string 
 	return s
 }
 
-// opPath is the call's path: the one its record carries (which becomes the
-// file's path), else the last one seen for its file. A path equal to the
-// one remembered is built on the stack and not allocated again.
+// opPath is the call's path, the one its record carries (which becomes the
+// file's path), or "" when its path record was lost: not the last path
+// seen for the inode, which may be another hard link or an older name. A
+// path equal to the one remembered is built on the stack and not allocated
+// again.
 func (e *Engine) opPath(o *bpf.IopathOp) string {
 	key := fkey(o.Dev, o.Ino)
 	if o.PathDepth == 0 {
-		return e.paths[key]
+		return ""
 	}
 	var buf [pathBufLen]byte
 	p := appendOpPath(buf[:0], o)

@@ -516,6 +516,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
 		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
 		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
+		bpf.IopathCounterCNT_TARGETS_FULL: "targets",
 	}
 	out := map[string]uint64{}
 	for idx, name := range names {
@@ -570,7 +571,7 @@ func (t *Tracer) Summary() *Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops"} {
+	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {

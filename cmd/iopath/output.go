@@ -191,7 +191,7 @@ func storySyscall(r *tracer.Syscall) string {
 	} else if r.Syscall == "sync" {
 		args, target = "", "all filesystems"
 	}
-	for _, p := range []string{r.Syscall, "(", args, ") ", target, " [", r.Comm, " pid ", unum(uint64(r.Pid)), " tid ",
+	for _, p := range []string{r.Syscall, "(", args, ") ", target, " [", safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ",
 		unum(uint64(r.Tid)), "] -> ", result, " in ", dur(r.DurationNs)} {
 		b.WriteString(p)
 	}
@@ -352,7 +352,7 @@ func summaryText(s *tracer.Summary) string {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, p.Comm, p.Calls, human(p.ReadBytesReq),
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, safe(p.Comm), p.Calls, human(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, human(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
 			human(p.DiskBytesWrite), dur(p.ThrottleNs), p.Unattributed)
 	}
