@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The kernel sends a thread's path again whenever the name it reads
@@ -95,5 +99,58 @@ func TestJSONLinesWithCommandOutput(t *testing.T) {
 	}
 	if lines != 200 || records < 1024 {
 		t.Fatalf("%d program lines (want 200), %d records (want >= 1024)", lines, records)
+	}
+}
+
+// A traced process that exited leaves the traced set: a process that later
+// gets its pid (forced here with ns_last_pid) is not traced.
+func TestReusedPidNotTraced(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	f := coldFile(t, dir, 1<<20)
+	pidFile := filepath.Join(dir, "child.pid")
+	doneFile := filepath.Join(dir, "done")
+	// --all: every call of a traced process would be a record. The traced
+	// shell (and so the trace) lasts until the test says it is done.
+	cmd := iopathCmd(os.TempDir(), "trace", "--json", "--all", "--", "/bin/sh", "-c",
+		`/bin/true & echo $! > "$0"; wait; while [ ! -e "$1" ]; do sleep 0.05; done`, pidFile, doneFile)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	defer os.WriteFile(doneFile, nil, 0o644) // never leave the shell waiting
+	for i := 0; i < 3000 && pid == 0; i++ { // 30 s: slow under qemu TCG
+		time.Sleep(10 * time.Millisecond)
+		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+	}
+	if pid == 0 {
+		cmd.Wait()
+		t.Fatalf("the traced shell never wrote its child's pid: %s", errb.String())
+	}
+	time.Sleep(200 * time.Millisecond) // the traced child has exited
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
+		cmd.Wait()
+		t.Skipf("cannot choose the next pid (%v)", err)
+	}
+	reuse := exec.Command("dd", "if="+f, "of=/dev/null", "bs=4096", "count=4")
+	if err := reuse.Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(doneFile, nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	if reuse.Process.Pid != pid {
+		t.Skipf("another process took pid %d first (dd got %d)", pid, reuse.Process.Pid)
+	}
+	tr := parseRecords(t, out.Bytes())
+	for _, c := range tr.calls {
+		if int(c.Pid) == pid && c.Comm == "dd" {
+			t.Fatalf("dd reusing the traced child's pid %d was traced: %+v", pid, c)
+		}
 	}
 }
