@@ -121,7 +121,7 @@ func TestReusedPidNotTraced(t *testing.T) {
 	}
 	var pid int
 	defer os.WriteFile(doneFile, nil, 0o644) // never leave the shell waiting
-	for i := 0; i < 3000 && pid == 0; i++ { // 30 s: slow under qemu TCG
+	for i := 0; i < 3000 && pid == 0; i++ {  // 30 s: slow under qemu TCG
 		time.Sleep(10 * time.Millisecond)
 		if b, err := os.ReadFile(pidFile); err == nil && len(b) > 1 {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
