@@ -676,7 +676,8 @@ func logEvent(raw []byte) {
 		}
 		fmt.Fprintln(debugEvents)
 	case bpf.IopathEvTypeEV_RQ_ISSUE:
-		ev := (*bpf.IopathRqIssueEv)(unsafe.Pointer(&raw[0]))
+		var ev bpf.IopathRqIssueEv // cut after its owned bios: copy, do not cast
+		fill(bytesOf(&ev), raw)
 		fmt.Fprintf(debugEvents, "issue rq=%x ts=%d bytes=%d nbios=%d own=%d", ev.Rq, ev.Ts, ev.Bytes, ev.NrBios, ev.NrOwn)
 		for i := 0; i < int(min(ev.NrOwn, 32)); i++ {
 			fmt.Fprintf(debugEvents, " [%x op=%x f=%d b=%d]", ev.Own[i].Bio, ev.Own[i].OpId, ev.Own[i].Flags, ev.Own[i].Bytes)
