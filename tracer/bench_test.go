@@ -42,6 +42,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 )
 
 const benchDev = 254 << 20 // kernel dev_t 254:0 (vda)
@@ -272,9 +273,9 @@ func BenchmarkDispatchMixedJSON(b *testing.B)    { benchDispatch(b, oneInTen, be
 // TestBenchStreamJoins checks the synthetic streams decode and join into the
 // records they describe, so the benchmarks measure real work.
 func TestBenchStreamJoins(t *testing.T) {
-	var recs []*Syscall
+	var recs []*record.Syscall
 	e := NewEngine(Linux618(), func(r any) {
-		if s, ok := r.(*Syscall); ok {
+		if s, ok := r.(*record.Syscall); ok {
 			recs = append(recs, s)
 		}
 	})

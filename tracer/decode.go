@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,13 +32,14 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
 }
 
-// sysNameTab is sysNames as an array: a call's name is an index, not a map
-// lookup, on the per-event path.
-var sysNameTab = func() (t [32]string) {
+// sysNameTab and sysClassTab are sysNames, and its names' classes
+// (record.ClassOf), as arrays: a call's name and class are an index, not a
+// map lookup or a string switch, on the per-event path.
+var sysNameTab, sysClassTab = func() (names [32]string, classes [32]record.Class) {
 	for nr, name := range sysNames {
-		t[nr%32] = name
+		names[nr%32], classes[nr%32] = name, record.ClassOf(name)
 	}
-	return t
+	return names, classes
 }()
 
 // sysName names a call (bpf enum op_sys); "" for an unknown number.
@@ -48,29 +50,12 @@ func sysName(s uint32) string {
 	return ""
 }
 
-func isWriteSys(s uint32) bool {
-	return (s >= uint32(bpf.IopathOpSysSYS_WRITE) && s <= uint32(bpf.IopathOpSysSYS_PWRITEV2)) ||
-		s == uint32(bpf.IopathOpSysSYS_VFS_WRITE)
-}
-
-func isSyncSys(s uint32) bool {
-	return s >= uint32(bpf.IopathOpSysSYS_FSYNC) && s <= uint32(bpf.IopathOpSysSYS_SYNCFS)
-}
-
-func isReadName(n string) bool {
-	switch n {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
-		return true
+// sysClass classifies a call (bpf enum op_sys); ClassOther for an unknown number.
+func sysClass(s uint32) record.Class {
+	if s < uint32(len(sysClassTab)) {
+		return sysClassTab[s]
 	}
-	return false
-}
-
-func isWriteName(n string) bool {
-	switch n {
-	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
-		return true
-	}
-	return false
+	return record.ClassOther
 }
 
 // cBytes views a NUL-terminated C char array in place, up to its NUL (no
@@ -132,22 +117,22 @@ const pathBufLen = 4 + 8*48 + 3
 //
 // Strings repeated across calls (comm, dev, path) come from the engine's
 // caches; the path also updates the engine's per-file path memory.
-func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
-	var rec *Syscall
+func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
+	var rec *record.Syscall
 	var blk *recordBlock
 	if o.NrRanges > 0 || o.NrRa > 0 || o.BiosQueued > 0 {
 		blk = &recordBlock{}
 		rec = &blk.rec
 	} else {
-		rec = new(Syscall)
+		rec = new(record.Syscall)
 	}
-	*rec = Syscall{
-		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
+	*rec = record.Syscall{
+		Type: record.TypeSyscall, OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
 		Syscall: sysName(o.Sys), Fd: o.Fd, Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic),
 		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
 		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
-		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
-		Cache: Cache{Readahead: []Readahead{}, Lookups: o.Lookups},
+		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0,
+		Cache: record.Cache{Readahead: []record.Readahead{}, Lookups: o.Lookups},
 	}
 	if rec.Syscall == "" {
 		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
@@ -160,7 +145,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 		rec.ReturnedBytes = 0
 	}
 	var first, last uint64
-	if o.Ret > 0 && !isSyncSys(o.Sys) && !rec.Direct {
+	if o.Ret > 0 && sysClass(o.Sys) != record.ClassSync && !rec.Direct {
 		first = o.Offset >> 12
 		last = (o.Offset + uint64(o.Ret) - 1) >> 12
 		rec.Cache.PagesRequested = last - first + 1
@@ -183,7 +168,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 	haveBeyond := false
 	for i := 0; i < n; i++ {
 		r := o.Ranges[i]
-		pr := PageRange{Index: r.Index, Pages: r.Nr}
+		pr := record.PageRange{Index: r.Index, Pages: r.Nr}
 		switch r.Flags {
 		case rangeAdded:
 			if rec.Cache.AddedRanges == nil && blk != nil {
@@ -198,7 +183,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 		}
 	}
 	if o.RangesLost > 0 {
-		rec.Truncated = &Truncations{RangePages: o.RangesLost}
+		rec.Truncated = &record.Truncations{RangePages: o.RangesLost}
 	}
 	if rec.Cache.PagesMissed > rec.Cache.PagesRequested {
 		rec.Cache.PagesMissed = rec.Cache.PagesRequested
@@ -210,14 +195,14 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 	}
 	for i := 0; i < nra; i++ {
 		r := o.Ra[i]
-		kind := "unknown"
+		kind := record.ReadaheadUnknown
 		switch r.Kind {
 		case raSync:
-			kind = "sync"
+			kind = record.ReadaheadSync
 		case raAsync:
-			kind = "async"
+			kind = record.ReadaheadAsync
 		}
-		ra := Readahead{Kind: kind, StartIndex: r.Start, Pages: r.Size, AsyncPages: r.AsyncSize, Source: "kernel"}
+		ra := record.Readahead{Kind: kind, StartIndex: r.Start, Pages: r.Size, AsyncPages: r.AsyncSize, Source: record.SourceKernel}
 		if r.Size == 0 {
 			// The kernel did not size a window (e.g. 6.18's random-access
 			// path reads just the requested pages): report what it added
@@ -227,16 +212,16 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 					ra.Pages += a.Pages - uint32(min(a.Pages, uint32(sub(r.Start, a.Index))))
 				}
 			}
-			ra.Source = "kernel (window from pages added)"
+			ra.Source = record.SourceKernelAdded
 		}
 		rec.Cache.Readahead = append(rec.Cache.Readahead, ra)
 	}
-	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && !isWriteSys(o.Sys) {
+	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && sysClass(o.Sys) != record.ClassWrite {
 		// No readahead hook on this kernel: pages inserted past the request
 		// were read ahead (sync if the call also missed, else async).
-		kind := "async"
+		kind := record.ReadaheadAsync
 		if rec.Cache.PagesMissed > 0 {
-			kind = "sync"
+			kind = record.ReadaheadSync
 		}
 		start := beyond
 		pages := uint32(readahead)
@@ -244,7 +229,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 			start = first
 			pages += uint32(rec.Cache.PagesMissed)
 		}
-		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: "derived"})
+		rec.Cache.Readahead = append(rec.Cache.Readahead, record.Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: record.SourceDerived})
 	}
 	return rec
 }
@@ -254,10 +239,10 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 // one bio): one allocation instead of four for the common miss. Longer
 // lists grow out of it by append as usual.
 type recordBlock struct {
-	rec   Syscall
-	added [1]PageRange
-	ra    [1]Readahead
-	bio   [1]Bio
+	rec   record.Syscall
+	added [1]record.PageRange
+	ra    [1]record.Readahead
+	bio   [1]record.Bio
 }
 
 // overlap counts pages of [a0,a1] inside [b0,b1].

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 )
 
 // Engine joins the kernel's events into per-call stories. It is plain Go,
@@ -25,7 +26,7 @@ import (
 //     request makes them persisted.
 type Engine struct {
 	K *Kernel
-	// Out receives *Syscall, *Writeback and *Persisted records in the order
+	// Out receives *record.Syscall, *record.Writeback and *record.Persisted records in the order
 	// they become complete.
 	Out func(rec any)
 	// Unavailable lists record fields this kernel cannot measure (a hook
@@ -50,8 +51,8 @@ type Engine struct {
 	splitOf  map[uint64]uint64      // split-off writeback bio -> original bio
 	workers  map[uint32]workerState // writeback worker tid -> current work
 	paths    map[fileKey]string
-	pids     map[uint32]*PidSummary
-	files    map[fileKey]*FileSummary
+	pids     map[uint32]*record.PidSummary
+	files    map[fileKey]*record.FileSummary
 	dirty    map[uint64]int64   // write op_id -> dirtied pages not yet persisted or removed
 	dirtyTot atomic.Int64       // sum of the positive values of dirty (read by other goroutines)
 	dirtyOf  map[uint64]fileKey // write op_id -> its file
@@ -107,17 +108,18 @@ type fileKey struct {
 func fkey(dev uint32, ino uint64) fileKey { return fileKey{uint64(dev), ino} }
 
 type pendingOp struct {
-	rec     *Syscall
+	rec     *record.Syscall
 	queued  uint32 // op.bios_queued
 	bios    []*bioRef
 	firstTs uint64
+	kdev    uint32 // kernel dev_t of the call's file
 	isWrite bool
 }
 
 // bioRef is one owned bio, shared by its request and (when attributed) its
 // call. refs counts those holders; the last one to let go recycles it.
 type bioRef struct {
-	Bio
+	record.Bio
 	done  bool
 	refs  uint8
 	opID  uint64
@@ -138,9 +140,9 @@ type wbBio struct {
 	matches []wbMatch
 	// A bio split by the block layer completes in parts: the original
 	// pointer (the remainder) and each split-off front part.
-	parts    []Bio // completed parts
-	pending  int   // split-off parts not completed yet
-	selfDone bool  // the original pointer completed
+	parts    []record.Bio // completed parts
+	pending  int          // split-off parts not completed yet
+	selfDone bool         // the original pointer completed
 }
 
 type wbMatch struct {
@@ -149,7 +151,7 @@ type wbMatch struct {
 }
 
 type workerState struct {
-	reason string
+	reason record.Reason
 	comm   string
 }
 
@@ -158,8 +160,8 @@ func NewEngine(k *Kernel, out func(any)) *Engine {
 	return &Engine{
 		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
-		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*PidSummary{},
-		files: map[fileKey]*FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
+		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*record.PidSummary{},
+		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
 		devNames: map[uint32]string{}, rwbsNames: map[uint32]string{}, names: map[string]string{},
 	}
 }
@@ -325,7 +327,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	e.seen(o.EndNs)
 	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
-	isWrite := isWriteSys(o.Sys)
+	isWrite := sysClass(o.Sys) == record.ClassWrite
 	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
 		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
 		if o.OutIno != 0 {
@@ -341,13 +343,14 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 		if o.BiosQueued == 0 {
 			// Most calls queue no bio and none named them: the record is
 			// complete now, with no pending state to create and delete.
-			e.emit(rec, nil, 0, isWrite)
+			e.emit(rec, o.Dev, nil, 0, isWrite)
 			return
 		}
 		p = e.newOp(o.OpId, o.StartNs)
 	}
 	p.rec = rec
 	p.queued = o.BiosQueued
+	p.kdev = o.Dev
 	p.isWrite = isWrite
 	e.tryRelease(o.OpId, p)
 }
@@ -375,7 +378,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		own := &ev.Own[i]
 		b := e.newBio()
 		*b = bioRef{
-			Bio: Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
+			Bio: record.Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
 				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
 			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags, refs: 1,
 		}
@@ -490,7 +493,7 @@ func (e *Engine) HandleWBBio(ev *bpf.IopathWbBioEv) {
 // HandleWBStart takes an EV_WB_START record: a flusher work item begins.
 func (e *Engine) HandleWBStart(ev *bpf.IopathWbStartEv) {
 	e.seen(ev.Ts)
-	e.workers[ev.Tid] = workerState{reason: e.K.WBReason(ev.Reason), comm: e.intern(cBytes(ev.Comm[:]))}
+	e.workers[ev.Tid] = workerState{reason: record.Reason(e.K.WBReason(ev.Reason)), comm: e.intern(cBytes(ev.Comm[:]))}
 }
 
 // HandleWBInode takes an EV_WB_INODE record: do_writepages on one inode.
@@ -500,14 +503,14 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 	if _, ok := e.workers[ev.Tid]; ok {
 		return
 	}
-	reason := ""
+	var reason record.Reason
 	switch {
 	case ev.ForKupdate != 0:
-		reason = "periodic"
+		reason = record.ReasonPeriodic
 	case ev.ForBackground != 0:
-		reason = "background"
+		reason = record.ReasonBackground
 	case ev.ForSync != 0:
-		reason = "sync"
+		reason = record.ReasonSync
 	}
 	if reason != "" {
 		e.workers[ev.Tid] = workerState{reason: reason, comm: e.intern(cBytes(ev.Comm[:]))}
@@ -519,8 +522,8 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&Persisted{Type: "persisted", OpID: ev.OpId, Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
-		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: "removed", DirtiedNs: 0})
+	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: ev.OpId, Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0})
 }
 
 func (e *Engine) settle(opID uint64, pages uint32) {
@@ -593,7 +596,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 	wb := &w.ev
 	key := fkey(wb.Dev, wb.Ino)
 	worker := e.intern(cBytes(wb.Comm[:]))
-	reason := "unknown"
+	reason := record.ReasonUnknown
 	if ws, ok := e.workers[wb.Tid]; ok {
 		reason = ws.reason
 	}
@@ -602,14 +605,14 @@ func (e *Engine) writebackDone(b *bioRef) {
 		tracked += m.nr
 	}
 	if wb.OpId != 0 {
-		reason = "fsync"
+		reason = record.ReasonFsync
 		for _, m := range w.matches {
 			if m.opID == wb.OpId {
-				reason = "o_sync" // the call that dirtied the pages wrote them itself
+				reason = record.ReasonOSync // the call that dirtied the pages wrote them itself
 			}
 		}
 	}
-	e.Out(&Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
+	e.Out(&record.Writeback{Type: record.TypeWriteback, TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
 		Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
 	if wb.OpId == 0 {
@@ -642,15 +645,15 @@ func (e *Engine) writebackDone(b *bioRef) {
 	for _, id := range order {
 		a := per[id]
 		e.settle(id, a.pages)
-		outcome := "written"
+		outcome := record.OutcomeWritten
 		if b.Error != "" {
-			outcome = "failed"
+			outcome = record.OutcomeFailed
 		}
 		written := uint64(a.bioPages) * 4096 // the whole bio as queued, before any split
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&Persisted{Type: "persisted", OpID: id, Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: id, Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
 			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error})
@@ -672,18 +675,18 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 
 func (e *Engine) release(id uint64, p *pendingOp) {
 	delete(e.ops, id)
-	e.emit(p.rec, p.bios, p.queued, p.isWrite)
+	e.emit(p.rec, p.kdev, p.bios, p.queued, p.isWrite)
 	e.putOp(p)
 }
 
 // emit completes a call's record with its bios (queued: how many the
 // kernel says it queued), accounts it and hands it to Out.
-func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool) {
+func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
 	if n := uint32(len(bios)); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
-		rec.Bios = make([]Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
+		rec.Bios = make([]record.Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
 	}
 	rec.Bios = rec.Bios[:0]
 	if len(bios) > 1 {
@@ -700,19 +703,19 @@ func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool)
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
 			readBytes += uint64(b.Bytes)
 		}
-		if isSyncName(rec.Syscall) {
+		if record.IsSync(rec.Syscall) {
 			b.Kind = bioKind(b)
 		}
 		rec.Bios = append(rec.Bios, b.Bio)
 	}
-	e.account(rec, readBytes)
+	e.account(rec, kdev, readBytes)
 	e.Out(rec)
 }
 
-func (e *Engine) pid(pid uint32, comm string) *PidSummary {
+func (e *Engine) pid(pid uint32, comm string) *record.PidSummary {
 	ps := e.pids[pid]
 	if ps == nil {
-		ps = &PidSummary{Pid: pid}
+		ps = &record.PidSummary{Pid: pid}
 		e.pids[pid] = ps
 	}
 	if comm != "" {
@@ -721,10 +724,10 @@ func (e *Engine) pid(pid uint32, comm string) *PidSummary {
 	return ps
 }
 
-func (e *Engine) file(k fileKey) *FileSummary {
+func (e *Engine) file(k fileKey) *record.FileSummary {
 	fs := e.files[k]
 	if fs == nil {
-		fs = &FileSummary{Dev: Dev(uint32(k.dev)), Ino: k.ino}
+		fs = &record.FileSummary{Dev: Dev(uint32(k.dev)), Ino: k.ino}
 		e.files[k] = fs
 	}
 	if fs.Path == "" {
@@ -733,21 +736,22 @@ func (e *Engine) file(k fileKey) *FileSummary {
 	return fs
 }
 
-func (e *Engine) account(rec *Syscall, readBytes uint64) {
+func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	var writeBytes uint64
 	for _, b := range rec.Bios {
 		if b.Rwbs != "" && b.Rwbs[0] != 'R' {
 			writeBytes += uint64(b.Bytes)
 		}
 	}
-	add := func(t *Totals) {
+	add := func(t *record.Totals) {
 		t.Calls++
 		t.StreamedCalls++
 		t.BytesRequested += rec.RequestedBytes
 		if rec.ReturnedBytes > 0 {
 			t.BytesReturned += uint64(rec.ReturnedBytes)
 		}
-		if isReadName(rec.Syscall) {
+		class := record.ClassOf(rec.Syscall)
+		if class == record.ClassRead {
 			// Cache hits and misses are the read side's; a write's
 			// inserted pages are new pages to be dirtied.
 			t.PagesHit += rec.Cache.PagesHit
@@ -760,27 +764,27 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 		t.DirtiedPages += uint64(rec.DirtiedPages)
 		t.ThrottleNs += rec.ThrottleNs
 		t.BlockedNs += rec.BlockedNs
-		if isReadName(rec.Syscall) {
+		if class == record.ClassRead {
 			t.ReadCalls++
 			req := rec.RequestedBytes
-			if isCopyName(rec.Syscall) && rec.ReturnedBytes >= 0 {
+			if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
 				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
 			}
 			t.ReadBytesReq += req
-		} else if isWriteName(rec.Syscall) {
+		} else if class == record.ClassWrite {
 			t.WriteCalls++
 		}
 	}
 	add(&e.pid(rec.Pid, rec.Comm).Totals)
 	if rec.Ino != 0 {
-		add(&e.file(fkey(rec.kdev, rec.Ino)).Totals)
+		add(&e.file(fkey(kdev, rec.Ino)).Totals)
 	}
 }
 
 // AddHits folds the kernel's aggregate of calls that were not streamed
 // (pure cache hits: no insertion, no bio, no wait) into the summary.
 func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
-	add := func(t *Totals) {
+	add := func(t *record.Totals) {
 		t.Calls += v.Calls
 		t.BytesRequested += v.BytesRequested
 		t.BytesReturned += v.BytesReturned
@@ -886,8 +890,8 @@ func (e *Engine) MemoryOnlyWrites() int64 { return e.memoryWrites.Load() }
 func (e *Engine) Counters() EngineCounters { return e.counters }
 
 // Summary builds the end-of-trace totals (losses and attach filled by the caller).
-func (e *Engine) Summary() *Summary {
-	s := &Summary{Type: "summary", MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
+func (e *Engine) Summary() *record.Summary {
+	s := &record.Summary{Type: record.TypeSummary, MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
 		Attach: map[string]string{}}
 	if e.lastTs > e.firstTs {
 		s.DurationNs = e.lastTs - e.firstTs
@@ -919,7 +923,7 @@ func (e *Engine) Summary() *Summary {
 	return s
 }
 
-func finish(t *Totals) {
+func finish(t *record.Totals) {
 	t.PagesHitPrefetched = min(t.PagesHit, t.PagesPrefetched)
 	t.PagesHitCached = t.PagesHit - t.PagesHitPrefetched
 	if t.ReadBytesReq > 0 {
@@ -928,26 +932,14 @@ func finish(t *Totals) {
 }
 
 // bioKind classifies a bio of an fsync-family call.
-func bioKind(b *bioRef) string {
+func bioKind(b *bioRef) record.BioKind {
 	switch {
 	case b.flags&ownJournal != 0:
-		return "journal"
+		return record.BioJournal
 	case b.Bytes == 0 || strings.HasPrefix(b.Rwbs, "F"):
-		return "flush"
+		return record.BioFlush
 	case strings.Contains(b.Rwbs, "M"):
-		return "metadata"
+		return record.BioMetadata
 	}
-	return "data"
-}
-
-func isSyncName(n string) bool {
-	switch n {
-	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs":
-		return true
-	}
-	return false
-}
-
-func isCopyName(n string) bool {
-	return n == "sendfile" || n == "splice" || n == "copy_file_range"
+	return record.BioData
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 )
 
 // Synthetic event builders. Kernel dev_t 254:0 = 254<<20.
@@ -85,20 +86,20 @@ func doneEv(rq, ts uint64, status uint32) *bpf.IopathRqDoneEv {
 	return &bpf.IopathRqDoneEv{Type: uint32(bpf.IopathEvTypeEV_RQ_COMPLETE), Rq: rq, Ts: ts, Error: status}
 }
 
-func (s *stream) syscalls() []*Syscall {
-	var out []*Syscall
+func (s *stream) syscalls() []*record.Syscall {
+	var out []*record.Syscall
 	for _, r := range s.recs {
-		if c, ok := r.(*Syscall); ok {
+		if c, ok := r.(*record.Syscall); ok {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func (s *stream) persisted() []*Persisted {
-	var out []*Persisted
+func (s *stream) persisted() []*record.Persisted {
+	var out []*record.Persisted
 	for _, r := range s.recs {
-		if c, ok := r.(*Persisted); ok {
+		if c, ok := r.(*record.Persisted); ok {
 			out = append(out, c)
 		}
 	}
@@ -336,10 +337,10 @@ func TestTruncatedRangesKeepExactCounts(t *testing.T) {
 // Tick released its call.
 func TestRecycledStateKeepsRecords(t *testing.T) {
 	s := newStream(t)
-	var snap [][]Bio
+	var snap [][]record.Bio
 	s.e.Out = func(r any) {
 		s.recs = append(s.recs, r)
-		if c, ok := r.(*Syscall); ok {
+		if c, ok := r.(*record.Syscall); ok {
 			snap = append(snap, slices.Clone(c.Bios))
 		}
 	}

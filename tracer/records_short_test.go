@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 )
 
 // rawPrefix returns the first n bytes of v's memory, 8-byte aligned, as the
@@ -94,9 +95,9 @@ func TestRecordDecoderPaths(t *testing.T) {
 }
 
 func TestDispatchShortRecords(t *testing.T) {
-	var got []*Syscall
+	var got []*record.Syscall
 	e := NewEngine(&Kernel{}, func(r any) {
-		if s, ok := r.(*Syscall); ok {
+		if s, ok := r.(*record.Syscall); ok {
 			got = append(got, s)
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,7 +93,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 }
 
 // New probes the kernel, loads the chosen programs and attaches them. out
-// receives records (*Syscall, *Writeback, *Persisted) from Run. On error
+// receives records (*record.Syscall, *record.Writeback, *record.Persisted) from Run. On error
 // nothing stays loaded or attached.
 func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
@@ -535,7 +536,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 
 // Summary returns the end-of-trace summary: the engine's totals plus the
 // kernel's aggregated cache hits, loss counters and the attach report.
-func (t *Tracer) Summary() *Summary {
+func (t *Tracer) Summary() *record.Summary {
 	// Hits still summed in per-thread state (threads alive at the end).
 	var tid uint32
 	var op bpf.IopathOp

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 )
 
 type match struct {
@@ -32,7 +33,7 @@ func wbStart(tid uint32, reason uint32, ts uint64) *bpf.IopathWbStartEv {
 	return &bpf.IopathWbStartEv{Type: uint32(bpf.IopathEvTypeEV_WB_START), Tid: tid, Reason: reason, Ts: ts}
 }
 
-func writeOp(id uint64, off uint64, n int64, dirtied ...PageRange) *bpf.IopathOp {
+func writeOp(id uint64, off uint64, n int64, dirtied ...record.PageRange) *bpf.IopathOp {
 	o := opEv(id, bpf.IopathOpSysSYS_WRITE, off, uint64(n), n, 10, 20)
 	for _, d := range dirtied {
 		addRange(o, d.Index, d.Pages, rangeDirtied)
@@ -44,7 +45,7 @@ func writeOp(id uint64, off uint64, n int64, dirtied ...PageRange) *bpf.IopathOp
 func TestPersistedPeriodic(t *testing.T) {
 	s := newStream(t)
 	w := uint64(9)<<32 | 1
-	s.e.HandleOp(writeOp(w, 0, 1, PageRange{0, 1}))
+	s.e.HandleOp(writeOp(w, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	if s.e.DirtyPending() != 1 {
 		t.Fatalf("pending %d", s.e.DirtyPending())
 	}
@@ -68,7 +69,7 @@ func TestPersistedPeriodic(t *testing.T) {
 func TestPersistedLargeFolio(t *testing.T) {
 	s := newStream(t)
 	w := uint64(9)<<32 | 2
-	s.e.HandleOp(writeOp(w, 0, 65536, PageRange{0, 16}))
+	s.e.HandleOp(writeOp(w, 0, 65536, record.PageRange{Index: 0, Pages: 16}))
 	s.e.HandleWBStart(wbStart(35, 0, 100)) // background
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 110, match{op: w, index: 0, nr: 16, dirtied: 15}))
 	s.e.HandleIssue(issueEv(0xa, 120, flWrite, own{bio: 0xb1, bytes: 65536, queue: 110, flags: ownWriteback}))
@@ -84,11 +85,11 @@ func TestPersistedLargeFolio(t *testing.T) {
 func TestPageDirtiedTwice(t *testing.T) {
 	s := newStream(t)
 	w1, w2 := uint64(9)<<32|1, uint64(9)<<32|2
-	s.e.HandleOp(writeOp(w1, 0, 1, PageRange{0, 1}))
+	s.e.HandleOp(writeOp(w1, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 100, match{op: w1, index: 0, nr: 1, dirtied: 10}))
 	s.e.HandleIssue(issueEv(0xa, 110, flWrite, own{bio: 0xb1, bytes: 4096, queue: 100, flags: ownWriteback}))
 	s.e.HandleComplete(doneEv(0xa, 150, 0))
-	s.e.HandleOp(writeOp(w2, 0, 1, PageRange{0, 1}))
+	s.e.HandleOp(writeOp(w2, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 300, match{op: w2, index: 0, nr: 1, dirtied: 200})) // bio pointer recycled
 	s.e.HandleIssue(issueEv(0xa, 310, flWrite, own{bio: 0xb1, bytes: 4096, queue: 300, flags: ownWriteback}))
 	s.e.HandleComplete(doneEv(0xa, 350, 0))
@@ -99,7 +100,7 @@ func TestPageDirtiedTwice(t *testing.T) {
 	// The same page overwritten while still dirty: the second write dirtied
 	// nothing (no clean->dirty), so its data goes out with the first call.
 	s2 := newStream(t)
-	s2.e.HandleOp(writeOp(w1, 0, 1, PageRange{0, 1}))
+	s2.e.HandleOp(writeOp(w1, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	s2.e.HandleOp(writeOp(w2, 1, 1))
 	if s2.e.DirtyPending() != 1 {
 		t.Errorf("pending %d, want 1", s2.e.DirtyPending())
@@ -110,7 +111,7 @@ func TestPageDirtiedTwice(t *testing.T) {
 func TestPageTruncatedBeforeWriteback(t *testing.T) {
 	s := newStream(t)
 	w := uint64(9)<<32 | 3
-	s.e.HandleOp(writeOp(w, 0, 8192, PageRange{0, 2}))
+	s.e.HandleOp(writeOp(w, 0, 8192, record.PageRange{Index: 0, Pages: 2}))
 	for i := uint64(0); i < 2; i++ {
 		s.e.HandleDirtyGone(&bpf.IopathDirtyGoneEv{Type: uint32(bpf.IopathEvTypeEV_DIRTY_GONE), Dev: testDev, Ino: 42, Index: i, OpId: w, Ts: 50, Nr: 1, Pid: 100})
 	}
@@ -125,9 +126,9 @@ func TestPageTruncatedBeforeWriteback(t *testing.T) {
 func TestBioCoveringSeveralCallsAndInodes(t *testing.T) {
 	s := newStream(t)
 	a, b, c := uint64(1)<<32|1, uint64(2)<<32|1, uint64(3)<<32|1
-	s.e.HandleOp(writeOp(a, 0, 4096, PageRange{0, 1}))
-	s.e.HandleOp(writeOp(b, 4096, 4096, PageRange{1, 1}))
-	oc := writeOp(c, 0, 4096, PageRange{0, 1})
+	s.e.HandleOp(writeOp(a, 0, 4096, record.PageRange{Index: 0, Pages: 1}))
+	s.e.HandleOp(writeOp(b, 4096, 4096, record.PageRange{Index: 1, Pages: 1}))
+	oc := writeOp(c, 0, 4096, record.PageRange{Index: 0, Pages: 1})
 	oc.Ino = 43
 	s.e.HandleOp(oc)
 	s.e.HandleWBStart(wbStart(35, 2, 1)) // sync
@@ -158,7 +159,7 @@ func TestBioCoveringSeveralCallsAndInodes(t *testing.T) {
 func TestPersistedByFsync(t *testing.T) {
 	s := newStream(t)
 	w, f := uint64(9)<<32|1, uint64(9)<<32|2
-	s.e.HandleOp(writeOp(w, 0, 1, PageRange{0, 1}))
+	s.e.HandleOp(writeOp(w, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 9, f, 100, match{op: w, index: 0, nr: 1, dirtied: 15}))
 	s.e.HandleIssue(issueEv(0xa, 110, flWrite|flSync, own{op: f, bio: 0xb1, bytes: 4096, queue: 100, flags: ownWriteback}))
 	s.e.HandleIssue(issueEv(0xc, 120, flWrite|flSync|1<<18|1<<17, own{op: f, bio: 0xb9, bytes: 0, queue: 115, flags: ownJournal}))
@@ -171,7 +172,7 @@ func TestPersistedByFsync(t *testing.T) {
 	if len(p) != 1 || p[0].Reason != "fsync" || p[0].ByOpID != f {
 		t.Fatalf("persisted %+v", p)
 	}
-	var rec *Syscall
+	var rec *record.Syscall
 	for _, c := range s.syscalls() {
 		if c.OpID == f {
 			rec = c
@@ -186,7 +187,7 @@ func TestPersistedByFsync(t *testing.T) {
 func TestPersistFailed(t *testing.T) {
 	s := newStream(t)
 	w := uint64(9)<<32 | 1
-	s.e.HandleOp(writeOp(w, 0, 1, PageRange{0, 1}))
+	s.e.HandleOp(writeOp(w, 0, 1, record.PageRange{Index: 0, Pages: 1}))
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 100, match{op: w, index: 0, nr: 1, dirtied: 15}))
 	s.e.HandleIssue(issueEv(0xa, 110, flWrite, own{bio: 0xb1, bytes: 4096, queue: 100, flags: ownWriteback}))
 	s.e.HandleComplete(doneEv(0xa, 300, 10))
@@ -202,7 +203,7 @@ func TestWBBioContinuation(t *testing.T) {
 	var ms []match
 	for i := uint64(0); i < 20; i++ {
 		id := uint64(i+1)<<32 | 1
-		s.e.HandleOp(writeOp(id, i*4096, 4096, PageRange{i, 1}))
+		s.e.HandleOp(writeOp(id, i*4096, 4096, record.PageRange{Index: i, Pages: 1}))
 		ms = append(ms, match{op: id, index: i, nr: 1, dirtied: 10})
 	}
 	first := wbBioEv(0xb1, 42, 35, 0, 100, ms[:16]...)
@@ -222,7 +223,7 @@ func TestWBBioContinuation(t *testing.T) {
 func TestSplitWritebackBio(t *testing.T) {
 	s := newStream(t)
 	w := uint64(9)<<32 | 1
-	s.e.HandleOp(writeOp(w, 0, 8<<20, PageRange{0, 2048}))
+	s.e.HandleOp(writeOp(w, 0, 8<<20, record.PageRange{Index: 0, Pages: 2048}))
 	s.e.HandleWBStart(wbStart(35, 0, 1))
 	s.e.HandleWBBio(wbBioEv(0xb1, 42, 35, 0, 100, match{op: w, index: 0, nr: 2048, dirtied: 10}))
 	s.e.HandleSplit(&bpf.IopathBioSplitEv{Type: uint32(bpf.IopathEvTypeEV_BIO_SPLIT), Split: 0xb2, Parent: 0xb1, Ts: 101})
@@ -234,9 +235,9 @@ func TestSplitWritebackBio(t *testing.T) {
 	}
 	s.e.HandleComplete(doneEv(0xa, 400, 0))
 	p := s.persisted()
-	var wbs []*Writeback
+	var wbs []*record.Writeback
 	for _, r := range s.recs {
-		if x, ok := r.(*Writeback); ok {
+		if x, ok := r.(*record.Writeback); ok {
 			wbs = append(wbs, x)
 		}
 	}

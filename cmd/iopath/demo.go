@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -288,7 +289,7 @@ func mincore(b []byte, vec []byte) error {
 
 // traceChild traces `iopath __demo-child ARGS...` and returns its records.
 // The tracer streams every call (--all) so warm hits are shown too.
-func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *tracer.Summary, []tracer.HookStatus, error) {
+func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *record.Summary, []tracer.HookStatus, error) {
 	p := newPrinter(io.Discard, false, true)
 	p.collect = true
 	opts.All = true
@@ -388,14 +389,14 @@ func newDemoChildCmd() *cobra.Command {
 }
 
 // fileRecords picks the syscall records of one file, in call order.
-func fileRecords(recs []any, dev uint32, ino uint64) []*tracer.Syscall {
-	var out []*tracer.Syscall
+func fileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
+	var out []*record.Syscall
 	for _, r := range recs {
-		if s, ok := r.(*tracer.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
+		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b *tracer.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	slices.SortFunc(out, func(a, b *record.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
@@ -89,7 +90,7 @@ func mech(hooks []tracer.HookStatus, name string) string {
 }
 
 // explainRead says in plain words what one read did, from its record only.
-func explainRead(c *tracer.Syscall, title string, fs fsInfo) string {
+func explainRead(c *record.Syscall, title string, fs fsInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, dur(c.DurationNs))
 	if c.BlockedNs > 0 {

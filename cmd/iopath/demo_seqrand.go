@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
@@ -50,7 +51,7 @@ type callStats struct {
 }
 
 // callStatsOf computes callStats from a run's syscall records.
-func callStatsOf(calls []*tracer.Syscall) callStats {
+func callStatsOf(calls []*record.Syscall) callStats {
 	var s callStats
 	type rqKey struct {
 		dev   string

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 )
 
@@ -86,16 +87,16 @@ func (p *printer) record(rec any) {
 		return
 	}
 	switch r := rec.(type) {
-	case *tracer.Syscall:
+	case *record.Syscall:
 		p.cur.WriteString(storySyscall(r))
-	case *tracer.Writeback:
+	case *record.Writeback:
 		p.cur.WriteString(storyWriteback(r))
-	case *tracer.Persisted:
+	case *record.Persisted:
 		p.cur.WriteString(storyPersisted(r))
 	}
 }
 
-func (p *printer) summary(s *tracer.Summary, hooks []tracer.HookStatus) {
+func (p *printer) summary(s *record.Summary, hooks []tracer.HookStatus) {
 	defer func() {
 		p.add()
 		p.flush()
@@ -153,7 +154,7 @@ func pl(n uint64, word string) string {
 	return strconv.FormatUint(n, 10) + " " + word + "s"
 }
 
-func ranges(rs []tracer.PageRange) string {
+func ranges(rs []record.PageRange) string {
 	var b []byte
 	for i, r := range rs {
 		if i > 0 {
@@ -168,7 +169,7 @@ func ranges(rs []tracer.PageRange) string {
 	return string(b)
 }
 
-func storySyscall(r *tracer.Syscall) string {
+func storySyscall(r *record.Syscall) string {
 	var b strings.Builder
 	b.Grow(512)
 	target := safe(r.Path)
@@ -211,23 +212,23 @@ func storySyscall(r *tracer.Syscall) string {
 		b.WriteString("\n")
 	}
 	for _, ra := range c.Readahead {
-		b.WriteString("  readahead: " + ra.Kind + ", window " + pl(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex))
+		b.WriteString("  readahead: " + string(ra.Kind) + ", window " + pl(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex))
 		if ra.AsyncPages > 0 {
 			b.WriteString(" (next async readahead when " + unum(uint64(ra.AsyncPages)) + " remain)")
 		}
-		if ra.Source == "derived" {
+		if ra.Source == record.SourceDerived {
 			b.WriteString(" [derived from pages added: no readahead hook on this kernel]")
 		}
 		b.WriteString("\n")
 	}
 	switch {
-	case r.DirtiedPages > 0 && !tracerIsWrite(r.Syscall):
+	case r.DirtiedPages > 0 && !record.IsWrite(r.Syscall):
 		fmt.Fprintf(&b, "  dirtied %s of the output file in memory; written back later\n", pl(uint64(r.DirtiedPages), "page"))
 	case r.DirtiedPages > 0:
 		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", pl(uint64(r.DirtiedPages), "page"), ranges(r.DirtiedRanges))
-	case tracerIsWrite(r.Syscall) && r.ReturnedBytes > 0 && tracer.MemoryOnly(r.FS):
+	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && tracer.MemoryOnly(r.FS):
 		fmt.Fprintf(&b, "  %s keeps file data in memory only: these pages are never written back to a disk\n", r.FS)
-	case tracerIsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
+	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
 		b.WriteString("  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n")
 	}
 	if r.OtherDirtiedPages > 0 {
@@ -239,7 +240,7 @@ func storySyscall(r *tracer.Syscall) string {
 	if r.ThrottleNs > 0 || r.ThrottlePauses > 0 {
 		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s (longest %s)\n", dur(r.ThrottleNs), pl(uint64(r.ThrottlePauses), "pause"), dur(r.ThrottleMaxPauseNs))
 	}
-	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && tracerIsRead(r.Syscall) {
+	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && record.IsRead(r.Syscall) {
 		if r.BlockedNs > 0 {
 			b.WriteString("  no IO of its own: it waited for pages still being read by an earlier call's readahead\n")
 		} else if r.ReturnedBytes == 0 && r.Error == "" {
@@ -254,30 +255,14 @@ func storySyscall(r *tracer.Syscall) string {
 	return b.String()
 }
 
-func tracerIsWrite(s string) bool {
-	switch s {
-	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
-		return true
-	}
-	return false
-}
-
-func tracerIsRead(s string) bool {
-	switch s {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
-		return true
-	}
-	return false
-}
-
-func bioLine(bio tracer.Bio) string {
+func bioLine(bio record.Bio) string {
 	rwbs := bio.Rwbs
 	if len(rwbs) < 3 {
 		rwbs += "   "[len(rwbs):] // %-3s
 	}
 	s := "bio " + rwbs + " " + human(uint64(bio.Bytes)) + " at sector " + strconv.FormatUint(bio.Sector, 10) + " on " + bio.Dev
 	if bio.Kind != "" {
-		s = bio.Kind + " " + s
+		s = string(bio.Kind) + " " + s
 	}
 	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {
 		s += fmt.Sprintf(" (request of %s, %d bios)", human(uint64(bio.RequestBytes)), bio.RequestBios)
@@ -302,7 +287,7 @@ func sub(a, b uint64) uint64 {
 	return 0
 }
 
-func storyWriteback(w *tracer.Writeback) string {
+func storyWriteback(w *record.Writeback) string {
 	target := safe(w.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", w.Dev, w.Ino)
@@ -324,15 +309,15 @@ func opName(id uint64) string {
 	return fmt.Sprintf("%d:%d", id>>32, id&0xffffffff)
 }
 
-func storyPersisted(p *tracer.Persisted) string {
+func storyPersisted(p *record.Persisted) string {
 	target := safe(p.Path)
 	if target == "" {
 		target = fmt.Sprintf("dev %s ino %d", p.Dev, p.Ino)
 	}
 	switch p.Outcome {
-	case "removed":
+	case record.OutcomeRemoved:
 		return fmt.Sprintf("persisted: never: %s dirtied by call %s in %s left the page cache before writeback (truncated or evicted)\n", pl(uint64(p.Pages), "page"), opName(p.OpID), target)
-	case "failed":
+	case record.OutcomeFailed:
 		return fmt.Sprintf("persisted: FAILED: %s of call %s in %s: %s\n", pl(uint64(p.Pages), "page"), opName(p.OpID), target, p.Error)
 	}
 	what := pl(uint64(p.Pages), "page")
@@ -343,7 +328,7 @@ func storyPersisted(p *tracer.Persisted) string {
 		what, opName(p.OpID), dur(p.DirtyToDiskNs), p.Reason, p.Worker, p.Sector, target)
 }
 
-func summaryText(s *tracer.Summary) string {
+func summaryText(s *record.Summary) string {
 	var b strings.Builder
 	b.WriteString("\n--- summary ---\n")
 	if s.LostEvents > 0 {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
@@ -421,7 +422,7 @@ type persistTotals struct {
 	written, flusher, removed, failed uint64
 }
 
-func (pc *persistCounts) add(p *tracer.Persisted) {
+func (pc *persistCounts) add(p *record.Persisted) {
 	if pc.byKey == nil {
 		pc.byKey = map[persistKey]*persistTotals{}
 	}
@@ -459,7 +460,7 @@ type persistTally struct {
 }
 
 func (pt *persistTally) record(r any) {
-	if p, ok := r.(*tracer.Persisted); ok {
+	if p, ok := r.(*record.Persisted); ok {
 		pt.add(p)
 	}
 	pt.out(r)
@@ -532,7 +533,7 @@ type workloadRecord struct {
 }
 
 // summaryTotals returns the totals of pid and of the file (dev, ino).
-func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, f tracer.Totals) {
+func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, f record.Totals) {
 	for _, s := range sum.Pids {
 		if s.Pid == pid {
 			p = s.Totals
@@ -548,7 +549,7 @@ func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, 
 
 // newWorkloadRecord computes a run's record from the summary (per pid and
 // per file), the persisted pages counted from the records, and its report.
-func newWorkloadRecord(sum *tracer.Summary, pid uint32, file *workloadFile, rep *workloads.Report, pc *persistCounts, after *workloads.Residency) *workloadRecord {
+func newWorkloadRecord(sum *record.Summary, pid uint32, file *workloadFile, rep *workloads.Report, pc *persistCounts, after *workloads.Residency) *workloadRecord {
 	dev := tracer.Dev(file.dev)
 	pt, ft := summaryTotals(sum, pid, dev, file.ino)
 	wb := pc.get(pid, dev, file.ino)
@@ -650,7 +651,7 @@ type workloadRun struct {
 // BPF programs load once) and returns every record, the summary (read once:
 // it folds the kernel's hit counters in) and the hooks. opts.All streams
 // every call. SIGINT/SIGTERM interrupt the child and end with exit status 130.
-func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *tracer.Summary, []tracer.HookStatus, error) {
+func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Summary, []tracer.HookStatus, error) {
 	p := newPrinter(io.Discard, false, true)
 	p.collect = true
 	t, err := tracer.New(opts, p.record)
@@ -702,10 +703,10 @@ func (r *workloadRun) trace(sig context.Context, t *tracer.Tracer) error {
 }
 
 // record is the run's "workload" record, from the demo's records and summary.
-func (r *workloadRun) record(recs []any, sum *tracer.Summary, after *workloads.Residency) *workloadRecord {
+func (r *workloadRun) record(recs []any, sum *record.Summary, after *workloads.Residency) *workloadRecord {
 	var pc persistCounts
 	for _, x := range recs {
-		if p, ok := x.(*tracer.Persisted); ok {
+		if p, ok := x.(*record.Persisted); ok {
 			pc.add(p)
 		}
 	}
@@ -714,7 +715,7 @@ func (r *workloadRun) record(recs []any, sum *tracer.Summary, after *workloads.R
 
 // demoJSON prints a demo's raw evidence as JSON Lines: the syscall records
 // of each run's file, the summary, then one "workload" record per run.
-func demoJSON(w io.Writer, recs []any, sum *tracer.Summary, wrecs []*workloadRecord) {
+func demoJSON(w io.Writer, recs []any, sum *record.Summary, wrecs []*workloadRecord) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, wr := range wrecs {
