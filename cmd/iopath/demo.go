@@ -19,6 +19,7 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -194,7 +195,7 @@ func describeFS(path string) fsInfo {
 		}
 	}
 	if unix.Stat(path, &st) == nil {
-		info.dev = tracer.UserDev(st.Dev)
+		info.dev = kernel.UserDev(st.Dev)
 		major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)
 		sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
 		if _, err := os.Stat(sys); err == nil {
@@ -392,7 +393,7 @@ func newDemoChildCmd() *cobra.Command {
 func fileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
 	var out []*record.Syscall
 	for _, r := range recs {
-		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
+		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == kernel.Dev(dev) {
 			out = append(out, s)
 		}
 	}
@@ -405,5 +406,5 @@ func inode(path string) (uint32, uint64, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return 0, 0, err
 	}
-	return tracer.UserDev(st.Dev), st.Ino, nil
+	return kernel.UserDev(st.Dev), st.Ino, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 )
 
@@ -51,7 +52,7 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "iopath demo read-1byte: what does read(fd, &c, 1) cost?")
 	fmt.Fprintln(w)
-	where := fmt.Sprintf("%s on %s", fs.fsType, tracer.Dev(fs.dev))
+	where := fmt.Sprintf("%s on %s", fs.fsType, kernel.Dev(fs.dev))
 	if fs.blockDevice {
 		where += fmt.Sprintf(" (disk %s, read_ahead_kb=%d)", fs.disk, fs.readAheadKB)
 	}

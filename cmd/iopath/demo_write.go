@@ -11,6 +11,7 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +78,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "iopath demo write-1byte: when does write(fd, \"x\", 1) reach the disk?")
-	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, tracer.Dev(fs.dev), fs.disk)
+	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, kernel.Dev(fs.dev), fs.disk)
 	if fsync {
 		fmt.Fprintln(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), fsync(fd), close(fd) in a child process")
 	} else {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // printer writes records as JSON Lines or as human stories. Records are
@@ -226,7 +227,7 @@ func storySyscall(r *record.Syscall) string {
 		fmt.Fprintf(&b, "  dirtied %s of the output file in memory; written back later\n", pl(uint64(r.DirtiedPages), "page"))
 	case r.DirtiedPages > 0:
 		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", pl(uint64(r.DirtiedPages), "page"), ranges(r.DirtiedRanges))
-	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && tracer.MemoryOnly(r.FS):
+	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && kernel.MemoryOnly(r.FS):
 		fmt.Fprintf(&b, "  %s keeps file data in memory only: these pages are never written back to a disk\n", r.FS)
 	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
 		b.WriteString("  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n")

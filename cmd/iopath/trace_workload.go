@@ -25,6 +25,7 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -550,7 +551,7 @@ func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, 
 // newWorkloadRecord computes a run's record from the summary (per pid and
 // per file), the persisted pages counted from the records, and its report.
 func newWorkloadRecord(sum *record.Summary, pid uint32, file *workloadFile, rep *workloads.Report, pc *persistCounts, after *workloads.Residency) *workloadRecord {
-	dev := tracer.Dev(file.dev)
+	dev := kernel.Dev(file.dev)
 	pt, ft := summaryTotals(sum, pid, dev, file.ino)
 	wb := pc.get(pid, dev, file.ino)
 	r := &workloadRecord{Type: "workload", Pid: pid, File: file.path, Dev: dev, Ino: file.ino,
@@ -600,7 +601,7 @@ func (r *workloadRecord) text(waited bool) string {
 		r.FileReadCalls, r.FileWriteCalls, r.OtherCalls)
 	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %.1f disk bytes per op\n",
 		human(r.DiskBytesRead), human(r.DiskBytesWritten), human(r.WritebackBytes), r.DiskBytesPerOp)
-	if tracer.MemoryOnly(r.fs) {
+	if kernel.MemoryOnly(r.fs) {
 		fmt.Fprintf(&b, "               the file is on %s, which has no block device: it never reaches a disk\n", r.fs)
 	}
 	if r.ReadBytesRequested > 0 {
