@@ -24,8 +24,8 @@ package tracer
 // copy, and the copy (a sequential read of the ring) is part of the cost.
 //
 // Sinks: Discard drops the records (decoder + engine only); JSON encodes
-// each record to io.Discard the way `trace --json` does (the printer lives
-// in cmd/iopath, so this is an approximation of its cost).
+// each record to io.Discard the way `trace --json` does (without
+// render.Printer's batching, so this is an approximation of its cost).
 //
 // Metrics: events/s (per core with -cpu 1), ns/event, allocs/event and
 // B/event, plus the usual ns/op and allocs/op per call.

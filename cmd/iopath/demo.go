@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
@@ -291,10 +292,10 @@ func mincore(b []byte, vec []byte) error {
 // traceChild traces `iopath __demo-child ARGS...` and returns its records.
 // The tracer streams every call (--all) so warm hits are shown too.
 func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *record.Summary, []tracer.HookStatus, error) {
-	p := newPrinter(io.Discard, false, true)
-	p.collect = true
+	p := render.NewPrinter(io.Discard, false, true)
+	p.Collect = true
 	opts.All = true
-	t, err := tracer.New(opts, p.record)
+	t, err := tracer.New(opts, p.Record)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -325,7 +326,7 @@ func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, w
 	if childErr != nil {
 		return nil, nil, nil, childErr
 	}
-	return p.collected, t.Summary(), t.Hooks, nil
+	return p.Collected, t.Summary(), t.Hooks, nil
 }
 
 // selfCommand returns the path and argv that run this iopath binary with

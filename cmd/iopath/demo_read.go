@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
@@ -64,7 +65,7 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 		return fmt.Errorf("expected 2 traced reads of %s, saw %d (lost events: %d): run `iopath doctor`", path, len(calls), sum.LostEvents)
 	}
 	for _, c := range calls[:2] {
-		fmt.Fprint(w, storySyscall(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, explainRead(calls[0], "first read (cold)", fs))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
@@ -127,13 +128,13 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 		}
 	}
 	for _, c := range calls {
-		fmt.Fprint(w, storySyscall(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	for _, x := range wbs {
-		fmt.Fprint(w, storyWriteback(x))
+		fmt.Fprint(w, render.WritebackStory(x))
 	}
 	for _, p := range persisted {
-		fmt.Fprint(w, storyPersisted(p))
+		fmt.Fprint(w, render.PersistedStory(p))
 	}
 	if f.json {
 		enc := json.NewEncoder(w)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
@@ -310,15 +311,15 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	for k, v := range f.force {
 		force[k] = tracer.Mechanism(v)
 	}
-	out := newPrinter(cmd.OutOrStdout(), f.json, f.quiet)
-	tally := &persistTally{out: out.record}
+	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
+	tally := &persistTally{out: out.Record}
 	t, err := tracer.New(tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
 		Force: force, NoWriteback: f.noWriteback}, tally.record)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	defer out.flush()
+	defer out.Flush()
 	started(cmd.ErrOrStderr(), t, out, force)
 	stop := ctx
 	if f.duration > 0 {
@@ -373,7 +374,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	after := file.cachedNow()
 	sum := t.Summary() // once: it folds the kernel's hit counters in
 	wout := cmd.OutOrStdout()
-	out.flush() // the records before the report
+	out.Flush() // the records before the report
 	if res.rep != nil && !f.json {
 		if w.json {
 			e := json.NewEncoder(wout)
@@ -383,12 +384,11 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 			res.rep.WriteText(wout)
 		}
 	}
-	out.summary(sum, t.Hooks)
+	out.Summary(sum)
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
-		out.enc.Encode(rec)
-		out.add()
-		out.flush()
+		out.WriteJSON(rec)
+		out.Flush()
 	} else {
 		fmt.Fprint(wout, rec.text(f.waitWriteback > 0))
 	}
@@ -653,9 +653,9 @@ type workloadRun struct {
 // it folds the kernel's hit counters in) and the hooks. opts.All streams
 // every call. SIGINT/SIGTERM interrupt the child and end with exit status 130.
 func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Summary, []tracer.HookStatus, error) {
-	p := newPrinter(io.Discard, false, true)
-	p.collect = true
-	t, err := tracer.New(opts, p.record)
+	p := render.NewPrinter(io.Discard, false, true)
+	p.Collect = true
+	t, err := tracer.New(opts, p.Record)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -678,7 +678,7 @@ func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Su
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p.collected, t.Summary(), t.Hooks, nil
+	return p.Collected, t.Summary(), t.Hooks, nil
 }
 
 // trace runs the workload as a traced child of t and waits for it.

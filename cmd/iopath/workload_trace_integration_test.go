@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,7 +115,7 @@ func TestTraceWorkloadRead1Byte(t *testing.T) {
 		} else {
 			// The preparation (1 MiB of pwrite64 and an fdatasync) ran in
 			// the tracer's process: no write or sync call is traced.
-			t.Errorf("a %s record in the trace: %s", c.Syscall, storySyscall(&c))
+			t.Errorf("a %s record in the trace: %s", c.Syscall, render.SyscallStory(&c))
 		}
 		if c.Ino != wr.Ino || c.Dev != wr.Dev {
 			continue

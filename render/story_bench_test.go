@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"testing"
@@ -19,6 +19,6 @@ func BenchmarkStorySyscall(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = storySyscall(r)
+		_ = SyscallStory(r)
 	}
 }
