@@ -5,6 +5,8 @@
 package enginetest
 
 import (
+	"strings"
+
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer/engine"
@@ -58,6 +60,23 @@ func only[T any](recs []any) []T {
 func Op(id uint64, sys bpf.IopathOpSys, off, count uint64, ret int64, start, end uint64) *bpf.IopathOp {
 	return &bpf.IopathOp{Type: uint32(bpf.IopathEvTypeEV_OP), Sys: uint32(sys), Pid: 100, Tid: uint32(id >> 32),
 		OpId: id, StartNs: start, EndNs: end, Ret: ret, Fd: 3, Offset: off, Count: count, Ino: 42, Dev: Dev}
+}
+
+// Named sets a call's comm and the path its record carries (an absolute
+// path of at most 8 names of at most 47 bytes, as the kernel walks it).
+func Named(o *bpf.IopathOp, comm, path string) *bpf.IopathOp {
+	o.Comm = [16]int8{}
+	for i := range min(len(comm), 15) {
+		o.Comm[i] = int8(comm[i])
+	}
+	names := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	o.PathDepth, o.PathDone, o.Path = uint32(len(names)), 1, [8][48]int8{}
+	for i, name := range names {
+		for j := range min(len(name), 47) {
+			o.Path[len(names)-1-i][j] = int8(name[j])
+		}
+	}
+	return o
 }
 
 // AddRange appends a page range (engine.RangeAdded or engine.RangeDirtied)
@@ -134,12 +153,15 @@ func Done(rq, ts uint64, status uint32) *bpf.IopathRqDoneEv {
 }
 
 // Match is one run of tracked dirty pages a writeback bio carries: the
-// write call that dirtied them, where, how many, and when.
+// write call that dirtied them, where, how many, when, and how many pages
+// of their folios the bio writes (BioPages: less than Nr when the bio
+// carries part of a large folio).
 type Match struct {
-	Op      uint64
-	Index   uint64
-	Nr      uint32
-	Dirtied uint64
+	Op       uint64
+	Index    uint64
+	Nr       uint32
+	Dirtied  uint64
+	BioPages uint32
 }
 
 // WBBio returns the EV_WB_BIO record of writeback bio bio of inode ino,
@@ -153,11 +175,19 @@ func WBBio(bio uint64, ino uint64, tid uint32, opID uint64, ts uint64, ms ...Mat
 		ev.Match[i].Index = m.Index
 		ev.Match[i].Nr = m.Nr
 		ev.Match[i].DirtiedNs = m.Dirtied
+		ev.Match[i].BioPages = m.BioPages
 		ev.Match[i].Pid = 100
 		ev.Pages += m.Nr
 	}
 	ev.NrMatch = uint32(len(ms))
 	return ev
+}
+
+// Gone returns the EV_DIRTY_GONE record of nr tracked dirty pages of call
+// opID (pid 100, inode 42) that left the page cache at index before any
+// writeback (truncate, hole punch, eviction).
+func Gone(opID, index uint64, nr uint32, ts uint64) *bpf.IopathDirtyGoneEv {
+	return &bpf.IopathDirtyGoneEv{Type: uint32(bpf.IopathEvTypeEV_DIRTY_GONE), Dev: Dev, Ino: 42, Index: index, OpId: opID, Ts: ts, Nr: nr, Pid: 100}
 }
 
 // WBStart returns the EV_WB_START record of a flusher work item of worker
