@@ -35,8 +35,8 @@ import (
 //     request makes them persisted.
 type Engine struct {
 	K *kernel.Kernel
-	// Out receives *record.Syscall, *record.Writeback and *record.Persisted records in the order
-	// they become complete.
+	// Out receives *record.Syscall, *record.Writeback and *record.Persisted
+	// records in the order they become complete.
 	Out func(rec any)
 	// Unavailable lists record fields this kernel cannot measure (a hook
 	// with no mechanism); they are reported as such, not as zeros.

@@ -72,10 +72,10 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 	e.rqs[ev.Rq] = rq
 }
 
-// Bio ownership flags, mirrored from bpf/common.h.
+// Bio ownership flags (struct issue_own.flags), mirrored from bpf/common.h.
 const (
-	OwnWriteback = 1
-	OwnJournal   = 2
+	OwnWriteback = 1 // the bio carries tracked dirty pages
+	OwnJournal   = 2 // queued by jbd2 while a traced fsync-family call waited on its device
 )
 
 // HandleRequeue takes an EV_RQ_REQUEUE record.
