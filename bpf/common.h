@@ -18,6 +18,7 @@
 
 #define PAGE_SHIFT 12
 #define E2BIG 7
+#define EEXIST 17
 #define MAX_RANGES 24    /* page-cache ranges (added or dirtied) kept per call */
 #define MAX_RA 4         /* readahead decisions kept per call */
 #define MAX_RQ_BIOS 256  /* bios walked per request (rq->bio chain, bpf_loop) */
@@ -52,7 +53,7 @@ enum ev_type {
 /* Counters in the `counters` per-CPU array; summed by userspace. */
 enum counter {
 	CNT_RINGBUF_LOST = 0,   /* ring buffer full: an event was dropped */
-	CNT_OPS_FULL,           /* hit aggregation map full */
+	CNT_OPS_FULL,           /* hit_stats refused a file: its hits counted in hit_other */
 	CNT_BIO_OWNER_FULL,     /* bio ownership map full */
 	CNT_DIRTY_FULL,         /* dirty-page map full */
 	CNT_INFLIGHT_FULL,      /* in-flight request map full */
@@ -66,6 +67,7 @@ enum counter {
 	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
 	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
 	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
+	CNT_HIT_OTHER_FULL,     /* hit_other full too: hits counted in hit_unowned (no process) */
 	CNT_MAX,
 };
 
@@ -420,6 +422,30 @@ struct {
 	__type(key, struct stat_key);
 	__type(value, struct stat_val);
 } hit_stats SEC(".maps");
+
+/* Hits of files hit_stats had no room for, per process and direction: they
+ * stay in the process's totals (summary: hits_not_itemized). */
+struct other_key {
+	__u32 pid;
+	__u32 write; /* 0 read family, 1 write family */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct other_key);
+	__type(value, struct stat_val);
+} hit_other SEC(".maps");
+
+/* Last resort, never full: hits neither map had room for, by direction
+ * (index = write). Counted in no process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct stat_val);
+} hit_unowned SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -50,7 +50,8 @@ const (
 	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
-	IopathCounterCNT_MAX            IopathCounter = 15
+	IopathCounterCNT_HIT_OTHER_FULL IopathCounter = 15
+	IopathCounterCNT_MAX            IopathCounter = 16
 )
 
 type IopathDirtyGoneEv struct {
@@ -220,6 +221,12 @@ const (
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
 )
 
+type IopathOtherKey struct {
+	_     structs.HostLayout
+	Pid   uint32
+	Write uint32
+}
+
 type IopathPageRange struct {
 	_     structs.HostLayout
 	Index uint64
@@ -350,7 +357,9 @@ const (
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
 	IopathMapFreeSlots                    = "free_slots"
+	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
+	IopathMapHitUnowned                   = "hit_unowned"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
@@ -557,7 +566,9 @@ type IopathMapSpecs struct {
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
@@ -618,7 +629,9 @@ type IopathMaps struct {
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
@@ -635,7 +648,9 @@ func (m *IopathMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.FreeSlots,
+		m.HitOther,
 		m.HitStats,
+		m.HitUnowned,
 		m.Inflight,
 		m.RqScratch,
 		m.SyncWaiters,

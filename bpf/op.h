@@ -279,7 +279,32 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
-/* flush_hits folds a thread's summed cache hits into hit_stats. */
+/* other_hits returns the bucket for a thread's hits that hit_stats had no
+ * room for: its process's entry in hit_other, or, if that map is full too,
+ * hit_unowned (never full). */
+static __always_inline struct stat_val *other_hits(struct op *op)
+{
+	struct other_key k = {.pid = op->pid, .write = op->agg_write};
+	struct stat_val *v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	struct stat_val zero = {};
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	long err = bpf_map_update_elem(&hit_other, &k, &zero, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		count_event(CNT_HIT_OTHER_FULL);
+	v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	__u32 idx = op->agg_write ? 1 : 0;
+	return bpf_map_lookup_elem(&hit_unowned, &idx);
+}
+
+/* flush_hits folds a thread's summed cache hits into hit_stats, or into
+ * its process's "other files" bucket when hit_stats refuses the file (full,
+ * or no memory): every sum is reset either way, so nothing carries over to
+ * the thread's next file. Atomic adds: another task on this CPU may flush
+ * into the same per-CPU value if this program is preempted. */
 static __always_inline void flush_hits(struct op *op)
 {
 	struct stat_key k = {
@@ -290,19 +315,19 @@ static __always_inline void flush_hits(struct op *op)
 		struct stat_val zero = {};
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
-		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
+		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
 			count_event(CNT_OPS_FULL);
-			op->agg_calls = 0;
-			return;
-		}
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
-			return;
+			v = other_hits(op);
 	}
-	v->calls += op->agg_calls;
-	v->bytes_requested += op->agg_bytes_requested;
-	v->bytes_returned += op->agg_bytes_returned;
-	v->pages += op->agg_pages;
+	if (v) {
+		__sync_fetch_and_add(&v->calls, op->agg_calls);
+		__sync_fetch_and_add(&v->bytes_requested, op->agg_bytes_requested);
+		__sync_fetch_and_add(&v->bytes_returned, op->agg_bytes_returned);
+		__sync_fetch_and_add(&v->pages, op->agg_pages);
+	}
 	op->agg_calls = 0;
 	op->agg_bytes_requested = 0;
 	op->agg_bytes_returned = 0;

@@ -61,6 +61,7 @@ type Engine struct {
 	firstTs      uint64
 	counters     EngineCounters
 	dec          recordDecoder // Dispatch's state: short records, omitted paths
+	notItemized  []HitsNotItemized // see AddHitsNotItemized (hits.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -777,32 +778,6 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 	}
 }
 
-// AddHits folds the kernel's aggregate of calls that were not streamed
-// (pure cache hits: no insertion, no bio, no wait) into the summary.
-func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
-	add := func(t *Totals) {
-		t.Calls += v.Calls
-		t.BytesRequested += v.BytesRequested
-		t.BytesReturned += v.BytesReturned
-		if k.Write == 0 {
-			t.PagesHit += v.Pages
-			t.ReadCalls += v.Calls
-			t.ReadBytesReq += v.BytesRequested
-		} else {
-			t.WriteCalls += v.Calls
-		}
-	}
-	add(&e.pid(k.Pid, "").Totals)
-	if ps := e.pids[k.Pid]; ps.Comm == "" {
-		ps.Comm = cString(v.Comm[:])
-	}
-	fs := e.file(fkey(k.Dev, k.Ino))
-	add(&fs.Totals)
-	if fs.Path == "" && v.Name[0] != 0 {
-		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
-	}
-}
-
 // Tick releases calls that have waited HoldNs (kernel time) for bios that
 // never completed or were never issued, e.g. remapped by device mapper.
 func (e *Engine) Tick(now uint64) {
@@ -916,6 +891,7 @@ func (e *Engine) Summary() *Summary {
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()
+	s.HitsNotItemized = e.hitsNotItemized()
 	return s
 }
 

@@ -158,6 +158,24 @@ type Summary struct {
 	MissedRuns map[string]uint64 `json:"missed_runs"`
 	// Diagnostics: write bios walked for tracked dirty pages, folios looked up, folios matched.
 	Diagnostics map[string]uint64 `json:"diagnostics"`
+	// HitsNotItemized: cache hits counted in their process's totals but in
+	// no file's, because the kernel's per-file map (hit_stats) was full.
+	HitsNotItemized []HitsNotItemized `json:"hits_not_itemized"`
+}
+
+// HitsNotItemized are the not-streamed calls (pure cache hits) of one
+// process and direction that the kernel could not count per file: they are
+// in the process's totals and in no FileSummary. Pid 0: the per-process
+// bucket was full too (map_evictions.hit_other), so they are in no
+// process's totals either.
+type HitsNotItemized struct {
+	Pid            uint32 `json:"pid"`
+	Comm           string `json:"comm,omitempty"`
+	Write          bool   `json:"write"` // write family (else read family)
+	Calls          uint64 `json:"calls"`
+	BytesRequested uint64 `json:"bytes_requested"`
+	BytesReturned  uint64 `json:"bytes_returned"`
+	Pages          uint64 `json:"pages"` // pages covered by the returned bytes (reads: pages hit)
 }
 
 // Totals are shared by per-pid and per-file summaries.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -295,6 +296,15 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if opts.MaxDirtyPages > 0 {
 		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
 	}
+	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map so that tests
+	// can fill it with a few hundred files.
+	if v := os.Getenv("IOPATH_HIT_STATS_ENTRIES"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a positive number of entries", v)
+		}
+		spec.Maps[bpf.IopathMapHitStats].MaxEntries = uint32(n)
+	}
 	// Wake the reader once a quarter of a small ring is queued (it also
 	// polls every 100 ms): a fixed 256 KiB never woke it for a ring of
 	// 256 KiB or less.
@@ -516,7 +526,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
 		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
 		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL: "targets",
+		bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	}
 	out := map[string]uint64{}
 	for idx, name := range names {
@@ -552,26 +562,14 @@ func (t *Tracer) Summary() *Summary {
 	var per []bpf.IopathStatVal
 	it := t.hits.Iterate()
 	for it.Next(&k, &per) {
-		var sum bpf.IopathStatVal
-		for _, v := range per {
-			sum.Calls += v.Calls
-			sum.BytesRequested += v.BytesRequested
-			sum.BytesReturned += v.BytesReturned
-			sum.Pages += v.Pages
-			if sum.Comm[0] == 0 {
-				sum.Comm = v.Comm
-			}
-			if sum.Name[0] == 0 {
-				sum.Name = v.Name
-			}
-		}
-		t.Engine.AddHits(k, sum)
+		t.Engine.AddHits(k, sumHits(per))
 	}
+	t.addHitsNotItemized()
 	s := t.Engine.Summary()
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
@@ -604,6 +602,41 @@ func (t *Tracer) Summary() *Summary {
 		// Records whose omitted path was never received (its record was lost).
 		"paths_missing": t.Engine.dec.MissingPaths}
 	return s
+}
+
+// addHitsNotItemized reads the hits the kernel could not count per file
+// (hit_stats was full) into the engine: per process from hit_other, and
+// those of no process from hit_unowned.
+func (t *Tracer) addHitsNotItemized() {
+	var k bpf.IopathOtherKey
+	var per []bpf.IopathStatVal
+	it := t.coll.Maps[bpf.IopathMapHitOther].Iterate()
+	for it.Next(&k, &per) {
+		t.Engine.AddHitsNotItemized(k.Pid, k.Write != 0, sumHits(per))
+	}
+	for write := uint32(0); write < 2; write++ {
+		if t.coll.Maps[bpf.IopathMapHitUnowned].Lookup(write, &per) == nil {
+			t.Engine.AddHitsNotItemized(0, write != 0, sumHits(per))
+		}
+	}
+}
+
+// sumHits adds up the per-CPU values of one hit aggregate.
+func sumHits(per []bpf.IopathStatVal) bpf.IopathStatVal {
+	var sum bpf.IopathStatVal
+	for _, v := range per {
+		sum.Calls += v.Calls
+		sum.BytesRequested += v.BytesRequested
+		sum.BytesReturned += v.BytesReturned
+		sum.Pages += v.Pages
+		if sum.Comm[0] == 0 {
+			sum.Comm = v.Comm
+		}
+		if sum.Name[0] == 0 {
+			sum.Name = v.Name
+		}
+	}
+	return sum
 }
 
 // kernelDirtyPages returns the dirty plus under-writeback pages of the file

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/tracer"
+)
+
+// The text summary says which cached calls the kernel could not itemize
+// per file (issue 10 item 3), and where they are counted.
+func TestSummaryTextNotItemized(t *testing.T) {
+	s := &tracer.Summary{Pids: []tracer.PidSummary{{Pid: 100, Comm: "reader"}},
+		HitsNotItemized: []tracer.HitsNotItemized{
+			{Pid: 100, Comm: "reader", Calls: 1001, BytesRequested: 1001, BytesReturned: 1001, Pages: 1001},
+			{Pid: 0, Write: true, Calls: 1, BytesRequested: 4096, Pages: 1},
+		}}
+	got := summaryText(s)
+	for _, want := range []string{
+		"not itemized per file (hit_stats map full): 1001 cached read calls, 1001 B requested, 1001 pages, counted in the totals of pid 100 (reader)\n",
+		"not itemized per file (hit_stats map full): 1 cached write call, 4.0 KiB requested, 1 page, counted in no process (hit_other full too)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary text lacks %q:\n%s", want, got)
+		}
+	}
+}
