@@ -60,7 +60,7 @@ type Engine struct {
 	lastTs       uint64
 	firstTs      uint64
 	counters     EngineCounters
-	dec          recordDecoder // Dispatch's state: short records, omitted paths
+	dec          recordDecoder     // Dispatch's state: short records, omitted paths
 	notItemized  []HitsNotItemized // see AddHitsNotItemized (hits.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
