@@ -58,6 +58,7 @@ type Tracer struct {
 	opts       Options
 	started    time.Time
 	out        func(any)
+	dirtied    dirtiedFiles // files traced calls dirtied (DirtyLeft)
 }
 
 // Error kinds callers can test with errors.Is to choose a message.
@@ -213,7 +214,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	t.rd = rd
-	t.Engine = NewEngine(k, out)
+	t.Engine = NewEngine(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
 	if !opts.All {
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
@@ -530,15 +531,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 	}
 	out := map[string]uint64{}
 	for idx, name := range names {
-		var per []uint64
-		if err := t.counter.Lookup(uint32(idx), &per); err != nil {
-			continue
-		}
-		var sum uint64
-		for _, v := range per {
-			sum += v
-		}
-		out[name] = sum
+		out[name] = t.counter1(idx)
 	}
 	return out
 }
