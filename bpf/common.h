@@ -35,6 +35,7 @@ enum op_sys {
 	SYS_FSYNC, SYS_FDATASYNC, SYS_SYNC_FILE_RANGE, SYS_SYNC, SYS_SYNCFS,
 	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
 	SYS_SENDFILE, SYS_SPLICE, SYS_COPY_FILE_RANGE, /* in-kernel copies: read side traced, pages dirtied on the output followed */
+	SYS_RENAME, /* rename, renameat, renameat2: no record, counted in rename_gen (hook "rename") */
 };
 
 enum ev_type {
@@ -120,7 +121,8 @@ struct op {
 	__u64 c_path_dentry;
 	__u64 c_path_parent;
 	__u64 c_path_up2;      /* ... the parent's parent ... */
-	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 */
+	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 ... */
+	__u64 c_path_renames;  /* ... and rename_gen (a directory above renamed) */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -535,6 +537,10 @@ struct {
 } sync_waiters SEC(".maps");
 
 __s64 syncs_active = 0;
+
+/* Completed renames on the system (hook "rename", rename.c): part of the
+ * path key, so a directory renamed above a file gets its path sent again. */
+__u64 rename_gen = 0;
 
 /* Number of live entries in dirty_pages (approximate under races); gates the
  * bio page walk so that untraced write bios cost one load. */

@@ -5,6 +5,7 @@
  * Each hook lives in its own file; see docs/hooks.md for the mechanisms. */
 #include "common.h"
 #include "op.h"
+#include "rename.c"
 #include "vfs_read.c"
 #include "vfs_write.c"
 #include "syscalls.c"

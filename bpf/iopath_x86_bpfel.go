@@ -124,6 +124,7 @@ type IopathOp struct {
 	C_pathParent      uint64
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
+	C_pathRenames     uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -219,6 +220,7 @@ const (
 	IopathOpSysSYS_SENDFILE        IopathOpSys = 18
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
+	IopathOpSysSYS_RENAME          IopathOpSys = 21
 )
 
 type IopathOtherKey struct {
@@ -382,6 +384,7 @@ const (
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
+	IopathProgFexitVfsRename              = "fexit_vfs_rename"
 	IopathProgFexitVfsWrite               = "fexit_vfs_write"
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
@@ -390,6 +393,7 @@ const (
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
+	IopathProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
@@ -435,6 +439,7 @@ const (
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
+	IopathVarRenameGen                    = "rename_gen"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
@@ -508,6 +513,7 @@ type IopathProgramSpecs struct {
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.ProgramSpec `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.ProgramSpec `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
@@ -516,6 +522,7 @@ type IopathProgramSpecs struct {
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
@@ -588,6 +595,7 @@ type IopathVariableSpecs struct {
 	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
 	PathSerial        *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen         *ebpf.VariableSpec `ebpf:"rename_gen"`
 	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
@@ -671,6 +679,7 @@ type IopathVariables struct {
 	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
 	PathSerial        *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen         *ebpf.Variable `ebpf:"rename_gen"`
 	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
@@ -706,6 +715,7 @@ type IopathPrograms struct {
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.Program `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.Program `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
@@ -714,6 +724,7 @@ type IopathPrograms struct {
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
@@ -772,6 +783,7 @@ func (p *IopathPrograms) Close() error {
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheSyncRa,
 		p.FexitVfsRead,
+		p.FexitVfsRename,
 		p.FexitVfsWrite,
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
@@ -780,6 +792,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
 		p.KretprobeVfsRead,
+		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,

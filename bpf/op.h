@@ -392,8 +392,10 @@ static __always_inline void op_end(__s64 ret)
 			__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
 			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
 					 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+			__u64 renames = rename_gen;
 			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
-			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
+			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
+			    ++op->path_reuse < PATH_RESEND) {
 				op->path_seq = op->path_no;
 			} else {
 				fill_path(op);
@@ -412,6 +414,7 @@ static __always_inline void op_end(__s64 ret)
 					op->c_path_parent = (__u64)parent;
 					op->c_path_up2 = up2;
 					op->c_path_hash_len = hash_len;
+					op->c_path_renames = renames;
 					op->path_reuse = 0;
 				} else {
 					/* Lost (counted): userspace counts the record's

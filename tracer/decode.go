@@ -29,6 +29,7 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_SYNCFS): "syncfs", uint32(bpf.IopathOpSysSYS_VFS_READ): "vfs_read",
 	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write", uint32(bpf.IopathOpSysSYS_SENDFILE): "sendfile",
 	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
+	uint32(bpf.IopathOpSysSYS_RENAME): "rename",
 }
 
 // sysNameTab is sysNames as an array: a call's name is an index, not a map
