@@ -205,6 +205,12 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 		rec.Cache.PagesMissed = rec.Cache.PagesRequested
 	}
 	rec.Cache.PagesHit = rec.Cache.PagesRequested - rec.Cache.PagesMissed
+	if isWriteSys(o.Sys) && MemoryOnly(rec.FS) {
+		// tmpfs pages are memory, not cached disk blocks (shmem adds
+		// them without the page-cache tracepoint): no hit, no miss.
+		rec.MemoryOnly = true
+		rec.Cache.PagesHit, rec.Cache.PagesMissed = 0, 0
+	}
 	nra := int(o.NrRa)
 	if nra > len(o.Ra) {
 		nra = len(o.Ra)

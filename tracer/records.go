@@ -41,6 +41,11 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
+	// MemoryOnly (writes): the file's filesystem keeps its data only in
+	// memory (tmpfs, ramfs, proc, ...): the pages written are the data's
+	// only copy, not a cache of a disk, so they are neither hits nor misses
+	// (cache.pages_hit and pages_missed are 0) and never written back.
+	MemoryOnly bool `json:"memory_only,omitempty"`
 
 	kdev uint32 // kernel dev_t of Dev
 }

@@ -25,3 +25,14 @@ func TestSummaryTextNotItemized(t *testing.T) {
 		}
 	}
 }
+
+// A tmpfs write's story says it is a memory-only write, never a hit.
+func TestStoryMemoryOnlyWrite(t *testing.T) {
+	r := &tracer.Syscall{Syscall: "write", Path: "/dev/shm/x", FS: "tmpfs", RequestedBytes: 1, ReturnedBytes: 1,
+		MemoryOnly: true, Cache: tracer.Cache{PagesRequested: 1}}
+	got := storySyscall(r)
+	if !strings.Contains(got, "  memory-only write: 1 page of tmpfs memory (not a cache of a disk: neither hit nor miss)\n") ||
+		strings.Contains(got, " hit,") || !strings.Contains(got, "never written back") {
+		t.Errorf("tmpfs write story:\n%s", got)
+	}
+}

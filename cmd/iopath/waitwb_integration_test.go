@@ -55,3 +55,20 @@ func TestWaitWritebackOverflowed(t *testing.T) {
 	}
 	_ = os.Remove(f)
 }
+
+// A write to tmpfs is reported as a memory-only write: no page-cache hit
+// in its record (issue 10 item 10).
+func TestTmpfsWriteMemoryOnly(t *testing.T) {
+	needRoot(t)
+	f := filepath.Join("/dev/shm", "iopath-test-memonly")
+	defer os.Remove(f)
+	tr := traceCmd(t, "--", "sh", "-c", "printf 12345678 > "+f)
+	calls := tr.forIno(inoOf(t, f))
+	if len(calls) != 1 {
+		t.Fatalf("tmpfs write records %+v", calls)
+	}
+	c := calls[0]
+	if !c.MemoryOnly || c.Cache.PagesHit != 0 || c.Cache.PagesMissed != 0 || c.Cache.PagesRequested != 1 {
+		t.Errorf("tmpfs write: memory_only %v, cache %+v; want memory_only, 1 page requested, 0 hit, 0 missed", c.MemoryOnly, c.Cache)
+	}
+}
