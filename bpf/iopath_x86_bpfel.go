@@ -221,6 +221,7 @@ const (
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
 	IopathOpSysSYS_RENAME          IopathOpSys = 21
+	IopathOpSysSYS_MAX             IopathOpSys = 22
 )
 
 type IopathOtherKey struct {
@@ -229,12 +230,34 @@ type IopathOtherKey struct {
 	Write uint32
 }
 
+type IopathOwnFlag uint32
+
+const (
+	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
+)
+
 type IopathPageRange struct {
 	_     structs.HostLayout
 	Index uint64
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathRaKind uint32
+
+const (
+	IopathRaKindRA_SYNC  IopathRaKind = 1
+	IopathRaKindRA_ASYNC IopathRaKind = 2
+	IopathRaKindRA_ORDER IopathRaKind = 3
+)
+
+type IopathRangeFlag uint32
+
+const (
+	IopathRangeFlagRANGE_ADDED   IopathRangeFlag = 1
+	IopathRangeFlagRANGE_DIRTIED IopathRangeFlag = 2
+)
 
 type IopathRqDoneEv struct {
 	_     structs.HostLayout
@@ -445,14 +468,7 @@ const (
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
-	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
-	IopathVarUnusedCounter                = "unused_counter"
-	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
-	IopathVarUnusedEvType                 = "unused_ev_type"
-	IopathVarUnusedOpSys                  = "unused_op_sys"
-	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
-	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
-	IopathVarUnusedWbStartEv              = "unused_wb_start_ev"
+	IopathVarUnusedContract               = "unused_contract"
 	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -589,27 +605,20 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
-	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
-	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
-	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
-	PathSerial        *ebpf.VariableSpec `ebpf:"path_serial"`
-	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
-	RenameGen         *ebpf.VariableSpec `ebpf:"rename_gen"`
-	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
-	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
-	TargetsGen        *ebpf.VariableSpec `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.VariableSpec `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.VariableSpec `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.VariableSpec `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.VariableSpec `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.VariableSpec `ebpf:"emit_all"`
+	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
+	PathSerial     *ebpf.VariableSpec `ebpf:"path_serial"`
+	RawSysMask     *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.VariableSpec `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.VariableSpec `ebpf:"syncs_active"`
+	TargetComm     *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen     *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedContract *ebpf.VariableSpec `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathObjects contains all objects after they have been loaded into the kernel.
@@ -673,27 +682,20 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
-	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
-	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
-	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
-	PathSerial        *ebpf.Variable `ebpf:"path_serial"`
-	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
-	RenameGen         *ebpf.Variable `ebpf:"rename_gen"`
-	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
-	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
-	TargetsGen        *ebpf.Variable `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.Variable `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.Variable `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.Variable `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.Variable `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.Variable `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.Variable `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.Variable `ebpf:"emit_all"`
+	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
+	PathSerial     *ebpf.Variable `ebpf:"path_serial"`
+	RawSysMask     *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.Variable `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.Variable `ebpf:"syncs_active"`
+	TargetComm     *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen     *ebpf.Variable `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedContract *ebpf.Variable `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathPrograms contains all programs after they have been loaded into the kernel.

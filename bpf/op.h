@@ -7,7 +7,7 @@
 #ifndef IOPATH_OP_H
 #define IOPATH_OP_H
 
-#include "common.h"
+#include "helpers.h"
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -471,6 +471,18 @@ static __always_inline __u32 syscall_from_regs(bool write, __s64 *fd)
 	}
 	*fd = -1;
 	return write ? SYS_VFS_WRITE : SYS_VFS_READ;
+}
+
+/* vfs_enter is the entry of the vfs_read/vfs_write function hooks, shared
+ * by their fentry (access FILE_BTF) and kprobe (FILE_PROBE) programs. */
+static __always_inline void vfs_enter(bool write, struct file *file, size_t count, loff_t *pos, const int access)
+{
+	__s64 fd;
+	__u32 sys = syscall_from_regs(write, &fd);
+	__s64 off = -1;
+	if (pos)
+		bpf_probe_read_kernel(&off, sizeof(off), pos);
+	op_begin(sys, file, fd, off, count, access);
 }
 
 /* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */

@@ -9,14 +9,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Range and readahead flags, mirrored from bpf/common.h.
+// Range flags and readahead kinds: bpf/events.h's enums, through bpf2go
+// (renumbered in C, they follow here at the next go generate).
 const (
-	rangeAdded   = 1
-	rangeDirtied = 2
-	raSync       = 1
-	raAsync      = 2
-	raOrder      = 3
+	rangeAdded   = uint32(bpf.IopathRangeFlagRANGE_ADDED)
+	rangeDirtied = uint32(bpf.IopathRangeFlagRANGE_DIRTIED)
+	raSync       = uint32(bpf.IopathRaKindRA_SYNC)
+	raAsync      = uint32(bpf.IopathRaKindRA_ASYNC)
 )
+
+// raw_sys_mask has one bit per enum op_sys value: a compile error here
+// when the enum outgrows its 64 bits.
+var _ [64 - bpf.IopathOpSysSYS_MAX]struct{}
 
 var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_READ): "read", uint32(bpf.IopathOpSysSYS_PREAD64): "pread64",
@@ -34,9 +38,9 @@ var sysNames = map[uint32]string{
 
 // sysNameTab is sysNames as an array: a call's name is an index, not a map
 // lookup, on the per-event path.
-var sysNameTab = func() (t [32]string) {
+var sysNameTab = func() (t [bpf.IopathOpSysSYS_MAX]string) {
 	for nr, name := range sysNames {
-		t[nr%32] = name
+		t[nr] = name
 	}
 	return t
 }()
@@ -119,9 +123,9 @@ func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
 // opPath joins the dentry names the kernel recorded (deepest first).
 func opPath(o *bpf.IopathOp) string { return string(appendOpPath(nil, o)) }
 
-// pathBufLen holds the longest path a record can carry: ".../", 8 names of
-// up to 47 bytes, their separators and "…".
-const pathBufLen = 4 + 8*48 + 3
+// pathBufLen holds the longest path a record can carry: ".../", its names
+// (PATH_PARTS of up to PART_LEN - 1 bytes), their separators and "…".
+const pathBufLen = 4 + len(bpf.IopathOp{}.Path)*len(bpf.IopathOp{}.Path[0]) + len("…")
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are
 // attached later by the engine). Page-cache arithmetic, per call:

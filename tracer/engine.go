@@ -422,10 +422,10 @@ func (e *Engine) unref(b *bioRef) {
 	}
 }
 
-// Bio ownership flags, mirrored from bpf/common.h.
+// Bio ownership flags: bpf/events.h's enum own_flag, through bpf2go.
 const (
-	ownWriteback = 1
-	ownJournal   = 2
+	ownWriteback = uint32(bpf.IopathOwnFlagOWN_WRITEBACK)
+	ownJournal   = uint32(bpf.IopathOwnFlagOWN_JOURNAL)
 )
 
 // HandleRequeue takes an EV_RQ_REQUEUE record.

@@ -163,15 +163,12 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			delete(spec.Programs, name)
 		}
 	}
-	if err := configure(spec, opts); err != nil {
-		return nil, err
-	}
 	var sysMask uint64
 	for _, c := range chosen {
 		sysMask |= c.sysMask
 	}
-	if err := spec.Variables["raw_sys_mask"].Set(sysMask); err != nil {
-		return nil, fmt.Errorf("setting raw_sys_mask: %w", err)
+	if err := configure(spec, opts, sysMask); err != nil {
+		return nil, err
 	}
 	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
@@ -250,13 +247,17 @@ func verifierSummary(ve *ebpf.VerifierError) string {
 	return ve.Error()
 }
 
-func configure(spec *ebpf.CollectionSpec, opts Options) error {
-	set := func(name string, v any) error {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return fmt.Errorf("BPF object has no variable %s (stale generated files?)", name)
-		}
-		return vs.Set(v)
+// configure sets the object's variables and map sizes before load, through
+// the specs bpf2go generated (a renamed or removed C variable or map is a
+// compile error or an Assign error here, never a silent no-op).
+func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
+	var vars bpf.IopathVariableSpecs
+	var maps bpf.IopathMapSpecs
+	if err := spec.Assign(&vars); err != nil {
+		return fmt.Errorf("BPF object without iopath's variables (stale generated files?): %w", err)
+	}
+	if err := spec.Assign(&maps); err != nil {
+		return fmt.Errorf("BPF object without iopath's maps (stale generated files?): %w", err)
 	}
 	b := func(x bool) uint8 {
 		if x {
@@ -264,27 +265,19 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 		}
 		return 0
 	}
-	if err := set("self_tgid", uint32(os.Getpid())); err != nil {
-		return err
+	type set struct {
+		v   *ebpf.VariableSpec
+		val any
 	}
-	if err := set("emit_all", b(opts.All)); err != nil {
-		return err
-	}
-	if err := set("track_dirty", b(!opts.NoWriteback)); err != nil {
-		return err
-	}
+	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
+		{vars.RawSysMask, sysMask}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
 		}
 		var c [16]byte
 		copy(c[:], opts.Comm)
-		if err := set("filter_comm", uint8(1)); err != nil {
-			return err
-		}
-		if err := set("target_comm", c); err != nil {
-			return err
-		}
+		sets = append(sets, set{vars.FilterComm, uint8(1)}, set{vars.TargetComm, c})
 	}
 	rb := opts.RingBufBytes
 	if rb == 0 {
@@ -293,9 +286,9 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if rb < 4096 || rb&(rb-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two ≥ 4096 bytes", rb)
 	}
-	spec.Maps["events"].MaxEntries = uint32(rb)
+	maps.Events.MaxEntries = uint32(rb)
 	if opts.MaxDirtyPages > 0 {
-		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
+		maps.DirtyPages.MaxEntries = uint32(opts.MaxDirtyPages)
 	}
 	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map so that tests
 	// can fill it with a few hundred files.
@@ -304,7 +297,7 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 		if err != nil || n == 0 {
 			return fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a positive number of entries", v)
 		}
-		spec.Maps[bpf.IopathMapHitStats].MaxEntries = uint32(n)
+		maps.HitStats.MaxEntries = uint32(n)
 	}
 	// Wake the reader once a quarter of a small ring is queued (it also
 	// polls every 100 ms): a fixed 256 KiB never woke it for a ring of
@@ -313,8 +306,11 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if q := uint64(rb) / 4; q < wake {
 		wake = q
 	}
-	if err := spec.Variables["wakeup_bytes"].Set(wake); err != nil {
-		return fmt.Errorf("setting wakeup_bytes: %w", err)
+	sets = append(sets, set{vars.WakeupBytes, wake})
+	for _, x := range sets {
+		if err := x.v.Set(x.val); err != nil {
+			return fmt.Errorf("setting BPF variable %s: %w", x.v.Name, err)
+		}
 	}
 	return nil
 }
@@ -353,7 +349,7 @@ func (t *Tracer) AddPid(pid int) error {
 	// Threads of this process may be marked untraced in tid_slot (they
 	// made a call before it was added): a new generation voids the marks.
 	t.targetsGen++
-	return t.coll.Variables["targets_gen"].Set(t.targetsGen)
+	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
 }
 
 // readTgid maps a thread id to its process id via /proc (a tid passed as -p
@@ -517,21 +513,26 @@ func monotonicNow() uint64 {
 // MonotonicNow returns CLOCK_MONOTONIC in ns, the clock of every *_ns timestamp.
 func MonotonicNow() uint64 { return monotonicNow() }
 
+// counterNames names every counter of bpf/events.h's enum counter (the
+// summary's map_evictions, truncations and diagnostics keys). Sized by
+// CNT_MAX: a counter added in C without a name here fails
+// TestCounterNames.
+var counterNames = [bpf.IopathCounterCNT_MAX]string{
+	bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
+	bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
+	bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
+	bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
+	bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
+	bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
+	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
+	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
+}
+
 // Counters sums the kernel's per-CPU loss counters by name.
 func (t *Tracer) Counters() map[string]uint64 {
-	names := map[bpf.IopathCounter]string{
-		bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
-		bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
-		bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
-		bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
-		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
-		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
-		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
-	}
 	out := map[string]uint64{}
-	for idx, name := range names {
-		out[name] = t.counter1(idx)
+	for idx, name := range counterNames {
+		out[name] = t.counter1(bpf.IopathCounter(idx))
 	}
 	return out
 }
@@ -697,7 +698,7 @@ func logEvent(raw []byte) {
 	case bpf.IopathEvTypeEV_WB_BIO:
 		ev := (*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0]))
 		fmt.Fprintf(debugEvents, "wbbio bio=%x part=%d n=%d pages=%d ts=%d", ev.Bio, ev.Part, ev.NrMatch, ev.Pages, ev.Ts)
-		for i := 0; i < int(min(ev.NrMatch, 16)); i++ {
+		for i := 0; i < min(int(ev.NrMatch), len(ev.Match)); i++ {
 			fmt.Fprintf(debugEvents, " [%x %d+%d/%d]", ev.Match[i].OpId, ev.Match[i].Index, ev.Match[i].Nr, ev.Match[i].BioPages)
 		}
 		fmt.Fprintln(debugEvents)
@@ -705,7 +706,7 @@ func logEvent(raw []byte) {
 		var ev bpf.IopathRqIssueEv // cut after its owned bios: copy, do not cast
 		fill(bytesOf(&ev), raw)
 		fmt.Fprintf(debugEvents, "issue rq=%x ts=%d bytes=%d nbios=%d own=%d", ev.Rq, ev.Ts, ev.Bytes, ev.NrBios, ev.NrOwn)
-		for i := 0; i < int(min(ev.NrOwn, 32)); i++ {
+		for i := 0; i < min(int(ev.NrOwn), len(ev.Own)); i++ {
 			fmt.Fprintf(debugEvents, " [%x op=%x f=%d b=%d]", ev.Own[i].Bio, ev.Own[i].OpId, ev.Own[i].Flags, ev.Own[i].Bytes)
 		}
 		fmt.Fprintln(debugEvents)
