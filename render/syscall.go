@@ -49,6 +49,8 @@ func SyscallStory(r *record.Syscall) string {
 	switch {
 	case r.Direct:
 		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
+	case r.MemoryOnly:
+		b.WriteString("  memory-only write: " + Count(c.PagesRequested, "page") + " of " + r.FS + " memory (not a cache of a disk: neither hit nor miss)\n")
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
 		b.WriteString("  page cache: " + Count(c.PagesRequested, "page") + " requested: " + unum(c.PagesHit) + " hit, " + unum(c.PagesMissed) + " missed")
 		if c.PagesAdded > 0 {

@@ -3,7 +3,6 @@ package engine
 import (
 	"sort"
 
-	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer/kernel"
 )
@@ -77,32 +76,6 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	}
 }
 
-// AddHits folds the kernel's aggregate of calls that were not streamed
-// (pure cache hits: no insertion, no bio, no wait) into the summary.
-func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
-	add := func(t *record.Totals) {
-		t.Calls += v.Calls
-		t.BytesRequested += v.BytesRequested
-		t.BytesReturned += v.BytesReturned
-		if k.Write == 0 {
-			t.PagesHit += v.Pages
-			t.ReadCalls += v.Calls
-			t.ReadBytesReq += v.BytesRequested
-		} else {
-			t.WriteCalls += v.Calls
-		}
-	}
-	add(&e.pid(k.Pid, "").Totals)
-	if ps := e.pids[k.Pid]; ps.Comm == "" {
-		ps.Comm = cString(v.Comm[:])
-	}
-	fs := e.file(fkey(k.Dev, k.Ino))
-	add(&fs.Totals)
-	if fs.Path == "" && v.Name[0] != 0 {
-		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
-	}
-}
-
 // Summary builds the end-of-trace totals (losses and attach filled by the caller).
 func (e *Engine) Summary() *record.Summary {
 	s := &record.Summary{Type: record.TypeSummary, MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
@@ -134,6 +107,7 @@ func (e *Engine) Summary() *record.Summary {
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()
+	s.HitsNotItemized = e.hitsNotItemized()
 	return s
 }
 
