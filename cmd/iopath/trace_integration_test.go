@@ -20,18 +20,14 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs (run the tests as root: sudo make test)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("needs a kernel with BTF (/sys/kernel/btf/vmlinux)")
-	}
+	testutil.NeedRoot(t)
 }
 
 // diskDir returns a temp dir on a disk-backed filesystem ($TMPDIR, or /var/tmp
