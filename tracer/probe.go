@@ -39,7 +39,7 @@ type prober struct {
 func newProber(c *btf.Cache) (*prober, error) {
 	kspec, err := c.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
 	return &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}, nil
 }
@@ -185,7 +185,8 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 				}
 			}
 			if len(pref) > 0 {
-				cands = append(pref, rest...)
+				pref = append(pref, rest...)
+				cands = pref
 			}
 		}
 		for _, c := range cands {

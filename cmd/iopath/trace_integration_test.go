@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,7 +146,7 @@ func traceCmd(t *testing.T, args ...string) *traced {
 	}
 	tr := parseRecords(t, out.Bytes())
 	tr.stderr = errb.String()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		tr.code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
