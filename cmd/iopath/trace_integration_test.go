@@ -8,7 +8,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,44 +34,13 @@ func needRoot(t *testing.T) {
 // when $TMPDIR is tmpfs), removed at the end of the test.
 func diskDir(t *testing.T) string {
 	t.Helper()
-	base := os.TempDir()
-	if !describeFS(base).blockDevice {
-		base = "/var/tmp"
-	}
-	if !describeFS(base).blockDevice {
-		t.Skipf("no disk-backed directory ($TMPDIR and /var/tmp are memory-backed)")
-	}
-	d, err := os.MkdirTemp(base, "iopath-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
+	return testutil.DiskDir(t)
 }
 
 // coldFile writes size random bytes, syncs and evicts them from the page cache.
 func coldFile(t *testing.T, dir string, size int64) string {
 	t.Helper()
-	p := filepath.Join(dir, fmt.Sprintf("cold-%d.dat", size))
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		rand.Read(buf)
-		if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if left, err := evict(p); err != nil || left != 0 {
-		t.Fatalf("evicting %s: %d pages left, %v", p, left, err)
-	}
-	return p
+	return testutil.ColdFile(t, dir, fmt.Sprintf("cold-%d.dat", size), size)
 }
 
 // traced holds the records of one `iopath trace --json` run.
