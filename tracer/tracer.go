@@ -107,7 +107,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
 	k, err := kernel.FromBTF(kspec)
 	if err != nil {

@@ -129,14 +129,14 @@ func demoDir(f *demoFlags) (string, func(), error) {
 	if f.dir != "" {
 		st, err := os.Stat(f.dir)
 		if err != nil {
-			return "", nil, fmt.Errorf("--dir %s: %v: create it or choose another directory", f.dir, err)
+			return "", nil, fmt.Errorf("--dir %s: %w: create it or choose another directory", f.dir, err)
 		}
 		if !st.IsDir() {
 			return "", nil, fmt.Errorf("--dir %s is not a directory", f.dir)
 		}
 		d, err := os.MkdirTemp(f.dir, "iopath-demo-")
 		if err != nil {
-			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%v): choose a writable directory", f.dir, err)
+			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%w): choose a writable directory", f.dir, err)
 		}
 		atSignal(func() { os.RemoveAll(d) })
 		return d, func() {
@@ -151,7 +151,7 @@ func demoDir(f *demoFlags) (string, func(), error) {
 	}
 	d, err := os.MkdirTemp(base, "iopath-demo-")
 	if err != nil {
-		return "", nil, fmt.Errorf("creating a temp dir: %v: set TMPDIR to a writable directory", err)
+		return "", nil, fmt.Errorf("creating a temp dir: %w: set TMPDIR to a writable directory", err)
 	}
 	atSignal(func() { os.RemoveAll(d) })
 	return d, func() {

@@ -112,9 +112,10 @@ func TestReusedPidNotTraced(t *testing.T) {
 	pidFile := filepath.Join(dir, "child.pid")
 	doneFile := filepath.Join(dir, "done")
 	// --all: every call of a traced process would be a record. The traced
-	// shell (and so the trace) lasts until the test says it is done.
+	// shell (and so the trace) lasts until the test says it is done; it
+	// writes its child's pid once the child is reaped, so the pid is free.
 	cmd := iopathCmd(os.TempDir(), "trace", "--json", "--all", "--", "/bin/sh", "-c",
-		`/bin/true & echo $! > "$0"; wait; while [ ! -e "$1" ]; do sleep 0.05; done`, pidFile, doneFile)
+		`/bin/true & p=$!; wait; echo $p > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, pidFile, doneFile)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -132,7 +133,7 @@ func TestReusedPidNotTraced(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the traced shell never wrote its child's pid: %s", errb.String())
 	}
-	time.Sleep(200 * time.Millisecond) // the traced child has exited
+	// The shell wrote the pid after wait: the child has exited and been reaped.
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
 		cmd.Wait()
 		t.Skipf("cannot choose the next pid (%v)", err)

@@ -140,7 +140,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	if f.readyFile != "" {
 		rf, err := os.OpenFile(f.readyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return fmt.Errorf("--ready-file: %v: give a path that does not exist yet", err)
+			return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
 		}
 		fmt.Fprintln(rf, os.Getpid())
 		rf.Close()
@@ -171,7 +171,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		go func() {
 			defer close(childDone)
 			err := child.Wait()
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				exitCode = ee.ExitCode()
 				if exitCode < 0 {
 					exitCode = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
@@ -239,7 +239,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := c.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %v: its #! interpreter line names a program that does not exist", args[0], err)
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", args[0], err)
 		}
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
@@ -248,7 +248,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		c.Process.Kill()
 		c.Wait()
-		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %v)", args[0], ws, err)
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", args[0], ws, err)
 	}
 	if err := t.AddPid(pid); err != nil {
 		c.Process.Kill()

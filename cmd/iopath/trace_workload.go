@@ -58,7 +58,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, fmt.Errorf("the flags after -- are those of `iopath workload %s`: see iopath workload --help", kind)
 		}
-		return nil, fmt.Errorf("workload flags after --: %v: see iopath workload --help", err)
+		return nil, fmt.Errorf("workload flags after --: %w: see iopath workload --help", err)
 	}
 	if fl.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q after --: give only workload flags there (the kind goes in --workload)", fl.Arg(0))
@@ -135,7 +135,7 @@ func prepareWorkloadFile(spec workloads.Spec) (*workloadFile, error) {
 		}
 		d, err := os.MkdirTemp(base, "iopath-workload-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %v: set TMPDIR, or give --dir after --", base, err)
+			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %w: set TMPDIR, or give --dir after --", base, err)
 		}
 		wf.tmpDir, ps.Dir = d, d
 	}
@@ -267,7 +267,7 @@ func (c *workloadChild) wait() (rep *workloads.Report, code int, err error) {
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		rep = &workloads.Report{}
 		if err := json.Unmarshal(out[i:], rep); err != nil {
-			return nil, code, fmt.Errorf("reading the workload's report: %v", err)
+			return nil, code, fmt.Errorf("reading the workload's report: %w", err)
 		}
 	}
 	return rep, code, nil

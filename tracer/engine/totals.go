@@ -59,14 +59,15 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 		t.DirtiedPages += uint64(rec.DirtiedPages)
 		t.ThrottleNs += rec.ThrottleNs
 		t.BlockedNs += rec.BlockedNs
-		if class == record.ClassRead {
+		switch class {
+		case record.ClassRead:
 			t.ReadCalls++
 			req := rec.RequestedBytes
 			if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
 				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
 			}
 			t.ReadBytesReq += req
-		} else if class == record.ClassWrite {
+		case record.ClassWrite:
 			t.WriteCalls++
 		}
 	}
