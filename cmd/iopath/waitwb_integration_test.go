@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/iopath/iopath/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +17,8 @@ import (
 // to 1 s, so well before the 50 s limit) and says tracking overflowed.
 func TestWaitWritebackOverflowed(t *testing.T) {
 	needRoot(t)
-	vmSysctls(t)
-	setVM(t, "dirty_expire_centisecs", "100")
-	setVM(t, "dirty_writeback_centisecs", "100")
+	testutil.SetSysctl(t, "vm.dirty_expire_centisecs", "100")
+	testutil.SetSysctl(t, "vm.dirty_writeback_centisecs", "100")
 	f := filepath.Join(diskDir(t), "overflow")
 	start := time.Now()
 	tr := traceCmd(t, "--max-dirty-pages", "10", "--wait-writeback", "50s", "--",
