@@ -13,7 +13,7 @@
 
   // Tracks, their slices (sorted, with nesting depth) and the flows.
   var tracks = meta.tracks.map(function (t, i) {
-    return { i: i, kind: t.kind, pid: t.pid, process: t.process, thread: t.thread, sort: t.sort, slices: [], depth: 1 };
+    return { i: i, kind: t.kind, pid: t.pid, tid: t.tid, process: t.process, thread: t.thread, sort: t.sort, slices: [], depth: 1 };
   });
   var flows = [], nSlices = 0, nBios = 0, t0 = Infinity, t1 = -Infinity;
   items.forEach(function (it) {
@@ -48,6 +48,11 @@
     groups[t.pid].tracks.push(t);
   });
   order.sort(function (a, b) { return a.sort - b.sort || a.first - b.first; });
+  // In a process: its threads by tid, then its dirty-pages lanes.
+  function rank(t) { return t.kind === "thread" ? 0 : 1; }
+  order.forEach(function (g) {
+    g.tracks.sort(function (a, b) { return rank(a) - rank(b) || (rank(a) === 0 ? a.tid - b.tid : a.i - b.i); });
+  });
   var rows = [], y = AXIS;
   order.forEach(function (g) {
     var synthetic = g.pid >= (1 << 23);
@@ -164,14 +169,23 @@
   function drawFlows(w) {
     ctx.save();
     ctx.beginPath(); ctx.rect(LW, AXIS, w - LW, height - AXIS); ctx.clip();
-    ctx.strokeStyle = "rgba(20,20,20,0.75)";
-    ctx.fillStyle = "rgba(20,20,20,0.75)";
-    ctx.lineWidth = 1.2;
+    var segs = [];
     flows.forEach(function (pts) {
       for (var i = 0; i + 1 < pts.length; i++) {
-        var a = tracks[pts[i][0]], b = tracks[pts[i + 1][0]];
         var xa = xOf(pts[i][1]), xb = xOf(pts[i + 1][1]);
         if ((xa < LW && xb < LW) || (xa > w && xb > w)) continue;
+        segs.push([tracks[pts[i][0]], xa, tracks[pts[i + 1][0]], xb]);
+      }
+    });
+    // Hundreds of arrows in view hide the slices: draw them fainter, the
+    // more there are (zoom in to see each one).
+    var alpha = segs.length > 200 ? Math.max(0.08, 0.75 * 200 / segs.length) : 0.75;
+    ctx.strokeStyle = "rgba(20,20,20," + alpha + ")";
+    ctx.fillStyle = "rgba(20,20,20," + alpha + ")";
+    ctx.lineWidth = 1.2;
+    segs.forEach(function (sg) {
+      {
+        var a = sg[0], xa = sg[1], b = sg[2], xb = sg[3];
         var ya = a.y + PAD + LEVEL / 2, yb = b.y + PAD + LEVEL / 2, dx = Math.max(20, Math.abs(xb - xa) / 3);
         ctx.beginPath();
         ctx.moveTo(xa, ya);

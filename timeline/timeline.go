@@ -74,7 +74,7 @@ const (
 	maxLanes      = 64          // per device, worker or process (see lanes)
 	syntheticBase = 1 << 23     // ids of synthetic processes/threads: above PID_MAX_LIMIT (1<<22)
 	groupStride   = 1 << 12     // synthetic ids per group (lanes and workers)
-	maxRemembered = 1 << 14     // bios remembered for a later record naming them (FIFO)
+	maxRemembered = 1 << 12     // bios remembered for a later record naming them (FIFO)
 	flowName      = "io"        // name and category of every flow (Chrome matches flows by both)
 	catSyscall    = "syscall"   // category of call slices
 	catBio        = "bio"       // category of bio slices (queue → completion)
