@@ -122,7 +122,7 @@ func (t *Timeline) thread(pid, tid uint32, comm string) *Track {
 }
 
 // place puts [start, end] on the first lane of g free at start, adding a
-// lane if none is (up to maxLanes; past that the lane that frees first is
+// lane if none is (up to MaxLanes; past that the lane that frees first is
 // used and the overlap counted).
 func (t *Timeline) place(g *group, start, end uint64) *Track {
 	best := -1
@@ -132,7 +132,7 @@ func (t *Timeline) place(g *group, start, end uint64) *Track {
 			break
 		}
 	}
-	if best < 0 && len(g.lanes) < maxLanes {
+	if best < 0 && len(g.lanes) < MaxLanes {
 		n := len(g.lanes)
 		name := g.thread
 		if n > 0 {

@@ -40,7 +40,7 @@ func syntheticStream(n, threads int, emit func(any)) {
 		emit(&tracer.Syscall{Type: "syscall", OpID: id, TimeNs: ts, Pid: 1000, Tid: tid, Comm: "r", Syscall: "read",
 			Dev: disk, Ino: 7, Offset: uint64(i) * 4096, RequestedBytes: 4096, ReturnedBytes: 4096, DurationNs: 1800,
 			Cache: tracer.Cache{PagesRequested: 1, PagesMissed: 1, PagesAdded: 1},
-			Bios: []tracer.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: ts + 100, IssueNs: ts + 200, CompleteNs: ts + 1700}}})
+			Bios:  []tracer.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: ts + 100, IssueNs: ts + 200, CompleteNs: ts + 1700}}})
 	}
 }
 

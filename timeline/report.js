@@ -114,8 +114,11 @@
   function drawAxis(w) {
     ctx.fillStyle = "#f4f4f4";
     ctx.fillRect(0, 0, w, AXIS);
-    var span = v1 - v0, raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw))), step = p;
+    var span = v1 - v0, raw = span / Math.max(2, (w - LW) / 130), p = Math.pow(10, Math.floor(Math.log10(raw))), step = p;
     [1, 2, 5, 10].forEach(function (m) { if (p * m <= raw) step = p * m; });
+    // Labels in the step's unit, with as many decimals as it needs.
+    var unit = step >= 1e6 ? [1e6, " s"] : step >= 1e3 ? [1e3, " ms"] : step >= 1 ? [1, " µs"] : [1e-3, " ns"];
+    var dec = Math.max(0, -Math.floor(Math.log10(step / unit[0]) + 1e-9));
     ctx.fillStyle = "#333";
     ctx.font = "11px sans-serif";
     ctx.strokeStyle = "#e4e4e4";
@@ -123,7 +126,7 @@
       var x = xOf(t);
       if (x < LW) continue;
       ctx.beginPath(); ctx.moveTo(x, AXIS - 4); ctx.lineTo(x, height); ctx.stroke();
-      ctx.fillText("+" + fmtDur(t - t0), x + 2, 14);
+      ctx.fillText("+" + ((t - t0) / unit[0]).toFixed(dec) + unit[1], x + 2, 14);
     }
   }
 
@@ -162,7 +165,8 @@
       ctx.restore();
       ctx.fillStyle = "#333";
       ctx.font = "12px sans-serif";
-      ctx.fillText(t.thread.length > 32 ? t.thread.slice(0, 31) + "…" : t.thread, 14, r.y + PAD + 11);
+      var label = t.kind === "thread" ? t.thread + " " + t.tid : t.thread;
+      ctx.fillText(label.length > 32 ? label.slice(0, 31) + "…" : label, 14, r.y + PAD + 11);
     });
   }
 

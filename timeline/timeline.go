@@ -71,7 +71,7 @@ const (
 	KindDevice    = "device"    // one lane of a block device's bios
 	KindWorker    = "worker"    // one lane of a writeback worker's bios
 	KindDirty     = "dirty"     // one lane of a process's dirty-pages spans
-	maxLanes      = 64          // per device, worker or process (see lanes)
+	MaxLanes      = 64          // lanes per device, worker or process (see Timeline.place)
 	syntheticBase = 1 << 23     // ids of synthetic processes/threads: above PID_MAX_LIMIT (1<<22)
 	groupStride   = 1 << 12     // synthetic ids per group (lanes and workers)
 	maxRemembered = 1 << 12     // bios remembered for a later record naming them (FIFO)
@@ -127,7 +127,7 @@ type Stats struct {
 	WritebackSlices uint64 `json:"writeback_slices"`
 	DirtySpans      uint64 `json:"dirty_spans"`
 	Flows           uint64 `json:"flows"`
-	// Overlaps: slices put on a lane they overlap (all maxLanes lanes
+	// Overlaps: slices put on a lane they overlap (all MaxLanes lanes
 	// busy); a viewer may draw them misnested.
 	Overlaps uint64 `json:"overlaps"`
 	// Unplaced: persisted records with no time (pages removed before

@@ -74,6 +74,7 @@ func (p *printer) flush() {
 }
 
 func (p *printer) record(rec any) {
+	activeTimeline.record(rec)
 	if p.collect {
 		p.collected = append(p.collected, rec)
 	}
@@ -96,6 +97,7 @@ func (p *printer) record(rec any) {
 }
 
 func (p *printer) summary(s *tracer.Summary, hooks []tracer.HookStatus) {
+	activeTimeline.summary(s)
 	defer func() {
 		p.add()
 		p.flush()

@@ -34,6 +34,7 @@ type traceFlags struct {
 	noWriteback   bool
 	quiet         bool
 	workload      string // trace_workload.go
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -70,11 +71,16 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
-func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args)
 	}

@@ -676,7 +676,9 @@ func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *tracer.Su
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p.collected, t.Summary(), t.Hooks, nil
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	return p.collected, sum, t.Hooks, nil
 }
 
 // trace runs the workload as a traced child of t and waits for it.
