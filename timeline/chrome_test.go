@@ -264,7 +264,7 @@ func TestChromeWrite1ByteFsync(t *testing.T) {
 			t.Errorf("%d arrows from fsync to bio %q, want 1", n, b.Name)
 		}
 	}
-	data := one(t, tr, catBio, "WS 4 KiB") // drawn from the writeback record, which has no kind
+	data := one(t, tr, catBio, "WS 4 KiB data")
 	if n := tr.flowsBetween(write, data); n != 1 {
 		t.Errorf("%d arrows from the write's dirtied page to the data bio, want 1", n)
 	}
@@ -320,5 +320,27 @@ func TestChromeLanes(t *testing.T) {
 	}
 	if len(lanes) != 3 || bios[3].Tid != bios[0].Tid {
 		t.Errorf("bios on lanes %v (tids %d %d %d %d): want 3 lanes, the 4th bio on the first", lanes, bios[0].Tid, bios[1].Tid, bios[2].Tid, bios[3].Tid)
+	}
+}
+
+// An fsync's writeback bio whose call record never comes (lost) is still
+// drawn, at Close, and counted.
+func TestChromeSyncBioWithoutCall(t *testing.T) {
+	recs := write1ByteFsync()[:3] // write, writeback, persisted; no fsync record
+	var b bytes.Buffer
+	tl := New(NewChrome(&b))
+	for _, r := range recs {
+		Feed(tl, r)
+	}
+	if err := tl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr := checkTrace(t, b.Bytes())
+	bio := one(t, tr, catBio, "WS 4 KiB")
+	if st := tl.Stats(); st.Forgotten != 1 || st.Bios != 1 {
+		t.Errorf("stats %+v: want the bio drawn once and counted as forgotten", st)
+	}
+	if n := tr.flowsBetween(one(t, tr, catSyscall, "write"), bio); n != 1 {
+		t.Errorf("%d arrows from the write to its writeback bio, want 1", n)
 	}
 }

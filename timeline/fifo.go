@@ -25,9 +25,9 @@ func newFIFO[K comparable, V any](n int) fifo[K, V] {
 	return fifo[K, V]{m: map[K]fifoEntry[V]{}, limit: n}
 }
 
-// put stores v under k and reports whether an entry never read (get/take)
-// was evicted to make room.
-func (f *fifo[K, V]) put(k K, v V) (evictedUnused bool) {
+// put stores v under k and returns the entry evicted to make room, if one
+// was, and whether it was never read (get/take).
+func (f *fifo[K, V]) put(k K, v V) (evicted V, evictedUnused bool) {
 	f.seq++
 	if len(f.ring) < f.limit {
 		f.ring = append(f.ring, fifoSlot[K]{k, f.seq})
@@ -37,13 +37,26 @@ func (f *fifo[K, V]) put(k K, v V) (evictedUnused bool) {
 		// a newer slot owns it): only evict the entry this slot added.
 		if e, ok := f.m[old.k]; ok && e.seq == old.seq {
 			delete(f.m, old.k)
-			evictedUnused = !e.used
+			evicted, evictedUnused = e.v, !e.used
 		}
 		f.ring[f.next] = fifoSlot[K]{k, f.seq}
 		f.next = (f.next + 1) % f.limit
 	}
 	f.m[k] = fifoEntry[V]{v: v, seq: f.seq}
-	return evictedUnused
+	return evicted, evictedUnused
+}
+
+// drain removes and returns the entries left, oldest first.
+func (f *fifo[K, V]) drain() []V {
+	var out []V
+	for i := range f.ring {
+		s := f.ring[(f.next+i)%len(f.ring)]
+		if e, ok := f.m[s.k]; ok && e.seq == s.seq {
+			out = append(out, e.v)
+			delete(f.m, s.k)
+		}
+	}
+	return out
 }
 
 // get returns k's value, leaving it in place.

@@ -21,9 +21,10 @@ type Timeline struct {
 	nTracks int
 	nSynth  uint32
 	flowID  uint64
-	// syncBios: bios drawn from a Writeback record of a traced call (fsync,
-	// O_SYNC), which the call's own record lists again later.
-	syncBios fifo[bioKey, placed]
+	// syncBios: bios of a Writeback record of a traced call (fsync,
+	// O_SYNC), placed on a lane but drawn when the call's own record lists
+	// them (with their kind: data, metadata, journal), later.
+	syncBios fifo[bioKey, syncBio]
 	// wbBios: the first bio of each Writeback record, for its Persisted
 	// records (the engine emits them right after it).
 	wbBios fifo[bioKey, wbPlaced]
@@ -43,6 +44,14 @@ type bioKey struct {
 type placed struct {
 	track      *Track
 	start, end uint64
+}
+
+// syncBio is a placed bio waiting for its call's record.
+type syncBio struct {
+	placed
+	bio    tracer.Bio
+	opID   uint64
+	reason string
 }
 
 // wbPlaced is where a writeback's bio, and its worker's slice, were drawn.
@@ -65,7 +74,7 @@ func New(outs ...Output) *Timeline {
 	return &Timeline{
 		outs: outs, threads: map[threadKey]*Track{}, procs: map[uint32]bool{}, devs: map[string]*group{},
 		workers: map[uint32]*group{}, dirty: map[uint32]*group{},
-		syncBios: newFIFO[bioKey, placed](maxRemembered), wbBios: newFIFO[bioKey, wbPlaced](maxRemembered),
+		syncBios: newFIFO[bioKey, syncBio](maxRemembered), wbBios: newFIFO[bioKey, wbPlaced](maxRemembered),
 	}
 }
 
@@ -212,17 +221,28 @@ func bioSpan(b *tracer.Bio) (start, end uint64) {
 	return start, end
 }
 
-// drawBio draws a bio's slice on its device and its nested D2C slice.
-func (t *Timeline) drawBio(b *tracer.Bio, opID uint64, reason string) placed {
+// placeBio chooses a bio's lane on its device.
+func (t *Timeline) placeBio(b *tracer.Bio) placed {
 	start, end := bioSpan(b)
-	tr := t.place(t.device(b.Dev), start, end)
+	return placed{t.place(t.device(b.Dev), start, end), start, end}
+}
+
+// drawBio places a bio and draws it.
+func (t *Timeline) drawBio(b *tracer.Bio, opID uint64, reason string) placed {
+	p := t.placeBio(b)
+	t.drawBioAt(p, b, opID, reason)
+	return p
+}
+
+// drawBioAt draws a placed bio's slice and its nested D2C slice.
+func (t *Timeline) drawBioAt(p placed, b *tracer.Bio, opID uint64, reason string) {
+	tr, start, end := p.track, p.start, p.end
 	t.stats.Bios++
 	t.slice(&Slice{Track: tr, StartNs: start, DurNs: end - start, Name: bioName(b), Cat: catBio, Args: bioArgs(b, opID, reason)})
 	if b.CompleteNs != 0 && b.CompleteNs >= b.IssueNs {
 		t.slice(&Slice{Track: tr, StartNs: b.IssueNs, DurNs: b.CompleteNs - b.IssueNs, Name: "D2C", Cat: catD2C,
 			Args: map[string]any{"d2c_ns": b.D2CNs}})
 	}
-	return placed{tr, start, end}
 }
 
 // Syscall draws a call, the bios it queued (unless a Writeback record drew
@@ -234,9 +254,11 @@ func (t *Timeline) Syscall(c *tracer.Syscall) {
 	t.slice(&Slice{Track: tr, StartNs: start, DurNs: c.DurationNs, Name: c.Syscall, Cat: catSyscall, Args: callArgs(c)})
 	for i := range c.Bios {
 		b := &c.Bios[i]
-		k := bioKey{b.Dev, b.Sector, b.IssueNs}
-		p, ok := t.syncBios.take(k)
-		if !ok {
+		var p placed
+		if sb, ok := t.syncBios.take(bioKey{b.Dev, b.Sector, b.IssueNs}); ok {
+			p = sb.placed
+			t.drawBioAt(p, b, c.OpID, sb.reason) // the call's copy knows the bio's kind
+		} else {
 			p = t.drawBio(b, c.OpID, "")
 		}
 		t.flow(FlowPoint{tr, inside(p.start, start, end)}, FlowPoint{p.track, inside(p.start, p.start, p.end)})
@@ -252,17 +274,21 @@ func (t *Timeline) Writeback(w *tracer.Writeback) {
 	var wStart, wEnd uint64
 	for i := range w.Bios {
 		b := &w.Bios[i]
-		p := t.drawBio(b, w.OpID, w.Reason)
+		var p placed
+		if w.OpID != 0 {
+			p = t.placeBio(b)
+			if old, unused := t.syncBios.put(bioKey{b.Dev, b.Sector, b.IssueNs}, syncBio{p, *b, w.OpID, w.Reason}); unused {
+				t.stats.Forgotten++ // its call's record did not come in time: draw what the writeback said
+				t.drawBioAt(old.placed, &old.bio, old.opID, old.reason)
+			}
+		} else {
+			p = t.drawBio(b, 0, w.Reason)
+		}
 		if i == 0 {
 			wp.bio = p
 			wStart, wEnd = p.start, p.end
 		}
 		wStart, wEnd = min(wStart, p.start), max(wEnd, p.end)
-		if w.OpID != 0 {
-			if t.syncBios.put(bioKey{b.Dev, b.Sector, b.IssueNs}, p) {
-				t.stats.Forgotten++
-			}
-		}
 	}
 	if w.OpID == 0 {
 		tr := t.place(t.worker(w.WorkerTid, w.Worker), wStart, wEnd)
@@ -309,8 +335,13 @@ func (t *Timeline) Summary(s *tracer.Summary) {
 	}
 }
 
-// Close finishes every output.
+// Close draws the bios still waiting for their call's record (it never
+// came: lost, or the trace ended first) and finishes every output.
 func (t *Timeline) Close() error {
+	for _, sb := range t.syncBios.drain() {
+		t.stats.Forgotten++
+		t.drawBioAt(sb.placed, &sb.bio, sb.opID, sb.reason)
+	}
 	var errs []error
 	for _, o := range t.outs {
 		errs = append(errs, o.Close(t.stats))

@@ -133,7 +133,9 @@ type Stats struct {
 	// Unplaced: persisted records with no time (pages removed before
 	// writeback, or still pending) or whose bio was not seen: no span drawn.
 	Unplaced uint64 `json:"unplaced"`
-	// Forgotten: bios dropped from the bounded memory of placed bios
-	// before a later record named them (drawn twice, or an arrow missing).
+	// Forgotten: bios of a traced call's writeback whose call record did
+	// not come (lost, evicted from the bounded memory of waiting bios, or
+	// after the end): drawn from the writeback record, without the call's
+	// arrow, or twice if the record came after all.
 	Forgotten uint64 `json:"forgotten"`
 }

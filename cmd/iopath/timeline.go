@@ -165,7 +165,7 @@ func (o *timelineOut) end(err error, w io.Writer) error {
 			timeline.DefaultReportSlices, o.report.Omitted())
 	}
 	if st.Overlaps > 0 || st.Forgotten > 0 {
-		fmt.Fprintf(w, "iopath: timeline: %d slices share a lane they overlap (over %d at once), %d bios forgotten before a later record named them\n",
+		fmt.Fprintf(w, "iopath: timeline: %d slices share a lane they overlap (over %d at once); %d bios of traced calls' writeback drawn without their call's record\n",
 			st.Overlaps, timeline.MaxLanes, st.Forgotten)
 	}
 	return err
