@@ -1,8 +1,6 @@
 package timeline
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
 
 	"github.com/iopath/iopath/tracer"
@@ -20,49 +18,43 @@ import (
 // with ns precision; pids and tids are the kernel's for traced threads and
 // ≥ 2^23 for devices, workers and dirty-pages lanes.
 type Chrome struct {
-	w         *bufio.Writer
-	enc       *json.Encoder
-	first     bool
-	err       error
+	out       *jsonArray
 	summaries []*tracer.Summary
 }
 
 // NewChrome returns an Output writing a Chrome JSON trace to w (not closed by Close).
 func NewChrome(w io.Writer) *Chrome {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	c := &Chrome{w: bw, enc: json.NewEncoder(bw), first: true}
-	_, c.err = bw.WriteString(`{"displayTimeUnit":"ns","traceEvents":[` + "\n")
-	return c
+	return &Chrome{out: newJSONArray(w, `{"displayTimeUnit":"ns","traceEvents":[`+"\n")}
 }
 
-type metaEvent struct {
+// Event is one trace event, as written and as read back. Only "X" slices
+// have a duration; metadata events have no time.
+type Event struct {
 	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
 	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts,omitempty"`
+	Dur  *float64       `json:"dur,omitempty"`
 	Pid  uint32         `json:"pid"`
 	Tid  uint32         `json:"tid"`
-	Args map[string]any `json:"args"`
-}
-
-type sliceEvent struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  float64        `json:"dur"`
-	Pid  uint32         `json:"pid"`
-	Tid  uint32         `json:"tid"`
+	ID   uint64         `json:"id,omitempty"`
+	Bp   string         `json:"bp,omitempty"`
 	Args map[string]any `json:"args,omitempty"`
 }
 
-type flowEvent struct {
-	Name string  `json:"name"`
-	Cat  string  `json:"cat"`
-	Ph   string  `json:"ph"`
-	ID   uint64  `json:"id"`
-	Ts   float64 `json:"ts"`
-	Pid  uint32  `json:"pid"`
-	Tid  uint32  `json:"tid"`
-	Bp   string  `json:"bp,omitempty"`
+// DurUs is the event's duration in µs (0 if it has none).
+func (e *Event) DurUs() float64 {
+	if e.Dur == nil {
+		return 0
+	}
+	return *e.Dur
+}
+
+// Trace is a whole Chrome JSON trace, as read back (tests, tools).
+type Trace struct {
+	TraceEvents     []Event        `json:"traceEvents"`
+	DisplayTimeUnit string         `json:"displayTimeUnit"`
+	OtherData       map[string]any `json:"otherData"`
 }
 
 // us converts ns to the format's µs; float64 holds CLOCK_MONOTONIC µs with
@@ -70,46 +62,37 @@ type flowEvent struct {
 // shortest decimal that reads back as the same float: the ns-exact value.
 func us(ns uint64) float64 { return float64(ns) / 1000 }
 
-func (c *Chrome) event(v any) {
-	if c.err != nil {
-		return
-	}
-	if !c.first {
-		if c.err = c.w.WriteByte(','); c.err != nil {
-			return
-		}
-	}
-	c.first = false
-	c.err = c.enc.Encode(v)
+func meta(name string, pid, tid uint32, key string, v any) *Event {
+	return &Event{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{key: v}}
 }
 
 // Track writes the names and sort order of a new track (and of its process).
 func (c *Chrome) Track(t *Track) {
 	if t.NewProc {
-		c.event(&metaEvent{Name: "process_name", Ph: "M", Pid: t.Pid, Args: map[string]any{"name": t.Process}})
-		c.event(&metaEvent{Name: "process_sort_index", Ph: "M", Pid: t.Pid, Args: map[string]any{"sort_index": t.Sort}})
+		c.out.add(meta("process_name", t.Pid, 0, "name", t.Process))
+		c.out.add(meta("process_sort_index", t.Pid, 0, "sort_index", t.Sort))
 	}
-	c.event(&metaEvent{Name: "thread_name", Ph: "M", Pid: t.Pid, Tid: t.Tid, Args: map[string]any{"name": t.Thread}})
-	c.event(&metaEvent{Name: "thread_sort_index", Ph: "M", Pid: t.Pid, Tid: t.Tid, Args: map[string]any{"sort_index": t.Index}})
+	c.out.add(meta("thread_name", t.Pid, t.Tid, "name", t.Thread))
+	c.out.add(meta("thread_sort_index", t.Pid, t.Tid, "sort_index", t.Index))
 }
 
 // Slice writes an "X" event.
 func (c *Chrome) Slice(s *Slice) {
-	c.event(&sliceEvent{Name: s.Name, Cat: s.Cat, Ph: "X", Ts: us(s.StartNs), Dur: us(s.DurNs),
-		Pid: s.Track.Pid, Tid: s.Track.Tid, Args: s.Args})
+	d := us(s.DurNs)
+	c.out.add(&Event{Name: s.Name, Cat: s.Cat, Ph: "X", Ts: us(s.StartNs), Dur: &d, Pid: s.Track.Pid, Tid: s.Track.Tid, Args: s.Args})
 }
 
 // Flow writes "s", "t"…, "f" events sharing the flow's id.
 func (c *Chrome) Flow(f *Flow) {
 	for i, p := range f.Points {
-		e := flowEvent{Name: flowName, Cat: flowName, Ph: "t", ID: f.ID, Ts: us(p.TsNs), Pid: p.Track.Pid, Tid: p.Track.Tid}
+		e := Event{Name: flowName, Cat: flowName, Ph: "t", ID: f.ID, Ts: us(p.TsNs), Pid: p.Track.Pid, Tid: p.Track.Tid}
 		switch i {
 		case 0:
 			e.Ph = "s"
 		case len(f.Points) - 1:
 			e.Ph, e.Bp = "f", "e"
 		}
-		c.event(&e)
+		c.out.add(&e)
 	}
 }
 
@@ -119,21 +102,9 @@ func (c *Chrome) Summary(s *tracer.Summary) { c.summaries = append(c.summaries, 
 // Close ends the event array and writes otherData: the layout's counts and
 // the summaries.
 func (c *Chrome) Close(st Stats) error {
-	if c.err != nil {
-		return c.err
-	}
-	if _, err := c.w.WriteString("],\n\"otherData\":"); err != nil {
-		return err
-	}
 	other := map[string]any{"source": "iopath", "layout": st}
 	if len(c.summaries) > 0 {
 		other["summaries"] = c.summaries
 	}
-	if err := c.enc.Encode(other); err != nil {
-		return err
-	}
-	if _, err := c.w.WriteString("}\n"); err != nil {
-		return err
-	}
-	return c.w.Flush()
+	return c.out.end("],\n\"otherData\":", other, "}\n")
 }

@@ -15,27 +15,18 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/timeline")
 
-// ev is a Chrome trace event as read back.
-type ev struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  float64        `json:"dur"`
-	Pid  uint32         `json:"pid"`
-	Tid  uint32         `json:"tid"`
-	ID   uint64         `json:"id"`
-	Bp   string         `json:"bp"`
-	Args map[string]any `json:"args"`
-}
+type ev = Event
 
-type trace struct {
-	TraceEvents     []ev           `json:"traceEvents"`
-	DisplayTimeUnit string         `json:"displayTimeUnit"`
-	OtherData       map[string]any `json:"otherData"`
-}
+// trace is a Trace with the tests' look-ups.
+type trace struct{ Trace }
 
 func chromeOf(t *testing.T, recs []any) []byte {
+	out, _ := chromeAndStats(t, recs)
+	return out
+}
+
+// chromeAndStats lays recs out into a Chrome trace.
+func chromeAndStats(t *testing.T, recs []any) ([]byte, Stats) {
 	t.Helper()
 	var b bytes.Buffer
 	tl := New(NewChrome(&b))
@@ -45,7 +36,7 @@ func chromeOf(t *testing.T, recs []any) []byte {
 	if err := tl.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
+	return b.Bytes(), tl.Stats()
 }
 
 // golden compares got with testdata/timeline/name (rewritten with -update).
@@ -87,7 +78,7 @@ func checkTrace(t *testing.T, data []byte) *trace {
 	for _, e := range tr.TraceEvents {
 		switch e.Ph {
 		case "X":
-			if e.Dur < 0 || e.Name == "" || e.Cat == "" {
+			if e.Dur == nil || *e.Dur < 0 || e.Name == "" || e.Cat == "" {
 				t.Errorf("bad slice %+v", e)
 			}
 			slices[tk{e.Pid, e.Tid}] = append(slices[tk{e.Pid, e.Tid}], e)
@@ -111,12 +102,12 @@ func checkTrace(t *testing.T, data []byte) *trace {
 		for i, a := range ss {
 			for _, b := range ss[i+1:] {
 				// In ns, as viewers read them (µs × 1000, rounded).
-				as, ae, bs, be := ns(a.Ts), ns(a.Ts)+ns(a.Dur), ns(b.Ts), ns(b.Ts)+ns(b.Dur)
+				as, ae, bs, be := ns(a.Ts), ns(a.Ts)+ns(a.DurUs()), ns(b.Ts), ns(b.Ts)+ns(b.DurUs())
 				disjoint := ae <= bs || be <= as
 				aInB := bs <= as && ae <= be
 				bInA := as <= bs && be <= ae
 				if !disjoint && !aInB && !bInA {
-					t.Errorf("slices %q [%v+%v] and %q [%v+%v] on track %v overlap without nesting", a.Name, a.Ts, a.Dur, b.Name, b.Ts, b.Dur, k)
+					t.Errorf("slices %q [%v+%v] and %q [%v+%v] on track %v overlap without nesting", a.Name, a.Ts, a.DurUs(), b.Name, b.Ts, b.DurUs(), k)
 				}
 			}
 		}
@@ -134,7 +125,7 @@ func checkTrace(t *testing.T, data []byte) *trace {
 			}
 			bound := false
 			for _, s := range slices[tk{p.Pid, p.Tid}] {
-				if ns(s.Ts) <= ns(p.Ts) && ns(p.Ts) <= ns(s.Ts)+ns(s.Dur) {
+				if ns(s.Ts) <= ns(p.Ts) && ns(p.Ts) <= ns(s.Ts)+ns(s.DurUs()) {
 					bound = true
 				}
 			}
@@ -160,7 +151,7 @@ func (tr *trace) find(cat, name string) []ev {
 // flowsBetween counts flows with one point inside a and a later one inside b.
 func (tr *trace) flowsBetween(a, b ev) int {
 	in := func(p, s ev) bool {
-		return p.Pid == s.Pid && p.Tid == s.Tid && ns(s.Ts) <= ns(p.Ts) && ns(p.Ts) <= ns(s.Ts)+ns(s.Dur)
+		return p.Pid == s.Pid && p.Tid == s.Tid && ns(s.Ts) <= ns(p.Ts) && ns(p.Ts) <= ns(s.Ts)+ns(s.DurUs())
 	}
 	byID := map[uint64][]ev{}
 	for _, e := range tr.TraceEvents {
@@ -209,20 +200,20 @@ func TestChromeRead1Byte(t *testing.T) {
 		t.Fatalf("want the cold and the warm read, got %d read slices", len(reads))
 	}
 	r := reads[0]
-	if !sameUs(r.Ts, cold.TimeNs) || !sameUs(r.Dur, cold.DurationNs) || r.Pid != demoPid || r.Tid != demoPid {
+	if !sameUs(r.Ts, cold.TimeNs) || !sameUs(r.DurUs(), cold.DurationNs) || r.Pid != demoPid || r.Tid != demoPid {
 		t.Errorf("cold read slice at %v µs for %v µs on %d/%d; want %v, %v on %d/%d (ns → µs)",
-			r.Ts, r.Dur, r.Pid, r.Tid, usOf(cold.TimeNs), usOf(cold.DurationNs), demoPid, demoPid)
+			r.Ts, r.DurUs(), r.Pid, r.Tid, usOf(cold.TimeNs), usOf(cold.DurationNs), demoPid, demoPid)
 	}
 	if r.Args["pages_missed"] != 1.0 || r.Args["readahead"] != "sync 4 pages from page 0" || r.Args["returned_bytes"] != 1.0 {
 		t.Errorf("cold read args %v: want pages_missed 1, the readahead window, returned_bytes 1", r.Args)
 	}
 	bio := one(t, tr, catBio, "RA 16 KiB")
 	b := cold.Bios[0]
-	if !sameUs(bio.Ts, b.QueueNs) || !sameUs(bio.Dur, b.CompleteNs-b.QueueNs) || bio.Pid < syntheticBase {
+	if !sameUs(bio.Ts, b.QueueNs) || !sameUs(bio.DurUs(), b.CompleteNs-b.QueueNs) || bio.Pid < syntheticBase {
 		t.Errorf("bio slice %+v: want queue→completion %v+%v µs on a device track", bio, usOf(b.QueueNs), usOf(b.CompleteNs-b.QueueNs))
 	}
 	d2c := one(t, tr, catD2C, "D2C")
-	if d2c.Pid != bio.Pid || d2c.Tid != bio.Tid || !sameUs(d2c.Ts, b.IssueNs) || !sameUs(d2c.Dur, b.D2CNs) {
+	if d2c.Pid != bio.Pid || d2c.Tid != bio.Tid || !sameUs(d2c.Ts, b.IssueNs) || !sameUs(d2c.DurUs(), b.D2CNs) {
 		t.Errorf("D2C slice %+v: want issue→completion nested in the bio on its track", d2c)
 	}
 	if n := tr.flowsBetween(r, bio); n != 1 {
@@ -270,7 +261,7 @@ func TestChromeWrite1ByteFsync(t *testing.T) {
 	}
 	span := one(t, tr, catDirty, "1 dirty page → disk")
 	p := recs[2].(*tracer.Persisted)
-	if span.Pid != demoPid || !sameUs(span.Ts, p.DirtiedNs) || !sameUs(span.Ts+span.Dur, p.PersistedNs) {
+	if span.Pid != demoPid || !sameUs(span.Ts, p.DirtiedNs) || !sameUs(span.Ts+span.DurUs(), p.PersistedNs) {
 		t.Errorf("dirty span %+v: want dirtied→persisted in the writer's process", span)
 	}
 	if n := tr.flowsBetween(data, span); n != 1 {
@@ -326,18 +317,10 @@ func TestChromeLanes(t *testing.T) {
 // An fsync's writeback bio whose call record never comes (lost) is still
 // drawn, at Close, and counted.
 func TestChromeSyncBioWithoutCall(t *testing.T) {
-	recs := write1ByteFsync()[:3] // write, writeback, persisted; no fsync record
-	var b bytes.Buffer
-	tl := New(NewChrome(&b))
-	for _, r := range recs {
-		Feed(tl, r)
-	}
-	if err := tl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tr := checkTrace(t, b.Bytes())
+	out, st := chromeAndStats(t, write1ByteFsync()[:3]) // write, writeback, persisted; no fsync record
+	tr := checkTrace(t, out)
 	bio := one(t, tr, catBio, "WS 4 KiB")
-	if st := tl.Stats(); st.Forgotten != 1 || st.Bios != 1 {
+	if st.Forgotten != 1 || st.Bios != 1 {
 		t.Errorf("stats %+v: want the bio drawn once and counted as forgotten", st)
 	}
 	if n := tr.flowsBetween(one(t, tr, catSyscall, "write"), bio); n != 1 {

@@ -1,9 +1,7 @@
 package timeline
 
 import (
-	"bufio"
 	_ "embed"
-	"encoding/json"
 	"io"
 
 	"github.com/iopath/iopath/tracer"
@@ -26,10 +24,7 @@ const DefaultReportSlices = 250_000
 // totals. Slices and flows are streamed into the page as they come
 // (bounded memory); tracks, histograms and summaries follow at Close.
 type Report struct {
-	w       *bufio.Writer
-	enc     *json.Encoder
-	first   bool
-	err     error
+	out     *jsonArray
 	limit   int
 	drawn   int
 	omitted map[string]uint64 // category (or "flow") -> not drawn
@@ -54,13 +49,10 @@ func NewReport(w io.Writer, title string, maxSlices int) *Report {
 	if maxSlices <= 0 {
 		maxSlices = DefaultReportSlices
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	r := &Report{w: bw, enc: json.NewEncoder(bw), first: true, limit: maxSlices, omitted: map[string]uint64{},
-		hists: newHistograms(), title: title}
 	// encoding/json escapes <, > and & (SetEscapeHTML defaults to true):
 	// no string in the data can end the <script> element holding it.
-	_, r.err = bw.WriteString(reportHead(title))
-	return r
+	return &Report{out: newJSONArray(w, reportHead(title)), limit: maxSlices, omitted: map[string]uint64{},
+		hists: newHistograms(), title: title}
 }
 
 func reportHead(title string) string {
@@ -100,19 +92,6 @@ func htmlEscape(s string) string {
 	return string(b)
 }
 
-func (r *Report) item(v any) {
-	if r.err != nil {
-		return
-	}
-	if !r.first {
-		if r.err = r.w.WriteByte(','); r.err != nil {
-			return
-		}
-	}
-	r.first = false
-	r.err = r.enc.Encode(v)
-}
-
 // Track remembers a track (written at Close, with the page's metadata).
 func (r *Report) Track(t *Track) {
 	r.tracks = append(r.tracks, reportTrack{t.Kind, t.Pid, t.Tid, t.Process, t.Thread, t.Sort})
@@ -126,7 +105,7 @@ func (r *Report) Slice(s *Slice) {
 		return
 	}
 	r.drawn++
-	r.item([]any{"s", s.Track.Index, us(s.StartNs), us(s.DurNs), s.Name, s.Cat, s.Args})
+	r.out.add([]any{"s", s.Track.Index, us(s.StartNs), us(s.DurNs), s.Name, s.Cat, s.Args})
 }
 
 // Flow writes ["f", [[track, ts µs], …]].
@@ -140,7 +119,7 @@ func (r *Report) Flow(f *Flow) {
 	for i, p := range f.Points {
 		pts[i] = [2]float64{float64(p.Track.Index), us(p.TsNs)}
 	}
-	r.item([]any{"f", pts})
+	r.out.add([]any{"f", pts})
 }
 
 // Summary keeps a summary for the page.
@@ -148,17 +127,10 @@ func (r *Report) Summary(s *tracer.Summary) { r.sums = append(r.sums, s) }
 
 // Close writes the tracks, histograms, summaries and the renderer, and ends the page.
 func (r *Report) Close(st Stats) error {
-	if r.err != nil {
-		return r.err
-	}
-	r.w.WriteString("]</script>\n<script type=\"application/json\" id=\"iopath-meta\">")
 	meta := map[string]any{"title": r.title, "tracks": r.tracks, "layout": st, "limit": r.limit,
 		"omitted": r.omitted, "histograms": r.hists.list(), "summaries": r.sums}
-	if err := r.enc.Encode(meta); err != nil {
-		return err
-	}
-	r.w.WriteString("</script>\n<script>\n" + reportJS + "\n</script>\n</body></html>\n")
-	return r.w.Flush()
+	return r.out.end("]</script>\n<script type=\"application/json\" id=\"iopath-meta\">", meta,
+		"</script>\n<script>\n"+reportJS+"\n</script>\n</body></html>\n")
 }
 
 // Omitted is how many slices and arrows the page does not draw (past its limit).

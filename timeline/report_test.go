@@ -13,17 +13,6 @@ import (
 	"github.com/iopath/iopath/tracer"
 )
 
-// artifactDir is $IOPATH_ARTIFACTS (kept after the test) or a temp dir.
-func artifactDir(t *testing.T) string {
-	if d := os.Getenv("IOPATH_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
 // needChromium skips without chromium, except in CI (scripts/setup.sh installs it).
 func needChromium(t *testing.T) {
 	if _, err := headless.Find(); err != nil {
@@ -99,7 +88,10 @@ func pixels(t *testing.T, path string, colours ...string) map[string]int {
 
 func TestReportInChromium(t *testing.T) {
 	needChromium(t)
-	dir := artifactDir(t)
+	dir, err := headless.ArtifactDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	fsync := write1ByteFsync()[3].(*tracer.Syscall) // an fsync with 3 bios, on another thread than the reads
 	fsync.Tid = demoPid + 1
 	recs := append(read1Byte(), fsync)

@@ -9,32 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/timeline/headless"
 	"github.com/iopath/iopath/tracer"
 )
 
-// chromeTrace is a --timeline file as read back.
-type chromeTrace struct {
-	TraceEvents []struct {
-		Name string         `json:"name"`
-		Cat  string         `json:"cat"`
-		Ph   string         `json:"ph"`
-		Ts   float64        `json:"ts"`
-		Dur  float64        `json:"dur"`
-		Pid  uint32         `json:"pid"`
-		Tid  uint32         `json:"tid"`
-		ID   uint64         `json:"id"`
-		Args map[string]any `json:"args"`
-	} `json:"traceEvents"`
-}
-
-func readChrome(t *testing.T, path string) *chromeTrace {
+func readChrome(t *testing.T, path string) *timeline.Trace {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tr chromeTrace
+	var tr timeline.Trace
 	if err := json.Unmarshal(b, &tr); err != nil {
 		t.Fatalf("%s is not a JSON trace: %v", path, err)
 	}
@@ -43,13 +29,11 @@ func readChrome(t *testing.T, path string) *chromeTrace {
 
 // artifacts is $IOPATH_ARTIFACTS (kept) or a temp dir.
 func artifacts(t *testing.T) string {
-	if d := os.Getenv("IOPATH_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
+	d, err := headless.ArtifactDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return t.TempDir()
+	return d
 }
 
 // Must be true 1 on the real kernel: the timeline of `demo read-1byte` has
@@ -74,10 +58,10 @@ func TestDemoReadTimeline(t *testing.T) {
 			continue
 		}
 		if e.Cat == "syscall" && e.Name == "read" && e.Args["pages_missed"] == 1.0 && e.Args["returned_bytes"] == 1.0 && cold == nil {
-			cold = &span{e.Pid, e.Tid, e.Ts, e.Ts + e.Dur}
+			cold = &span{e.Pid, e.Tid, e.Ts, e.Ts + e.DurUs()}
 		}
 		if e.Cat == "bio" && strings.Contains(e.Name, "A") {
-			bios[e.Args["op_id"].(string)] = span{e.Pid, e.Tid, e.Ts, e.Ts + e.Dur}
+			bios[e.Args["op_id"].(string)] = span{e.Pid, e.Tid, e.Ts, e.Ts + e.DurUs()}
 		}
 	}
 	if cold == nil || len(bios) == 0 {
@@ -90,7 +74,9 @@ func TestDemoReadTimeline(t *testing.T) {
 			points[e.ID] = append(points[e.ID], span{e.Pid, e.Tid, e.Ts, e.Ts})
 		}
 	}
-	in := func(p, s span) bool { return p.pid == s.pid && p.tid == s.tid && s.start <= p.start && p.start <= s.end }
+	in := func(p, s span) bool {
+		return p.pid == s.pid && p.tid == s.tid && s.start <= p.start && p.start <= s.end
+	}
 	found := false
 	for _, ps := range points {
 		for _, b := range bios {

@@ -25,6 +25,16 @@ func Find() (string, error) {
 	return "", fmt.Errorf("chromium not found: install it (apt-get install chromium, as scripts/setup.sh does)")
 }
 
+// ArtifactDir is where tests keep reports and screenshots for people to
+// look at: $IOPATH_ARTIFACTS (created if needed), else tmp.
+func ArtifactDir(tmp string) (string, error) {
+	d := os.Getenv("IOPATH_ARTIFACTS")
+	if d == "" {
+		return tmp, nil
+	}
+	return d, os.MkdirAll(d, 0o755)
+}
+
 // Page is what Chromium saw of a page.
 type Page struct {
 	DOM     string   // document after load, serialized (--dump-dom)
