@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 // Slice args use the JSON records' field names and units (README.md, "JSON
@@ -15,7 +15,7 @@ func opIDString(id uint64) string { return strconv.FormatUint(id, 10) }
 
 // callArgs annotates a call's slice: what it asked, what the page cache did,
 // readahead, and the write side when it dirtied pages.
-func callArgs(c *tracer.Syscall) map[string]any {
+func callArgs(c *record.Syscall) map[string]any {
 	a := map[string]any{
 		"op_id": opIDString(c.OpID), "fd": c.Fd, "offset": c.Offset,
 		"requested_bytes": c.RequestedBytes, "returned_bytes": c.ReturnedBytes,
@@ -34,7 +34,7 @@ func callArgs(c *tracer.Syscall) map[string]any {
 	if len(c.Cache.Readahead) > 0 {
 		var ra []string
 		for _, r := range c.Cache.Readahead {
-			ra = append(ra, r.Kind+" "+strconv.FormatUint(uint64(r.Pages), 10)+" pages from page "+strconv.FormatUint(r.StartIndex, 10))
+			ra = append(ra, string(r.Kind)+" "+strconv.FormatUint(uint64(r.Pages), 10)+" pages from page "+strconv.FormatUint(r.StartIndex, 10))
 		}
 		a["readahead"] = strings.Join(ra, ", ")
 	}
@@ -55,15 +55,15 @@ func callArgs(c *tracer.Syscall) map[string]any {
 }
 
 // bioName is what a bio's slice shows: its rwbs flags and size.
-func bioName(b *tracer.Bio) string {
+func bioName(b *record.Bio) string {
 	n := b.Rwbs + " " + size(uint64(b.Bytes))
 	if b.Kind != "" {
-		n += " " + b.Kind
+		n += " " + string(b.Kind)
 	}
 	return n
 }
 
-func bioArgs(b *tracer.Bio, opID uint64, reason string) map[string]any {
+func bioArgs(b *record.Bio, opID uint64, reason string) map[string]any {
 	a := map[string]any{
 		"dev": b.Dev, "sector": b.Sector, "bytes": b.Bytes, "rwbs": b.Rwbs,
 		"queue_ns": b.QueueNs, "issue_ns": b.IssueNs, "complete_ns": b.CompleteNs,
@@ -90,7 +90,7 @@ func bioArgs(b *tracer.Bio, opID uint64, reason string) map[string]any {
 	return a
 }
 
-func writebackArgs(w *tracer.Writeback) map[string]any {
+func writebackArgs(w *record.Writeback) map[string]any {
 	a := map[string]any{"reason": w.Reason, "worker": w.Worker, "worker_tid": w.WorkerTid, "dev": w.Dev,
 		"ino": w.Ino, "pages": w.Pages, "tracked_pages": w.TrackedPages, "bios": len(w.Bios)}
 	if w.Path != "" {
@@ -99,18 +99,18 @@ func writebackArgs(w *tracer.Writeback) map[string]any {
 	return a
 }
 
-func dirtyName(p *tracer.Persisted) string {
+func dirtyName(p *record.Persisted) string {
 	n := strconv.FormatUint(uint64(p.Pages), 10) + " dirty page"
 	if p.Pages != 1 {
 		n += "s"
 	}
-	if p.Outcome == "failed" {
+	if p.Outcome == record.OutcomeFailed {
 		return n + " → write failed"
 	}
 	return n + " → disk"
 }
 
-func persistedArgs(p *tracer.Persisted) map[string]any {
+func persistedArgs(p *record.Persisted) map[string]any {
 	a := map[string]any{"op_id": opIDString(p.OpID), "pages": p.Pages, "bytes_written": p.BytesWritten,
 		"outcome": p.Outcome, "dirtied_ns": p.DirtiedNs, "persisted_ns": p.PersistedNs,
 		"dirty_to_disk_ns": p.DirtyToDiskNs, "reason": p.Reason, "sector": p.Sector}

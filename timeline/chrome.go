@@ -3,7 +3,7 @@ package timeline
 import (
 	"io"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 // Chrome writes the Chrome JSON trace event format (the "JSON Object
@@ -19,7 +19,7 @@ import (
 // ≥ 2^23 for devices, workers and dirty-pages lanes.
 type Chrome struct {
 	out       *jsonArray
-	summaries []*tracer.Summary
+	summaries []*record.Summary
 }
 
 // NewChrome returns an Output writing a Chrome JSON trace to w (not closed by Close).
@@ -97,7 +97,7 @@ func (c *Chrome) Flow(f *Flow) {
 }
 
 // Summary keeps the summary for the trace's otherData.
-func (c *Chrome) Summary(s *tracer.Summary) { c.summaries = append(c.summaries, s) }
+func (c *Chrome) Summary(s *record.Summary) { c.summaries = append(c.summaries, s) }
 
 // Close ends the event array and writes otherData: the layout's counts and
 // the summaries.

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/timeline")
@@ -193,21 +193,31 @@ func TestChromeRead1Byte(t *testing.T) {
 	recs := read1Byte()
 	out := chromeOf(t, recs)
 	golden(t, "read-1byte.json", out)
-	tr := checkTrace(t, out)
-	cold := recs[0].(*tracer.Syscall)
+	checkRead1Byte(t, checkTrace(t, out), recs[0].(*record.Syscall))
+}
+
+// checkRead1Byte checks the timeline of a cold then warm 1-byte read: both
+// read slices in the thread's track, in µs; the cold one's readahead bio on
+// the device's track with its D2C nested; one arrow from the cold read to
+// the bio, none from the warm one.
+func checkRead1Byte(t *testing.T, tr *trace, cold *record.Syscall) {
+	t.Helper()
 	reads := tr.find(catSyscall, "read")
 	if len(reads) != 2 {
 		t.Fatalf("want the cold and the warm read, got %d read slices", len(reads))
 	}
 	r := reads[0]
-	if !sameUs(r.Ts, cold.TimeNs) || !sameUs(r.DurUs(), cold.DurationNs) || r.Pid != demoPid || r.Tid != demoPid {
+	if !sameUs(r.Ts, cold.TimeNs) || !sameUs(r.DurUs(), cold.DurationNs) || r.Pid != cold.Pid || r.Tid != cold.Tid {
 		t.Errorf("cold read slice at %v µs for %v µs on %d/%d; want %v, %v on %d/%d (ns → µs)",
-			r.Ts, r.DurUs(), r.Pid, r.Tid, usOf(cold.TimeNs), usOf(cold.DurationNs), demoPid, demoPid)
+			r.Ts, r.DurUs(), r.Pid, r.Tid, usOf(cold.TimeNs), usOf(cold.DurationNs), cold.Pid, cold.Tid)
 	}
 	if r.Args["pages_missed"] != 1.0 || r.Args["readahead"] != "sync 4 pages from page 0" || r.Args["returned_bytes"] != 1.0 {
 		t.Errorf("cold read args %v: want pages_missed 1, the readahead window, returned_bytes 1", r.Args)
 	}
 	bio := one(t, tr, catBio, "RA 16 KiB")
+	if bio.Args["sector"] != float64(cold.Bios[0].Sector) {
+		t.Errorf("bio args %v: want the cold read's bio", bio.Args)
+	}
 	b := cold.Bios[0]
 	if !sameUs(bio.Ts, b.QueueNs) || !sameUs(bio.DurUs(), b.CompleteNs-b.QueueNs) || bio.Pid < syntheticBase {
 		t.Errorf("bio slice %+v: want queue→completion %v+%v µs on a device track", bio, usOf(b.QueueNs), usOf(b.CompleteNs-b.QueueNs))
@@ -222,7 +232,7 @@ func TestChromeRead1Byte(t *testing.T) {
 	if n := tr.flowsBetween(reads[1], bio); n != 0 {
 		t.Errorf("%d arrows from the warm read (a hit) to a bio, want 0", n)
 	}
-	if name := procName(tr, bio.Pid); name != "disk "+disk {
+	if name := procName(tr, bio.Pid); name != "disk "+cold.Bios[0].Dev {
 		t.Errorf("device process named %q", name)
 	}
 }
@@ -240,15 +250,24 @@ func TestChromeWrite1ByteFsync(t *testing.T) {
 	recs := write1ByteFsync()
 	out := chromeOf(t, recs)
 	golden(t, "write-1byte-fsync.json", out)
-	tr := checkTrace(t, out)
+	checkWriteFsync(t, checkTrace(t, out), recs[2].(*record.Persisted), 3)
+}
+
+// checkWriteFsync checks the timeline of a 1-byte write then fsync: both
+// slices; the fsync's bios (nbios) once each on the device's track with an
+// arrow from the fsync to each; an arrow from the write's dirtied page to
+// the data bio and on to the end of the dirty-pages span (p); no flusher
+// slice.
+func checkWriteFsync(t *testing.T, tr *trace, p *record.Persisted, nbios int) {
+	t.Helper()
 	write := one(t, tr, catSyscall, "write")
 	fsync := one(t, tr, catSyscall, "fsync")
 	bios := tr.find(catBio, "")
-	if len(bios) != 3 {
-		t.Fatalf("want the data, journal and flush bios once each on the device track, got %d bio slices: %+v", len(bios), bios)
+	if len(bios) != nbios {
+		t.Fatalf("want the fsync's %d bios once each on the device track, got %d bio slices: %+v", nbios, len(bios), bios)
 	}
 	for _, b := range bios {
-		if b.Pid < syntheticBase || procName(tr, b.Pid) != "disk "+disk {
+		if b.Pid < syntheticBase || procName(tr, b.Pid) != "disk "+p.Dev {
 			t.Errorf("bio %q not on the device's track", b.Name)
 		}
 		if n := tr.flowsBetween(fsync, b); n != 1 {
@@ -260,8 +279,7 @@ func TestChromeWrite1ByteFsync(t *testing.T) {
 		t.Errorf("%d arrows from the write's dirtied page to the data bio, want 1", n)
 	}
 	span := one(t, tr, catDirty, "1 dirty page → disk")
-	p := recs[2].(*tracer.Persisted)
-	if span.Pid != demoPid || !sameUs(span.Ts, p.DirtiedNs) || !sameUs(span.Ts+span.DurUs(), p.PersistedNs) {
+	if span.Pid != p.Pid || !sameUs(span.Ts, p.DirtiedNs) || !sameUs(span.Ts+span.DurUs(), p.PersistedNs) {
 		t.Errorf("dirty span %+v: want dirtied→persisted in the writer's process", span)
 	}
 	if n := tr.flowsBetween(data, span); n != 1 {
@@ -299,9 +317,9 @@ func TestChromeLanes(t *testing.T) {
 		if i == 3 {
 			start, end = base+5000, base+6000 // after all: back on the first lane
 		}
-		recs = append(recs, &tracer.Syscall{Type: "syscall", OpID: opID(uint32(10+i), 1), Pid: 10, Tid: uint32(10 + i), Comm: "t",
+		recs = append(recs, &record.Syscall{Type: "syscall", OpID: opID(uint32(10+i), 1), Pid: 10, Tid: uint32(10 + i), Comm: "t",
 			Syscall: "read", TimeNs: start, DurationNs: end - start + 10, Dev: disk,
-			Bios: []tracer.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: start + 1, IssueNs: start + 2, CompleteNs: end}}})
+			Bios: []record.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: start + 1, IssueNs: start + 2, CompleteNs: end}}})
 	}
 	tr := checkTrace(t, chromeOf(t, recs))
 	bios := tr.find(catBio, "")

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 // Timeline lays records out into tracks, slices and flows for its outputs.
@@ -49,7 +49,7 @@ type placed struct {
 // syncBio is a placed bio waiting for its call's record.
 type syncBio struct {
 	placed
-	bio    tracer.Bio
+	bio    record.Bio
 	opID   uint64
 	reason string
 }
@@ -212,7 +212,7 @@ func inside(ts, start, end uint64) uint64 {
 
 // bioSpan is the bio's slice: queue (or issue, if the queue was not seen) to
 // completion (or issue, if not seen).
-func bioSpan(b *tracer.Bio) (start, end uint64) {
+func bioSpan(b *record.Bio) (start, end uint64) {
 	start = b.IssueNs
 	if b.QueueNs != 0 && b.QueueNs <= b.IssueNs {
 		start = b.QueueNs
@@ -222,20 +222,20 @@ func bioSpan(b *tracer.Bio) (start, end uint64) {
 }
 
 // placeBio chooses a bio's lane on its device.
-func (t *Timeline) placeBio(b *tracer.Bio) placed {
+func (t *Timeline) placeBio(b *record.Bio) placed {
 	start, end := bioSpan(b)
 	return placed{t.place(t.device(b.Dev), start, end), start, end}
 }
 
 // drawBio places a bio and draws it.
-func (t *Timeline) drawBio(b *tracer.Bio, opID uint64, reason string) placed {
+func (t *Timeline) drawBio(b *record.Bio, opID uint64, reason string) placed {
 	p := t.placeBio(b)
 	t.drawBioAt(p, b, opID, reason)
 	return p
 }
 
 // drawBioAt draws a placed bio's slice and its nested D2C slice.
-func (t *Timeline) drawBioAt(p placed, b *tracer.Bio, opID uint64, reason string) {
+func (t *Timeline) drawBioAt(p placed, b *record.Bio, opID uint64, reason string) {
 	tr, start, end := p.track, p.start, p.end
 	t.stats.Bios++
 	t.slice(&Slice{Track: tr, StartNs: start, DurNs: end - start, Name: bioName(b), Cat: catBio, Args: bioArgs(b, opID, reason)})
@@ -247,7 +247,7 @@ func (t *Timeline) drawBioAt(p placed, b *tracer.Bio, opID uint64, reason string
 
 // Syscall draws a call, the bios it queued (unless a Writeback record drew
 // them already) and an arrow from the call to each.
-func (t *Timeline) Syscall(c *tracer.Syscall) {
+func (t *Timeline) Syscall(c *record.Syscall) {
 	tr := t.thread(c.Pid, c.Tid, c.Comm)
 	start, end := c.TimeNs, c.TimeNs+c.DurationNs
 	t.stats.Calls++
@@ -266,7 +266,7 @@ func (t *Timeline) Syscall(c *tracer.Syscall) {
 }
 
 // Writeback draws a writeback's bios and, for a flusher's, its worker slice.
-func (t *Timeline) Writeback(w *tracer.Writeback) {
+func (t *Timeline) Writeback(w *record.Writeback) {
 	if len(w.Bios) == 0 {
 		return
 	}
@@ -277,12 +277,12 @@ func (t *Timeline) Writeback(w *tracer.Writeback) {
 		var p placed
 		if w.OpID != 0 {
 			p = t.placeBio(b)
-			if old, unused := t.syncBios.put(bioKey{b.Dev, b.Sector, b.IssueNs}, syncBio{p, *b, w.OpID, w.Reason}); unused {
+			if old, unused := t.syncBios.put(bioKey{b.Dev, b.Sector, b.IssueNs}, syncBio{p, *b, w.OpID, string(w.Reason)}); unused {
 				t.stats.Forgotten++ // its call's record did not come in time: draw what the writeback said
 				t.drawBioAt(old.placed, &old.bio, old.opID, old.reason)
 			}
 		} else {
-			p = t.drawBio(b, 0, w.Reason)
+			p = t.drawBio(b, 0, string(w.Reason))
 		}
 		if i == 0 {
 			wp.bio = p
@@ -293,7 +293,7 @@ func (t *Timeline) Writeback(w *tracer.Writeback) {
 	if w.OpID == 0 {
 		tr := t.place(t.worker(w.WorkerTid, w.Worker), wStart, wEnd)
 		t.stats.WritebackSlices++
-		t.slice(&Slice{Track: tr, StartNs: wStart, DurNs: wEnd - wStart, Name: "writeback (" + w.Reason + ")", Cat: catWriteback,
+		t.slice(&Slice{Track: tr, StartNs: wStart, DurNs: wEnd - wStart, Name: "writeback (" + string(w.Reason) + ")", Cat: catWriteback,
 			Args: writebackArgs(w)})
 		wp.worker = placed{tr, wStart, wEnd}
 	}
@@ -306,7 +306,7 @@ func (t *Timeline) Writeback(w *tracer.Writeback) {
 
 // Persisted draws the span from dirtying to disk of one write's pages and
 // the arrow write → writeback worker → bio → span end.
-func (t *Timeline) Persisted(p *tracer.Persisted) {
+func (t *Timeline) Persisted(p *record.Persisted) {
 	if p.DirtiedNs == 0 || p.PersistedNs == 0 || p.PersistedNs < p.DirtiedNs {
 		t.stats.Unplaced++ // removed before writeback: no times to draw
 		return
@@ -329,7 +329,7 @@ func (t *Timeline) Persisted(p *tracer.Persisted) {
 }
 
 // Summary passes the trace's summary to the outputs.
-func (t *Timeline) Summary(s *tracer.Summary) {
+func (t *Timeline) Summary(s *record.Summary) {
 	for _, o := range t.outs {
 		o.Summary(s)
 	}

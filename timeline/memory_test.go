@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 // countWriter counts bytes and lines (a Chrome trace has one event a
@@ -27,20 +27,20 @@ func syntheticStream(n, threads int, emit func(any)) {
 		id := opID(tid, uint64(i))
 		ts += 2000
 		if i%16 == 15 {
-			w := &tracer.Syscall{Type: "syscall", OpID: id, TimeNs: ts, Pid: 1000, Tid: tid, Comm: "w", Syscall: "write",
-				Dev: disk, Ino: 7, RequestedBytes: 4096, ReturnedBytes: 4096, DurationNs: 800, DirtiedPages: 1, Bios: []tracer.Bio{}}
+			w := &record.Syscall{Type: "syscall", OpID: id, TimeNs: ts, Pid: 1000, Tid: tid, Comm: "w", Syscall: "write",
+				Dev: disk, Ino: 7, RequestedBytes: 4096, ReturnedBytes: 4096, DurationNs: 800, DirtiedPages: 1, Bios: []record.Bio{}}
 			emit(w)
-			b := tracer.Bio{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "W", QueueNs: ts + 900, IssueNs: ts + 950, CompleteNs: ts + 1500}
-			emit(&tracer.Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: "kworker/u8:1", WorkerTid: 77, Reason: "periodic",
-				Dev: disk, Ino: 7, Bios: []tracer.Bio{b}, Pages: 1, TrackedPages: 1})
-			emit(&tracer.Persisted{Type: "persisted", OpID: id, Pid: 1000, Dev: disk, Ino: 7, Pages: 1, Outcome: "written",
+			b := record.Bio{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "W", QueueNs: ts + 900, IssueNs: ts + 950, CompleteNs: ts + 1500}
+			emit(&record.Writeback{Type: "writeback", TimeNs: b.QueueNs, Worker: "kworker/u8:1", WorkerTid: 77, Reason: "periodic",
+				Dev: disk, Ino: 7, Bios: []record.Bio{b}, Pages: 1, TrackedPages: 1})
+			emit(&record.Persisted{Type: "persisted", OpID: id, Pid: 1000, Dev: disk, Ino: 7, Pages: 1, Outcome: "written",
 				DirtiedNs: ts + 100, PersistedNs: b.CompleteNs, Sector: b.Sector})
 			continue
 		}
-		emit(&tracer.Syscall{Type: "syscall", OpID: id, TimeNs: ts, Pid: 1000, Tid: tid, Comm: "r", Syscall: "read",
+		emit(&record.Syscall{Type: "syscall", OpID: id, TimeNs: ts, Pid: 1000, Tid: tid, Comm: "r", Syscall: "read",
 			Dev: disk, Ino: 7, Offset: uint64(i) * 4096, RequestedBytes: 4096, ReturnedBytes: 4096, DurationNs: 1800,
-			Cache: tracer.Cache{PagesRequested: 1, PagesMissed: 1, PagesAdded: 1},
-			Bios:  []tracer.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: ts + 100, IssueNs: ts + 200, CompleteNs: ts + 1700}}})
+			Cache: record.Cache{PagesRequested: 1, PagesMissed: 1, PagesAdded: 1},
+			Bios:  []record.Bio{{Dev: disk, Sector: uint64(i) * 8, Bytes: 4096, Rwbs: "R", QueueNs: ts + 100, IssueNs: ts + 200, CompleteNs: ts + 1700}}})
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"io"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 )
 
 //go:embed report.js
@@ -30,7 +30,7 @@ type Report struct {
 	omitted map[string]uint64 // category (or "flow") -> not drawn
 	tracks  []reportTrack
 	hists   *histograms
-	sums    []*tracer.Summary
+	sums    []*record.Summary
 	title   string
 }
 
@@ -123,7 +123,7 @@ func (r *Report) Flow(f *Flow) {
 }
 
 // Summary keeps a summary for the page.
-func (r *Report) Summary(s *tracer.Summary) { r.sums = append(r.sums, s) }
+func (r *Report) Summary(s *record.Summary) { r.sums = append(r.sums, s) }
 
 // Close writes the tracks, histograms, summaries and the renderer, and ends the page.
 func (r *Report) Close(st Stats) error {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/timeline/headless"
-	"github.com/iopath/iopath/tracer"
 )
 
 // needChromium skips without chromium, except in CI (scripts/setup.sh installs it).
@@ -46,9 +46,9 @@ func countBios(recs []any) int {
 	n := 0
 	for _, r := range recs {
 		switch r := r.(type) {
-		case *tracer.Syscall:
+		case *record.Syscall:
 			n += len(r.Bios)
-		case *tracer.Writeback:
+		case *record.Writeback:
 			if r.OpID == 0 {
 				n += len(r.Bios)
 			}
@@ -92,7 +92,7 @@ func TestReportInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsync := write1ByteFsync()[3].(*tracer.Syscall) // an fsync with 3 bios, on another thread than the reads
+	fsync := write1ByteFsync()[3].(*record.Syscall) // an fsync with 3 bios, on another thread than the reads
 	fsync.Tid = demoPid + 1
 	recs := append(read1Byte(), fsync)
 	syntheticStream(400, 3, func(r any) { recs = append(recs, r) })

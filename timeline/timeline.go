@@ -2,7 +2,7 @@
 // (opened by ui.perfetto.dev and chrome://tracing) and a self-contained HTML
 // report.
 //
-// The records (tracer.Syscall, Writeback, Persisted, Summary) go through a
+// The records (record.Syscall, Writeback, Persisted, Summary) go through a
 // Writer. Timeline, the Writer this package provides, lays them out once into
 // tracks, slices and flow arrows and hands those to its Outputs (Chrome,
 // Report); a Perfetto protobuf Output can replace Chrome without touching
@@ -27,15 +27,15 @@
 // their units (Chrome JSON: µs).
 package timeline
 
-import "github.com/iopath/iopath/tracer"
+import "github.com/iopath/iopath/record"
 
 // Writer receives records in the order the tracer emits them.
 type Writer interface {
-	Syscall(*tracer.Syscall)
-	Writeback(*tracer.Writeback)
-	Persisted(*tracer.Persisted)
+	Syscall(*record.Syscall)
+	Writeback(*record.Writeback)
+	Persisted(*record.Persisted)
 	// Summary may come more than once (a demo traces several runs).
-	Summary(*tracer.Summary)
+	Summary(*record.Summary)
 	// Close finishes the outputs; nothing is complete before it.
 	Close() error
 }
@@ -43,13 +43,13 @@ type Writer interface {
 // Feed hands one record of any kind the tracer emits to w.
 func Feed(w Writer, rec any) {
 	switch r := rec.(type) {
-	case *tracer.Syscall:
+	case *record.Syscall:
 		w.Syscall(r)
-	case *tracer.Writeback:
+	case *record.Writeback:
 		w.Writeback(r)
-	case *tracer.Persisted:
+	case *record.Persisted:
 		w.Persisted(r)
-	case *tracer.Summary:
+	case *record.Summary:
 		w.Summary(r)
 	}
 }
@@ -60,7 +60,7 @@ type Output interface {
 	Track(*Track)
 	Slice(*Slice)
 	Flow(*Flow)
-	Summary(*tracer.Summary)
+	Summary(*record.Summary)
 	// Close finishes the output; stats are the layout's counts.
 	Close(stats Stats) error
 }

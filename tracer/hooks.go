@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/tracer/engine"
 )
 
 // Mechanism is how a hook is attached.
@@ -74,7 +75,7 @@ func rawSyscalls(sys ...bpf.IopathOpSys) candidate {
 	var names []string
 	for _, s := range sys {
 		mask |= 1 << uint(s)
-		names = append(names, sysNames[uint32(s)])
+		names = append(names, engine.SysName(uint32(s)))
 	}
 	return candidate{mech: TPBTF, sysMask: mask, variant: "raw_syscalls filtered to " + strings.Join(names, ","), attach: []attachment{
 		fn(bpf.IopathProgRawSysEnter, akTPBTF, "sys_enter"), fn(bpf.IopathProgRawSysExit, akTPBTF, "sys_exit")}}

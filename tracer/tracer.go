@@ -16,6 +16,9 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/kernel"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,9 +41,9 @@ type Options struct {
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
 type Tracer struct {
-	K      *Kernel
+	K      *kernel.Kernel
 	Hooks  []HookStatus
-	Engine *Engine
+	Engine *engine.Engine
 	// Idle, if set, is called by Run (on its goroutine) each time it has
 	// consumed every record in the ring buffer, before it waits: the moment
 	// to flush buffered output.
@@ -57,6 +60,7 @@ type Tracer struct {
 	opts       Options
 	started    time.Time
 	out        func(any)
+	dec        Decoder
 }
 
 // Error kinds callers can test with errors.Is to choose a message.
@@ -92,7 +96,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 }
 
 // New probes the kernel, loads the chosen programs and attaches them. out
-// receives records (*Syscall, *Writeback, *Persisted) from Run. On error
+// receives records (*record.Syscall, *record.Writeback, *record.Persisted) from Run. On error
 // nothing stays loaded or attached.
 func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
@@ -103,7 +107,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
 	}
-	k, err := KernelFromBTF(kspec)
+	k, err := kernel.FromBTF(kspec)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +216,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	t.rd = rd
-	t.Engine = NewEngine(k, out)
+	t.Engine = engine.New(k, out)
 	t.Engine.Unavailable = Unavailable(statuses)
 	if !opts.All {
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
@@ -392,7 +396,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 			if draining {
 				if time.Now().After(drainUntil) {
 					deadline = time.Now()
-				} else if len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0 {
+				} else if t.joined() {
 					deadline = time.Now()
 				}
 			}
@@ -406,7 +410,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 				// discarded ones).
 				rec.Remaining = 0
 				t.Engine.Tick(monotonicNow())
-				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || (len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0)) {
+				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || t.joined()) {
 					t.Engine.Flush()
 					return nil
 				}
@@ -421,80 +425,22 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 	}
 }
 
+// joined reports whether the engine holds no call waiting for its record or
+// bios and no request waiting for its completion.
+func (t *Tracer) joined() bool {
+	calls, requests := t.Engine.Pending()
+	return calls == 0 && requests == 0
+}
+
 // dispatch decodes one ring-buffer record in place (no copy, no allocation
 // for the common records) and feeds the engine.
 func (t *Tracer) dispatch(raw []byte) {
 	if debugEvents != nil {
 		logEvent(raw)
 	}
-	if err := Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
+	if err := t.dec.Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
 		fmt.Fprintln(os.Stderr, "iopath:", err)
 	}
-}
-
-// Dispatch decodes one raw ring-buffer record and hands it to e. It returns
-// an error for a short or unknown record.
-func Dispatch(e *Engine, raw []byte) error {
-	if len(raw) < 4 {
-		return fmt.Errorf("short record (%d bytes)", len(raw))
-	}
-	typ := *(*uint32)(unsafe.Pointer(&raw[0]))
-	need := func(size uintptr) bool { return uintptr(len(raw)) >= size }
-	switch bpf.IopathEvType(typ) {
-	case bpf.IopathEvTypeEV_OP:
-		if need(opFixed) {
-			e.HandleOp(e.dec.op(raw))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_PATH:
-		if need(pathFixed) {
-			e.dec.path(raw)
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_ISSUE:
-		if need(unsafe.Offsetof(bpf.IopathRqIssueEv{}.Own)) {
-			e.HandleIssue(e.dec.issue(raw))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_COMPLETE:
-		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
-			e.HandleComplete((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_REQUEUE:
-		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
-			e.HandleRequeue((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_BIO:
-		if need(unsafe.Sizeof(bpf.IopathWbBioEv{})) {
-			e.HandleWBBio((*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_START:
-		if need(unsafe.Sizeof(bpf.IopathWbStartEv{})) {
-			e.HandleWBStart((*bpf.IopathWbStartEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_INODE:
-		if need(unsafe.Sizeof(bpf.IopathWbInodeEv{})) {
-			e.HandleWBInode((*bpf.IopathWbInodeEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_BIO_SPLIT:
-		if need(unsafe.Sizeof(bpf.IopathBioSplitEv{})) {
-			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_DIRTY_GONE:
-		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
-			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	default:
-		return fmt.Errorf("unknown record type %d (%d bytes)", typ, len(raw))
-	}
-	return fmt.Errorf("record type %d too short (%d bytes)", typ, len(raw))
 }
 
 func monotonicNow() uint64 {
@@ -535,7 +481,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 
 // Summary returns the end-of-trace summary: the engine's totals plus the
 // kernel's aggregated cache hits, loss counters and the attach report.
-func (t *Tracer) Summary() *Summary {
+func (t *Tracer) Summary() *record.Summary {
 	// Hits still summed in per-thread state (threads alive at the end).
 	var tid uint32
 	var op bpf.IopathOp
@@ -602,7 +548,7 @@ func (t *Tracer) Summary() *Summary {
 	s.DirtyPending = t.Engine.DirtyPending()
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"],
 		// Records whose omitted path was never received (its record was lost).
-		"paths_missing": t.Engine.dec.MissingPaths}
+		"paths_missing": t.dec.MissingPaths}
 	return s
 }
 
@@ -615,7 +561,7 @@ func kernelDirtyPages(path string, dev uint32, ino uint64) (uint64, bool) {
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Ino != ino || UserDev(st.Dev) != dev {
+	if unix.Fstat(fd, &st) != nil || st.Ino != ino || kernel.UserDev(st.Dev) != dev {
 		return 0, false
 	}
 	var cs unix.Cachestat_t

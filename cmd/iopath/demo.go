@@ -17,7 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -199,7 +202,7 @@ func describeFS(path string) fsInfo {
 		}
 	}
 	if unix.Stat(path, &st) == nil {
-		info.dev = tracer.UserDev(st.Dev)
+		info.dev = kernel.UserDev(st.Dev)
 		major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)
 		sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
 		if _, err := os.Stat(sys); err == nil {
@@ -294,11 +297,11 @@ func mincore(b []byte, vec []byte) error {
 
 // traceChild traces `iopath __demo-child ARGS...` and returns its records.
 // The tracer streams every call (--all) so warm hits are shown too.
-func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *tracer.Summary, []tracer.HookStatus, error) {
-	p := newPrinter(io.Discard, false, true)
-	p.collect = true
+func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *record.Summary, []tracer.HookStatus, error) {
+	p := render.NewPrinter(io.Discard, false, true)
+	p.Collect = true
 	opts.All = true
-	t, err := tracer.New(opts, p.record)
+	t, err := tracer.New(opts, activeTimeline.tee(p.Record))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -331,7 +334,7 @@ func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, w
 	}
 	sum := t.Summary()
 	activeTimeline.summary(sum)
-	return p.collected, sum, t.Hooks, nil
+	return p.Collected, sum, t.Hooks, nil
 }
 
 // selfCommand returns the path and argv that run this iopath binary with
@@ -396,14 +399,14 @@ func newDemoChildCmd() *cobra.Command {
 }
 
 // fileRecords picks the syscall records of one file, in call order.
-func fileRecords(recs []any, dev uint32, ino uint64) []*tracer.Syscall {
-	var out []*tracer.Syscall
+func fileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
+	var out []*record.Syscall
 	for _, r := range recs {
-		if s, ok := r.(*tracer.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
+		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == kernel.Dev(dev) {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b *tracer.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	slices.SortFunc(out, func(a, b *record.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	return out
 }
 
@@ -412,5 +415,5 @@ func inode(path string) (uint32, uint64, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return 0, 0, err
 	}
-	return tracer.UserDev(st.Dev), st.Ino, nil
+	return kernel.UserDev(st.Dev), st.Ino, nil
 }

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/timeline"
-	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/pflag"
 )
 
@@ -23,9 +23,9 @@ func addTimelineFlags(fl *pflag.FlagSet, f *timelineFlags) {
 	fl.StringVar(&f.report, "report", "", "write a self-contained HTML report (the same timeline, histograms, summary) to `FILE`")
 }
 
-// activeTimeline receives every record printers see (printer.record) and
-// the summaries; nil without --timeline/--report. One per process: set by
-// the trace or demo command before tracing starts.
+// activeTimeline receives every record the tracer emits (tee) and the
+// summaries; nil without --timeline/--report. One per process: set by the
+// trace or demo command before tracing starts.
 var activeTimeline *timelineOut
 
 // timelineOut writes the --timeline/--report files as records arrive, into
@@ -103,13 +103,18 @@ func createBeside(flag, path string) (*os.File, error) {
 	return nil, fmt.Errorf("%s %s: %v: choose another path", flag, path, err)
 }
 
-func (o *timelineOut) record(rec any) {
-	if o != nil {
+// tee returns out, preceded by the timeline when there is one.
+func (o *timelineOut) tee(out func(any)) func(any) {
+	if o == nil {
+		return out
+	}
+	return func(rec any) {
 		timeline.Feed(o.tl, rec)
+		out(rec)
 	}
 }
 
-func (o *timelineOut) summary(s *tracer.Summary) {
+func (o *timelineOut) summary(s *record.Summary) {
 	if o != nil {
 		o.sums++
 		o.tl.Summary(s)

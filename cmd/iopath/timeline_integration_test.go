@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/timeline/headless"
-	"github.com/iopath/iopath/tracer"
 )
 
 func readChrome(t *testing.T, path string) *timeline.Trace {
@@ -109,7 +109,7 @@ func TestDemoSeqRandReport(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(stdout))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var c tracer.Syscall
+		var c record.Syscall
 		if strings.HasPrefix(sc.Text(), `{"type":"syscall"`) && json.Unmarshal(sc.Bytes(), &c) == nil {
 			fileOps[strconv.FormatUint(c.OpID, 10)] = true
 			fileBios += len(c.Bios)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
@@ -125,14 +126,14 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	for k, v := range f.force {
 		force[k] = tracer.Mechanism(v)
 	}
-	out := newPrinter(cmd.OutOrStdout(), f.json, f.quiet)
+	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
 	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.record)
+		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, activeTimeline.tee(out.Record))
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	defer out.flush()
+	defer out.Flush()
 	started(cmd.ErrOrStderr(), t, out, force)
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -194,7 +195,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		// Output closed (`iopath trace -p PID | head`): stop, as a
 		// command whose output is gone would. A traced command keeps
 		// running (traced, records dropped) until it exits.
-		out.onBroken = func(err error) {
+		out.OnBroken = func(err error) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "iopath: output closed (%v): stopping\n", err)
 			stopRun()
 		}
@@ -225,7 +226,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	out.summary(t.Summary(), t.Hooks)
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	out.Summary(sum)
 	if exitCode != 0 {
 		return exitError{code: exitCode}
 	}
@@ -293,8 +296,8 @@ func attachLine(hooks []tracer.HookStatus) string {
 // started connects the printer to a new tracer (flushed whenever the ring
 // buffer is empty) and says on errw which mechanism each hook uses, and
 // which --force-mechanism wishes were not granted.
-func started(errw io.Writer, t *tracer.Tracer, out *printer, force map[string]tracer.Mechanism) {
-	t.Idle = out.flush
+func started(errw io.Writer, t *tracer.Tracer, out *render.Printer, force map[string]tracer.Mechanism) {
+	t.Idle = out.Flush
 	fmt.Fprintln(errw, attachLine(t.Hooks))
 	for _, w := range forceWarnings(force, t.Hooks) {
 		fmt.Fprintln(errw, "iopath:", w)

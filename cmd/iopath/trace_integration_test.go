@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,16 +80,16 @@ func coldFile(t *testing.T, dir string, size int64) string {
 
 // traced holds the records of one `iopath trace --json` run.
 type traced struct {
-	calls     []tracer.Syscall
-	wbs       []tracer.Writeback
-	persisted []tracer.Persisted
-	summary   *tracer.Summary
+	calls     []record.Syscall
+	wbs       []record.Writeback
+	persisted []record.Persisted
+	summary   *record.Summary
 	stderr    string
 	code      int
 }
 
-func (tr *traced) forIno(ino uint64) []tracer.Syscall {
-	var out []tracer.Syscall
+func (tr *traced) forIno(ino uint64) []record.Syscall {
+	var out []record.Syscall
 	for _, c := range tr.calls {
 		if c.Ino == ino {
 			out = append(out, c)
@@ -115,19 +115,19 @@ func parseRecords(t *testing.T, out []byte) *traced {
 		var err error
 		switch head.Type {
 		case "syscall":
-			var c tracer.Syscall
+			var c record.Syscall
 			err = json.Unmarshal(line, &c)
 			tr.calls = append(tr.calls, c)
 		case "writeback":
-			var w tracer.Writeback
+			var w record.Writeback
 			err = json.Unmarshal(line, &w)
 			tr.wbs = append(tr.wbs, w)
 		case "persisted":
-			var p tracer.Persisted
+			var p record.Persisted
 			err = json.Unmarshal(line, &p)
 			tr.persisted = append(tr.persisted, p)
 		case "summary":
-			tr.summary = &tracer.Summary{}
+			tr.summary = &record.Summary{}
 			err = json.Unmarshal(line, tr.summary)
 		}
 		if err != nil {
@@ -172,7 +172,7 @@ func inoOf(t *testing.T, p string) uint64 {
 	return ino
 }
 
-func sumBioBytes(calls []tracer.Syscall) (total uint64) {
+func sumBioBytes(calls []record.Syscall) (total uint64) {
 	for _, c := range calls {
 		for _, b := range c.Bios {
 			total += uint64(b.Bytes)
@@ -324,7 +324,7 @@ func TestTraceDirectRead(t *testing.T) {
 		t.Fatalf("want 4 records, got %d", len(calls))
 	}
 	for _, c := range calls {
-		if !c.Direct || c.Cache.PagesAdded != 0 || c.Cache.PagesRequested != 0 || sumBioBytes([]tracer.Syscall{c}) != 8192 {
+		if !c.Direct || c.Cache.PagesAdded != 0 || c.Cache.PagesRequested != 0 || sumBioBytes([]record.Syscall{c}) != 8192 {
 			t.Errorf("O_DIRECT record %+v", c)
 		}
 		if c.Comm != "dd" {

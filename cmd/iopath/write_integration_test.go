@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
@@ -101,7 +101,7 @@ func oneBytePeriodic(t *testing.T) string {
 	if len(calls) != 1 || calls[0].Syscall != "write" || calls[0].DirtiedPages != 1 || len(calls[0].Bios) != 0 {
 		t.Fatalf("write records %+v", calls)
 	}
-	var p []tracer.Persisted
+	var p []record.Persisted
 	for _, x := range tr.persisted {
 		if x.OpID == calls[0].OpID {
 			p = append(p, x)
@@ -111,7 +111,7 @@ func oneBytePeriodic(t *testing.T) string {
 		t.Fatalf("persisted records for the write: %+v (stderr %s)", p, tr.stderr)
 	}
 	if p[0].Reason == "sync" || p[0].Reason == "background" {
-		return p[0].Reason
+		return string(p[0].Reason)
 	}
 	d := time.Duration(p[0].DirtyToDiskNs)
 	if !strings.HasPrefix(p[0].Worker, "kworker/") || p[0].Pages != 1 || p[0].Outcome != "written" {
@@ -120,7 +120,7 @@ func oneBytePeriodic(t *testing.T) string {
 	if d < expire || d > expire+interval+time.Second {
 		t.Errorf("dirty to disk %v, want within [%v, %v]", d, expire, expire+interval+time.Second)
 	}
-	var bios []tracer.Bio
+	var bios []record.Bio
 	for _, w := range tr.wbs {
 		if w.Ino == ino {
 			bios = append(bios, w.Bios...)
@@ -130,7 +130,7 @@ func oneBytePeriodic(t *testing.T) string {
 		t.Errorf("writeback bios %+v", bios)
 	}
 	t.Logf("1-byte write persisted %v after the write by %s (%s), bio %+v", d, p[0].Worker, p[0].Reason, bios)
-	return p[0].Reason
+	return string(p[0].Reason)
 }
 
 // Must-be-true 2: the same write followed by fsync is persisted inside the fsync call.
@@ -139,7 +139,7 @@ func TestWriteOneByteFsync(t *testing.T) {
 	f := filepath.Join(diskDir(t), "one-byte-fsync")
 	tr := traceCmd(t, "--", "dd", "if=/dev/zero", "of="+f, "bs=1", "count=1", "conv=fsync")
 	calls := tr.forIno(inoOf(t, f))
-	var write, fsync *tracer.Syscall
+	var write, fsync *record.Syscall
 	for i := range calls {
 		switch calls[i].Syscall {
 		case "write":
@@ -151,7 +151,7 @@ func TestWriteOneByteFsync(t *testing.T) {
 	if write == nil || fsync == nil {
 		t.Fatalf("records %+v", calls)
 	}
-	var p *tracer.Persisted
+	var p *record.Persisted
 	for i := range tr.persisted {
 		if tr.persisted[i].OpID == write.OpID {
 			p = &tr.persisted[i]

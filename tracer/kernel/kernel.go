@@ -1,4 +1,7 @@
-package tracer
+// Package kernel decodes the running kernel's numbers in events: request
+// flags, writeback reasons and block status from BTF enums, device numbers
+// and filesystem magics. Engine and tracer share it; it loads nothing.
+package kernel
 
 import (
 	"fmt"
@@ -20,9 +23,9 @@ type Kernel struct {
 	wbReasons map[uint32]string // WB_REASON_* value -> lower-case name
 }
 
-// KernelFromBTF reads the enums from a BTF spec (btf.LoadKernelSpec() for the
+// FromBTF reads the enums from a BTF spec (btf.LoadKernelSpec() for the
 // running kernel). It fails if a required enum is missing.
-func KernelFromBTF(spec *btf.Spec) (*Kernel, error) {
+func FromBTF(spec *btf.Spec) (*Kernel, error) {
 	k := &Kernel{reqOps: map[uint32]string{}, flagBits: map[string]uint32{}, wbReasons: map[uint32]string{}, opMask: 0xff}
 	var ops *btf.Enum
 	if err := spec.TypeByName("req_op", &ops); err != nil {

@@ -1,4 +1,8 @@
-package tracer
+// Package record is iopath's output contract: the records the engine
+// (tracer/engine) builds and render prints, one JSON object per line with
+// --json. It holds data only, and the one classification of syscalls by
+// name that engine and render share.
+package record
 
 // Records are what iopath prints: one JSON object per line with --json. The
 // field names are a documented contract (README.md, "JSON records").
@@ -10,7 +14,7 @@ package tracer
 
 // Syscall is one traced read/write/fsync-family call ("type":"syscall").
 type Syscall struct {
-	Type           string `json:"type"`
+	Type           Type   `json:"type"`
 	OpID           uint64 `json:"op_id"`
 	TimeNs         uint64 `json:"time_ns"`
 	Pid            uint32 `json:"pid"`
@@ -41,8 +45,6 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
-
-	kdev uint32 // kernel dev_t of Dev
 }
 
 // Cache is what the call did in the page cache.
@@ -64,11 +66,11 @@ type PageRange struct {
 
 // Readahead is one readahead decision made during the call.
 type Readahead struct {
-	Kind       string `json:"kind"`        // sync | async | unknown
-	StartIndex uint64 `json:"start_index"` // first page of the window
-	Pages      uint32 `json:"pages"`       // window size in pages
-	AsyncPages uint32 `json:"async_pages"` // pages left when the next async readahead triggers
-	Source     string `json:"source"`      // hook that saw it: fexit, tracepoint, derived
+	Kind       ReadaheadKind   `json:"kind"`        // sync | async | unknown
+	StartIndex uint64          `json:"start_index"` // first page of the window
+	Pages      uint32          `json:"pages"`       // window size in pages
+	AsyncPages uint32          `json:"async_pages"` // pages left when the next async readahead triggers
+	Source     ReadaheadSource `json:"source"`      // kernel | kernel (window from pages added) | derived
 }
 
 // Bio is one bio of a call or writeback, with its request's timing.
@@ -89,7 +91,7 @@ type Bio struct {
 	RequestBios  uint32 `json:"request_bios"`
 	// Kind, for fsync-family calls: data (file pages), metadata (rwbs M),
 	// journal (queued by jbd2 while the call waited), flush (cache flush).
-	Kind string `json:"kind,omitempty"`
+	Kind BioKind `json:"kind,omitempty"`
 }
 
 // Truncations counts what did not fit in the kernel's fixed-size records.
@@ -99,11 +101,11 @@ type Truncations struct {
 
 // Writeback is one bio of a writeback pass carrying tracked dirty pages ("type":"writeback").
 type Writeback struct {
-	Type         string `json:"type"`
+	Type         Type   `json:"type"`
 	TimeNs       uint64 `json:"time_ns"`
 	Worker       string `json:"worker"`
 	WorkerTid    uint32 `json:"worker_tid"`
-	Reason       string `json:"reason"`
+	Reason       Reason `json:"reason"`
 	Dev          string `json:"dev"`
 	Ino          uint64 `json:"ino"`
 	Path         string `json:"path,omitempty"`
@@ -115,30 +117,30 @@ type Writeback struct {
 
 // Persisted says when the pages a write call dirtied reached the disk ("type":"persisted").
 type Persisted struct {
-	Type          string `json:"type"`
-	OpID          uint64 `json:"op_id"`
-	Pid           uint32 `json:"pid"`
-	Dev           string `json:"dev"`
-	Ino           uint64 `json:"ino"`
-	Path          string `json:"path,omitempty"`
-	Pages         uint32 `json:"pages"`         // pages of the dirty folios (the kernel's dirty accounting)
-	BytesWritten  uint64 `json:"bytes_written"` // bytes of those folios the bio carried (a large folio may be written in part)
-	Outcome       string `json:"outcome"`       // written | removed (truncated/evicted before writeback) | pending
-	DirtiedNs     uint64 `json:"dirtied_ns"`
-	PersistedNs   uint64 `json:"persisted_ns,omitempty"`
-	DirtyToDiskNs uint64 `json:"dirty_to_disk_ns,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	Worker        string `json:"worker,omitempty"`
-	WorkerTid     uint32 `json:"worker_tid,omitempty"`
-	Sector        uint64 `json:"sector,omitempty"`
-	RequestBytes  uint32 `json:"request_bytes,omitempty"`
-	ByOpID        uint64 `json:"by_op_id,omitempty"` // fsync-family call that wrote it
-	Error         string `json:"error,omitempty"`
+	Type          Type    `json:"type"`
+	OpID          uint64  `json:"op_id"`
+	Pid           uint32  `json:"pid"`
+	Dev           string  `json:"dev"`
+	Ino           uint64  `json:"ino"`
+	Path          string  `json:"path,omitempty"`
+	Pages         uint32  `json:"pages"`         // pages of the dirty folios (the kernel's dirty accounting)
+	BytesWritten  uint64  `json:"bytes_written"` // bytes of those folios the bio carried (a large folio may be written in part)
+	Outcome       Outcome `json:"outcome"`       // written | failed | removed (truncated/evicted before writeback)
+	DirtiedNs     uint64  `json:"dirtied_ns"`
+	PersistedNs   uint64  `json:"persisted_ns,omitempty"`
+	DirtyToDiskNs uint64  `json:"dirty_to_disk_ns,omitempty"`
+	Reason        Reason  `json:"reason,omitempty"`
+	Worker        string  `json:"worker,omitempty"`
+	WorkerTid     uint32  `json:"worker_tid,omitempty"`
+	Sector        uint64  `json:"sector,omitempty"`
+	RequestBytes  uint32  `json:"request_bytes,omitempty"`
+	ByOpID        uint64  `json:"by_op_id,omitempty"` // fsync-family call that wrote it
+	Error         string  `json:"error,omitempty"`
 }
 
 // Summary closes a trace ("type":"summary").
 type Summary struct {
-	Type             string            `json:"type"`
+	Type             Type              `json:"type"`
 	DurationNs       uint64            `json:"duration_ns"`
 	Pids             []PidSummary      `json:"pids"`
 	Files            []FileSummary     `json:"files"`

@@ -1,6 +1,8 @@
-package tracer
+package kernel
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // fsNames maps superblock magic numbers (include/uapi/linux/magic.h) to names.
 var fsNames = map[uint64]string{
