@@ -13,13 +13,12 @@ import (
 	"github.com/iopath/iopath/timeline/headless"
 )
 
-// needChromium skips without chromium, except in CI (scripts/setup.sh installs it).
+// needChromium skips without chromium, except in CI (see headless.Check).
 func needChromium(t *testing.T) {
-	if _, err := headless.Find(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+	if skip, err := headless.Check(); err != nil {
+		t.Fatal(err)
+	} else if skip != "" {
+		t.Skip(skip)
 	}
 }
 

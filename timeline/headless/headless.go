@@ -25,6 +25,24 @@ func Find() (string, error) {
 	return "", fmt.Errorf("chromium not found: install it (apt-get install chromium, as scripts/setup.sh does)")
 }
 
+// Check says whether tests can load pages here: skip is the reason to
+// skip (no chromium, and not required), err the reason to fail (no
+// chromium on a CI host, where scripts/setup.sh installs it). Under
+// scripts/vmtest.sh (IOPATH_VM=1) the guest has no browser: the host's run
+// covers these tests.
+func Check() (skip string, err error) {
+	_, err = Find()
+	switch {
+	case err == nil:
+		return "", nil
+	case os.Getenv("IOPATH_VM") == "1":
+		return "no browser in the test VM (the host run loads the pages): " + err.Error(), nil
+	case os.Getenv("CI") != "":
+		return "", err
+	}
+	return err.Error(), nil
+}
+
 // ArtifactDir is where tests keep reports and screenshots for people to
 // look at: $IOPATH_ARTIFACTS (created if needed), else tmp.
 func ArtifactDir(tmp string) (string, error) {
