@@ -51,7 +51,7 @@ func NewReport(w io.Writer, title string, maxSlices int) *Report {
 	}
 	// encoding/json escapes <, > and & (SetEscapeHTML defaults to true):
 	// no string in the data can end the <script> element holding it.
-	return &Report{out: newJSONArray(w, reportHead(title)), limit: maxSlices, omitted: map[string]uint64{},
+	return &Report{out: newJSONArray(w, reportHead(title)), limit: maxSlices, omitted: map[string]uint64{}, tracks: []reportTrack{},
 		hists: newHistograms(), title: title}
 }
 

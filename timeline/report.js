@@ -12,7 +12,7 @@
   var ctx = canvas.getContext("2d");
 
   // Tracks, their slices (sorted, with nesting depth) and the flows.
-  var tracks = meta.tracks.map(function (t, i) {
+  var tracks = (meta.tracks || []).map(function (t, i) {
     return { i: i, kind: t.kind, pid: t.pid, tid: t.tid, process: t.process, thread: t.thread, sort: t.sort, slices: [], depth: 1 };
   });
   var flows = [], nSlices = 0, nBios = 0, t0 = Infinity, t1 = -Infinity;

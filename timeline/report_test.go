@@ -150,3 +150,17 @@ func TestReportLimit(t *testing.T) {
 		t.Errorf("page drew %d slices and %d arrows (limit 100; layout %+v) and says nothing left out: %q", slices, flows, tl.Stats(), page.Attr("data-slices"))
 	}
 }
+
+// A trace without a single call (the command did no IO) still renders.
+func TestReportEmpty(t *testing.T) {
+	needChromium(t)
+	path := filepath.Join(t.TempDir(), "report.html")
+	writeReport(t, path, 0, []any{summaryOf(0, 0, 0, 0)})
+	page, err := headless.Load(path, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Console) > 0 || page.Attr("data-rendered") != "1" || page.Attr("data-bio-slices") != "0" {
+		t.Errorf("empty report: console %q, rendered %q, bio slices %q", page.Console, page.Attr("data-rendered"), page.Attr("data-bio-slices"))
+	}
+}
