@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"io"
+	"math"
 
 	"github.com/iopath/iopath/record"
 )
@@ -24,7 +25,9 @@ type Chrome struct {
 
 // NewChrome returns an Output writing a Chrome JSON trace to w (not closed by Close).
 func NewChrome(w io.Writer) *Chrome {
-	return &Chrome{out: newJSONArray(w, `{"displayTimeUnit":"ns","traceEvents":[`+"\n")}
+	// No displayTimeUnit: Perfetto's importer reads "ns" there as the unit
+	// of ts and dur (the format says µs, and chrome://tracing agrees).
+	return &Chrome{out: newJSONArray(w, `{"traceEvents":[`+"\n")}
 }
 
 // Event is one trace event, as written and as read back. Only "X" slices
@@ -52,15 +55,23 @@ func (e *Event) DurUs() float64 {
 
 // Trace is a whole Chrome JSON trace, as read back (tests, tools).
 type Trace struct {
-	TraceEvents     []Event        `json:"traceEvents"`
-	DisplayTimeUnit string         `json:"displayTimeUnit"`
-	OtherData       map[string]any `json:"otherData"`
+	TraceEvents []Event        `json:"traceEvents"`
+	OtherData   map[string]any `json:"otherData"`
 }
 
-// us converts ns to the format's µs; float64 holds CLOCK_MONOTONIC µs with
-// all three decimals exactly (< 2^53 ns), and encoding/json prints the
-// shortest decimal that reads back as the same float: the ns-exact value.
-func us(ns uint64) float64 { return float64(ns) / 1000 }
+// us converts ns to the format's µs. Viewers convert back by multiplying
+// by 1000 and truncating (Perfetto's importer), so the float is the
+// smallest one whose product with 1000 is not below ns: the product then
+// truncates to ns exactly, and slices that end together (a bio and its
+// D2C) still end together. Exact while ns < 2^52 (52 days of uptime); the
+// format's µs floats cannot hold ns beyond.
+func us(ns uint64) float64 {
+	v := float64(ns) / 1000
+	if math.FMA(v, 1000, -float64(ns)) < 0 {
+		v = math.Nextafter(v, math.Inf(1))
+	}
+	return v
+}
 
 func meta(name string, pid, tid uint32, key string, v any) *Event {
 	return &Event{Name: name, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{key: v}}

@@ -345,3 +345,19 @@ func TestChromeSyncBioWithoutCall(t *testing.T) {
 		t.Errorf("%d arrows from the write to its writeback bio, want 1", n)
 	}
 }
+
+// ts and dur survive a viewer's conversion back to ns (µs × 1000,
+// truncated, as Perfetto's importer does): exact, never 1 ns early.
+func TestMicrosTruncateToNs(t *testing.T) {
+	for _, n := range []uint64{0, 1, 999, 1001, 5000000130001, 1297003519686, 1415390462954, 1<<50 + 12345, 1<<52 - 1} {
+		for d := range uint64(2000) {
+			x := n + d*7919
+			if x >= 1<<52 {
+				continue
+			}
+			if got := int64(us(x) * 1000); got != int64(x) {
+				t.Fatalf("us(%d) = %v: × 1000 truncates to %d", x, us(x), got)
+			}
+		}
+	}
+}
