@@ -35,6 +35,7 @@ type traceFlags struct {
 	noWriteback   bool
 	quiet         bool
 	workload      string // trace_workload.go
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -71,11 +72,16 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
-func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args)
 	}
@@ -122,7 +128,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	}
 	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
 	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.Record)
+		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, activeTimeline.tee(out.Record))
 	if err != nil {
 		return err
 	}
@@ -220,7 +226,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	out.Summary(t.Summary())
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	out.Summary(sum)
 	if exitCode != 0 {
 		return exitError{code: exitCode}
 	}

@@ -312,7 +312,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 		force[k] = tracer.Mechanism(v)
 	}
 	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
-	tally := &persistTally{out: out.Record}
+	tally := &persistTally{out: activeTimeline.tee(out.Record)}
 	t, err := tracer.New(tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
 		Force: force, NoWriteback: f.noWriteback}, tally.record)
 	if err != nil {
@@ -384,6 +384,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 			res.rep.WriteText(wout)
 		}
 	}
+	activeTimeline.summary(sum)
 	out.Summary(sum)
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
@@ -655,7 +656,7 @@ type workloadRun struct {
 func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Summary, []tracer.HookStatus, error) {
 	p := render.NewPrinter(io.Discard, false, true)
 	p.Collect = true
-	t, err := tracer.New(opts, p.Record)
+	t, err := tracer.New(opts, activeTimeline.tee(p.Record))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -678,7 +679,9 @@ func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Su
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p.Collected, t.Summary(), t.Hooks, nil
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	return p.Collected, sum, t.Hooks, nil
 }
 
 // trace runs the workload as a traced child of t and waits for it.
