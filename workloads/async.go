@@ -90,6 +90,7 @@ func (l *asyncLoop) run() error {
 		free[i] = int32(depth - 1 - i)
 	}
 	queued := make([]int32, 0, depth) // prepared, not yet submitted, in order
+	offAt := make([]int64, depth)
 	prepAt := make([]time.Duration, depth)
 	issueAt := make([]time.Duration, depth)
 	evs := make([]completion, depth)
@@ -105,8 +106,8 @@ func (l *asyncLoop) run() error {
 				for range n {
 					s := free[len(free)-1]
 					free = free[:len(free)-1]
-					prepAt[s] = t
-					l.eng.prep(int(s), l.next())
+					prepAt[s], offAt[s] = t, l.next()
+					l.eng.prep(int(s), offAt[s])
 					queued = append(queued, s)
 				}
 			}
@@ -137,6 +138,9 @@ func (l *asyncLoop) run() error {
 				free = append(free, queued...)
 				queued = queued[:0]
 			}
+			if err == nil && len(queued) > 0 {
+				continue // the kernel took some: offer it the rest before waiting
+			}
 		}
 		if inflight == 0 {
 			if stop || issued >= l.limit {
@@ -162,7 +166,7 @@ func (l *asyncLoop) run() error {
 					l.bytes += ev.res
 				}
 				if firstErr == nil {
-					firstErr = resultError(ev.res, l.bs)
+					firstErr = resultError(ev.res, l.bs, offAt[s])
 				}
 				stop = true
 				continue
@@ -191,12 +195,13 @@ func (l *asyncLoop) run() error {
 	return firstErr
 }
 
-// resultError is the error of a request's result res (bytes or -errno) for a block of bs bytes.
-func resultError(res, bs int64) error {
+// resultError is the error of a request's result res (bytes or -errno)
+// for a block of bs bytes at file offset off.
+func resultError(res, bs, off int64) error {
 	if res < 0 {
 		return unix.Errno(-res)
 	}
-	return errShort{n: res, bs: bs}
+	return errShort{n: res, bs: bs, off: off}
 }
 
 // summary summarizes h with the exact mean sum/count.

@@ -136,6 +136,17 @@ func (p *Prepared) asyncRun(ctx context.Context, j *job, st *runState, offs *Off
 	start := time.Now()
 	l.now = func() time.Duration { return time.Since(start) }
 	err := l.run()
+	var short errShort
+	if errors.As(err, &short) && isWrite(s.Kind) && short.n > 0 {
+		// Like psync's pwrite: write the rest, which either completes or
+		// returns the reason (such as ENOSPC).
+		rest := j.buf[short.n:s.BlockSize]
+		n, werr := sysIO(false, unix.SYS_PWRITE64, j.fd, rest, short.off+short.n)
+		l.bytes += int64(max(n, 0))
+		if werr != nil {
+			err = werr
+		}
+	}
 	st.ops, st.bytes, st.elapsed, st.stopped = l.ops, l.bytes, l.elapsed, l.stopped
 	st.lat, st.slat, st.clat, st.sums, st.maxInflight = l.lat, l.slat, l.clat, l.sums, l.maxInflight
 	return err
@@ -229,7 +240,7 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 }
 
 // errShort is a read or write that moved fewer bytes than the block size.
-type errShort struct{ n, bs int64 }
+type errShort struct{ n, bs, off int64 } // off: file offset of the op, for async engines
 
 func (e errShort) Error() string {
 	return fmt.Sprintf("short IO: %d of %d bytes (did the file shrink during the run?)", e.n, e.bs)

@@ -94,10 +94,14 @@ func TestWorkloadBadInput(t *testing.T) {
 		{"--bs 0: a size of 0", []string{"workload", "rand-read", "--bs", "0"}},
 		{`--bs: invalid size "4q"`, []string{"workload", "rand-read", "--bs", "4q"}},
 		{"block size 8192 bytes is larger than the file size 4096 bytes", []string{"workload", "seq-read", "--bs", "8k", "--size", "4k"}},
-		{`unknown engine "libaio": choose one of psync, sync, mmap, stdio`, []string{"workload", "seq-read", "--engine", "libaio"}},
+		{`unknown engine "spdk": choose one of psync, sync, mmap, stdio, libaio, io_uring`, []string{"workload", "seq-read", "--engine", "spdk"}},
+		{`--iodepth 0 is out of range: give 1 to 1024 requests in flight per job`, []string{"workload", "rand-read", "--engine", "libaio", "--iodepth", "0"}},
+		{`--iodepth 100000 is out of range: give 1 to 1024`, []string{"workload", "rand-read", "--engine", "io_uring", "--iodepth", "100000"}},
+		{`--iodepth 8 needs --engine libaio or io_uring`, []string{"workload", "rand-read", "--iodepth", "8"}},
+		{`--numjobs 0 is out of range: give 1 to 256 jobs`, []string{"workload", "rand-read", "--numjobs", "0"}},
 		{"read-1byte always reads 1 byte per call", []string{"workload", "read-1byte", "--bs", "4k"}},
 		{"directory " + tmp + "/nope does not exist: create it first or choose another --dir", []string{"workload", "seq-read", "--dir", tmp + "/nope"}},
-		{"O_DIRECT needs the psync or sync engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
+		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
 		{"choose one of --fsync and --fdatasync, not both", []string{"workload", "small-write", "--fsync", "1", "--fdatasync", "1"}},
 	} {
 		checkRefused(t, tmp, c.want, c.args...)
