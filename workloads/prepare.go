@@ -177,6 +177,9 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 			return err
 		}
 	}
+	if err := checkSpace(p.Path, p.fillBytes(cur)); err != nil {
+		return err
+	}
 	wrote := false
 	switch {
 	case s.appends() && s.Engine == EngineMmap:
@@ -217,6 +220,18 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 		return p.dropCache(f)
 	}
 	return nil
+}
+
+// fillBytes is how many bytes layout will write or reserve in a file of cur bytes.
+func (p *Prepared) fillBytes(cur int64) int64 {
+	s := &p.Spec
+	switch {
+	case s.appends() && s.Prealloc:
+		return s.FileSize
+	case !s.appends() && cur < s.FileSize:
+		return s.FileSize - cur
+	}
+	return 0 // appends without --prealloc write during the run; mmap appends only truncate
 }
 
 // fallocate reserves length bytes at off, explaining a filesystem that cannot.
