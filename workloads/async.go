@@ -54,6 +54,7 @@ type asyncLoop struct {
 	next     func() int64  // offset of the next request
 	now      func() time.Duration
 	done     <-chan struct{} // closed to stop early
+	batch    int             // most requests per submit call
 
 	ops, bytes     int64 // completed requests, their bytes (plus a short one's)
 	elapsed        time.Duration
@@ -68,7 +69,7 @@ type asyncLoop struct {
 // newAsyncLoop returns a loop with empty histograms.
 func newAsyncLoop(eng asyncEngine, depth int, bs int64) *asyncLoop {
 	return &asyncLoop{
-		eng: eng, depth: depth, bs: bs, limit: math.MaxInt64, deadline: math.MaxInt64,
+		eng: eng, depth: depth, bs: bs, limit: math.MaxInt64, deadline: math.MaxInt64, batch: depth,
 		slat: newHist(), clat: newHist(), lat: newHist(),
 	}
 }
@@ -100,20 +101,25 @@ func (l *asyncLoop) run() error {
 	var firstErr error
 	check := ctxCheckEvery
 	for {
-		if !stop {
-			if n := int(min(int64(len(free)), l.limit-issued-int64(len(queued)))); n > 0 {
-				t := l.now()
-				for range n {
-					s := free[len(free)-1]
-					free = free[:len(free)-1]
-					prepAt[s], offAt[s] = t, l.next()
-					l.eng.prep(int(s), offAt[s])
-					queued = append(queued, s)
+		// Submit, up to batch requests per call, each batch prepared just
+		// before its call (so slat is the submission of that batch).
+		for {
+			if !stop {
+				if n := int(min(int64(len(free)), int64(l.batch-len(queued)), l.limit-issued-int64(len(queued)))); n > 0 {
+					t := l.now()
+					for range n {
+						s := free[len(free)-1]
+						free = free[:len(free)-1]
+						prepAt[s], offAt[s] = t, l.next()
+						l.eng.prep(int(s), offAt[s])
+						queued = append(queued, s)
+					}
 				}
 			}
-		}
-		if len(queued) > 0 {
-			k, err := l.eng.submit(len(queued))
+			if len(queued) == 0 {
+				break
+			}
+			k, err := l.eng.submit(min(len(queued), l.batch))
 			l.submits++
 			t := l.now()
 			for _, s := range queued[:k] {
@@ -129,17 +135,17 @@ func (l *asyncLoop) run() error {
 			if err == nil && k == 0 {
 				err = fmt.Errorf("the kernel accepted none of %d requests", len(queued))
 			}
-			if err != nil && !(retryable(err) && inflight > 0) {
-				if errors.Is(err, unix.EINTR) {
-					continue
-				}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil && retryable(err) && inflight > 0 {
+				break // reap, then offer the rest again
+			}
+			if err != nil {
 				firstErr = err
 				stop = true
 				free = append(free, queued...)
 				queued = queued[:0]
-			}
-			if err == nil && len(queued) > 0 {
-				continue // the kernel took some: offer it the rest before waiting
 			}
 		}
 		if inflight == 0 {

@@ -124,6 +124,19 @@ func TestAsyncLatencySplit(t *testing.T) {
 	if l.elapsed != 220 || l.submits != 2 || l.waits != 2 {
 		t.Errorf("elapsed %d submits %d waits %d, want 220 ns in 2 submits and 2 waits", l.elapsed, l.submits, l.waits)
 	}
+
+	// One request per submit, each prepared just before its call: slat is
+	// one submit's cost; the first of a round waits for the later submits.
+	f = newFake(t, &clock, 4096)
+	l = fakeLoop(f, 4, 8)
+	l.batch = 1
+	if err := l.run(); err != nil {
+		t.Fatal(err)
+	}
+	sl, cl := summary(l.slat, l.sums[0]), summary(l.clat, l.sums[1])
+	if l.submits != 8 || sl.Count != 8 || sl.Min != 10 || sl.Max != 10 || cl.Min != 100 || cl.Max != 130 {
+		t.Errorf("batch 1: %d submits, slat %+v, clat %+v; want 8 submits, slat 10 ns, clat 100..130 ns", l.submits, sl, cl)
+	}
 }
 
 // TestAsyncOneAtATime: one completion per wait, the oldest first: after the

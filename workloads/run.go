@@ -132,7 +132,7 @@ func (p *Prepared) asyncRun(ctx context.Context, j *job, st *runState, offs *Off
 	if s.Duration > 0 {
 		l.deadline = s.Duration
 	}
-	l.next, l.done = offs.Next, ctx.Done()
+	l.next, l.done, l.batch = offs.Next, ctx.Done(), s.IODepthBatch
 	start := time.Now()
 	l.now = func() time.Duration { return time.Since(start) }
 	err := l.run()

@@ -124,6 +124,11 @@ type Spec struct {
 	// IODepth is the requests each job keeps in flight, 1 to MaxIODepth,
 	// with the libaio and io_uring engines; 0 means 1.
 	IODepth int
+	// IODepthBatch is the most requests one io_submit or io_uring_enter
+	// submits, 1 to IODepth; 0 means 1, fio's default (iodepth_batch_submit):
+	// each request goes to the device as soon as it is prepared, where a
+	// batch would hold the first ones back (plugged) until the last is in.
+	IODepthBatch int
 	// NumJobs is the number of jobs issuing the workload at once on the same
 	// file, each with its own open file, buffer, engine and offsets (job i
 	// uses seed Seed+i); 0 means 1. The jobs are processes (fio's default),
@@ -175,6 +180,9 @@ func (s *Spec) fillDefaults() {
 	}
 	if s.NumJobs == 0 {
 		s.NumJobs = 1
+	}
+	if s.IODepthBatch == 0 {
+		s.IODepthBatch = 1
 	}
 }
 
