@@ -32,6 +32,8 @@ type asyncEngine interface {
 	// wait blocks until at least min requests completed and moves up to
 	// len(out) completions into out.
 	wait(min int, out []completion) (int, error)
+	// sync is fsync(2), or fdatasync(2) if data, of the file.
+	sync(data bool) error
 	// reset zeroes the counters before a run; raw selects raw system calls.
 	reset(raw bool)
 	// calls lists the system calls made since reset.
@@ -55,6 +57,12 @@ type asyncLoop struct {
 	now      func() time.Duration
 	done     <-chan struct{} // closed to stop early
 	batch    int             // most requests per submit call
+	// syncEvery > 0: after every syncEvery submitted requests, wait for all
+	// of them to complete, then sync (fdatasync if dataSync), like psync's
+	// --fsync N.
+	syncEvery int64
+	dataSync  bool
+	syncLat   *hdrhistogram.Histogram
 
 	ops, bytes     int64 // completed requests, their bytes (plus a short one's)
 	elapsed        time.Duration
@@ -70,7 +78,7 @@ type asyncLoop struct {
 func newAsyncLoop(eng asyncEngine, depth int, bs int64) *asyncLoop {
 	return &asyncLoop{
 		eng: eng, depth: depth, bs: bs, limit: math.MaxInt64, deadline: math.MaxInt64, batch: depth,
-		slat: newHist(), clat: newHist(), lat: newHist(),
+		slat: newHist(), clat: newHist(), lat: newHist(), syncLat: newHist(),
 	}
 }
 
@@ -95,7 +103,11 @@ func (l *asyncLoop) run() error {
 	prepAt := make([]time.Duration, depth)
 	issueAt := make([]time.Duration, depth)
 	evs := make([]completion, depth)
-	var issued int64 // submitted requests
+	var issued int64               // submitted requests
+	toSync := int64(math.MaxInt64) // requests to submit before the next sync
+	if l.syncEvery > 0 {
+		toSync = l.syncEvery
+	}
 	inflight := 0
 	stop := false
 	var firstErr error
@@ -105,7 +117,7 @@ func (l *asyncLoop) run() error {
 		// before its call (so slat is the submission of that batch).
 		for {
 			if !stop {
-				if n := int(min(int64(len(free)), int64(l.batch-len(queued)), l.limit-issued-int64(len(queued)))); n > 0 {
+				if n := int(min(int64(len(free)), int64(l.batch-len(queued)), l.limit-issued-int64(len(queued)), toSync-int64(len(queued)))); n > 0 {
 					t := l.now()
 					for range n {
 						s := free[len(free)-1]
@@ -130,6 +142,7 @@ func (l *asyncLoop) run() error {
 			}
 			inflight += k
 			issued += int64(k)
+			toSync -= int64(k)
 			l.maxInflight = max(l.maxInflight, inflight)
 			queued = queued[:copy(queued, queued[k:])]
 			if err == nil && k == 0 {
@@ -147,6 +160,14 @@ func (l *asyncLoop) run() error {
 				free = append(free, queued...)
 				queued = queued[:0]
 			}
+		}
+		if inflight == 0 && toSync == 0 && !stop {
+			t := l.now()
+			if err := l.eng.sync(l.dataSync); err != nil {
+				firstErr, stop = err, true
+			}
+			record(l.syncLat, l.now()-t)
+			toSync = l.syncEvery
 		}
 		if inflight == 0 {
 			if stop || issued >= l.limit {

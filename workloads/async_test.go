@@ -25,6 +25,7 @@ type fakeEngine struct {
 	queued, inflight []int
 	offs             map[int]int64 // slot -> offset of its request
 	submitCalls      int
+	syncs            []int // completions before each sync
 	completedOffs    []int64
 }
 
@@ -82,6 +83,15 @@ func (f *fakeEngine) wait(minN int, out []completion) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+func (f *fakeEngine) sync(bool) error {
+	if len(f.inflight) > 0 || len(f.queued) > 0 {
+		f.t.Errorf("sync with %d requests in flight and %d queued", len(f.inflight), len(f.queued))
+	}
+	f.syncs = append(f.syncs, len(f.completedOffs))
+	*f.clock += 1000
+	return nil
 }
 
 func (f *fakeEngine) reset(bool)                    {}
@@ -246,5 +256,24 @@ func TestAsyncDeadlineAndCancel(t *testing.T) {
 	}
 	if !l.stopped || l.ops > 4*ctxCheckEvery || len(f.inflight) != 0 {
 		t.Errorf("cancelled: stopped %v after %d ops with %d in flight", l.stopped, l.ops, len(f.inflight))
+	}
+}
+
+// TestAsyncSync: with syncEvery 25 and 100 requests at depth 8, the loop
+// drains the queue and syncs after requests 25, 50, 75 and 100, and the
+// sync's time is not in any request's latency.
+func TestAsyncSync(t *testing.T) {
+	var clock time.Duration
+	f := newFake(t, &clock, 4096)
+	l := fakeLoop(f, 8, 100)
+	l.syncEvery = 25
+	if err := l.run(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.syncs) != 4 || f.syncs[0] != 25 || f.syncs[3] != 100 || l.syncLat.TotalCount() != 4 || l.syncLat.Min() != 1000 {
+		t.Errorf("syncs after %v completions, sync latency count %d min %d; want after 25, 50, 75, 100, 1000 ns each", f.syncs, l.syncLat.TotalCount(), l.syncLat.Min())
+	}
+	if l.ops != 100 || l.lat.Max() >= 1000 {
+		t.Errorf("%d ops, max lat %d ns: want 100, below the sync's 1000 ns", l.ops, l.lat.Max())
 	}
 }

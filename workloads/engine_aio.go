@@ -41,6 +41,7 @@ type ioEvent struct {
 // aioEngine issues requests with io_submit(2) and reaps them with
 // io_getevents(2) on its own AIO context, like fio's libaio engine.
 type aioEngine struct {
+	syncCounter
 	ctx     uintptr // aio_context_t
 	iocbs   []iocb  // one per slot
 	queue   []uintptr
@@ -55,7 +56,7 @@ type aioEngine struct {
 }
 
 func newAioEngine(depth, fd int, write bool, buf []byte, stride, bs int64) (*aioEngine, error) {
-	e := &aioEngine{iocbs: make([]iocb, depth), queue: make([]uintptr, 0, depth), events: make([]ioEvent, depth), write: write, bs: bs}
+	e := &aioEngine{syncCounter: syncCounter{fd: fd}, iocbs: make([]iocb, depth), queue: make([]uintptr, 0, depth), events: make([]ioEvent, depth), write: write, bs: bs}
 	_, _, errno := unix.Syscall(unix.SYS_IO_SETUP, uintptr(depth), uintptr(unsafe.Pointer(&e.ctx)), 0)
 	if errno != 0 {
 		return nil, aioSetupError(errno, depth)
@@ -122,15 +123,15 @@ func (e *aioEngine) syscall(trap, a1, a2, a3, a4 uintptr) (uintptr, uintptr, uni
 }
 
 func (e *aioEngine) reset(raw bool) {
-	e.raw, e.submits, e.waits, e.bytes, e.reaped = raw, 0, 0, 0, 0
+	e.raw, e.submits, e.waits, e.bytes, e.reaped, e.fsyncs, e.fdatasyncs = raw, 0, 0, 0, 0, 0, 0
 	e.queue = e.queue[:0]
 }
 
 func (e *aioEngine) calls() []SyscallCount {
-	return []SyscallCount{
+	return append([]SyscallCount{
 		{Name: "io_submit", Calls: e.submits, Bytes: e.bytes},
 		{Name: "io_getevents", Calls: e.waits, Bytes: e.reaped},
-	}
+	}, e.counts()...)
 }
 
 // close destroys the context; io_destroy(2) waits for requests in flight.

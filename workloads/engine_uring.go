@@ -11,8 +11,8 @@ import (
 // what is already in the CQ ring and only calls io_uring_enter(GETEVENTS)
 // when that is not enough, like fio's io_uring engine.
 type uringEngine struct {
+	syncCounter
 	r       *ring
-	fd      int
 	write   bool
 	buf     []byte // depth slots of stride bytes
 	stride  int64
@@ -28,7 +28,7 @@ func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64) (*u
 	if err != nil {
 		return nil, err
 	}
-	return &uringEngine{r: r, fd: fd, write: write, buf: buf, stride: stride, bs: bs}, nil
+	return &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs}, nil
 }
 
 func (e *uringEngine) prep(slot int, off int64) {
@@ -69,13 +69,15 @@ func (e *uringEngine) wait(min int, out []completion) (int, error) {
 	return n, nil
 }
 
-func (e *uringEngine) reset(raw bool) { e.raw, e.submits, e.waits, e.bytes = raw, 0, 0, 0 }
+func (e *uringEngine) reset(raw bool) {
+	e.raw, e.submits, e.waits, e.bytes, e.fsyncs, e.fdatasyncs = raw, 0, 0, 0, 0, 0
+}
 
 func (e *uringEngine) calls() []SyscallCount {
-	return []SyscallCount{
+	return append([]SyscallCount{
 		{Name: "io_uring_enter (submit)", Calls: e.submits, Bytes: e.bytes},
 		{Name: "io_uring_enter (wait)", Calls: e.waits},
-	}
+	}, e.counts()...)
 }
 
 func (e *uringEngine) close() error { return e.r.close() }

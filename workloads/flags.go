@@ -91,8 +91,6 @@ func (s *Spec) validateQueue() error {
 		return fmt.Errorf("--numjobs %d is out of range: give 1 to %d jobs", s.NumJobs, MaxNumJobs)
 	case s.IODepth > 1 && !async(s.Engine):
 		return fmt.Errorf("--iodepth %d needs --engine libaio or io_uring: the %s engine has one request in flight, inside its system call", s.IODepth, s.Engine)
-	case async(s.Engine) && (s.FsyncEvery > 0 || s.FdatasyncEvery > 0):
-		return fmt.Errorf("--fsync and --fdatasync are not supported with --engine %s: iopath does not queue sync requests; use --engine psync for syncs between writes", s.Engine)
 	case s.NumJobs > 1 && s.appends():
 		return fmt.Errorf("--numjobs %d with appending %s: the jobs would all append to the same file; use --overwrite (or rand-write), or --numjobs 1", s.NumJobs, s.Kind)
 	}

@@ -340,28 +340,7 @@ func (p *Prepared) aggregate(reps []*Report) *Report {
 	}
 	r.Kernel = kernel
 	r.Latency = summarize(agg.lat)
-	if agg.syncLat.TotalCount() > 0 {
-		l := summarize(agg.syncLat)
-		r.SyncLatency = &l
-	}
-	if agg.slat != nil {
-		r.Latency = summary(agg.lat, agg.sums[2])
-		sl, cl := summary(agg.slat, agg.sums[0]), summary(agg.clat, agg.sums[1])
-		r.SubmitLatency, r.CompletionLatency = &sl, &cl
-	}
-	if sec := r.Runtime.Seconds(); sec > 0 {
-		r.IOPS = float64(r.Ops) / sec
-		r.Bandwidth = float64(r.Bytes) / sec / (1 << 20)
-	}
-	if r.Syscalls == nil {
-		r.Syscalls = []SyscallCount{}
-	}
-	for i := range r.Syscalls {
-		if c := &r.Syscalls[i]; c.Calls > 0 {
-			c.BytesPerCall = float64(c.Bytes) / float64(c.Calls)
-		}
-	}
-	r.hists = agg
+	r.finish(agg)
 	return r
 }
 

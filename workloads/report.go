@@ -112,19 +112,27 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	if r.Random {
 		r.Seed = s.Seed
 	}
+	r.finish(st)
+	r.MaxInflight = st.maxInflight
+	return r
+}
+
+// finish fills in what follows from the counts and histograms of st: the
+// latency summaries, IOPS and bandwidth over r.Runtime, bytes per call.
+func (r *Report) finish(st *runState) {
+	r.hists = st
 	if st.syncLat.TotalCount() > 0 {
 		l := summarize(st.syncLat)
 		r.SyncLatency = &l
 	}
-	r.hists = st
 	if st.slat != nil {
 		r.Latency = summary(st.lat, st.sums[2])
 		sl, cl := summary(st.slat, st.sums[0]), summary(st.clat, st.sums[1])
-		r.SubmitLatency, r.CompletionLatency, r.MaxInflight = &sl, &cl, st.maxInflight
+		r.SubmitLatency, r.CompletionLatency = &sl, &cl
 	}
-	if sec := st.elapsed.Seconds(); sec > 0 {
-		r.IOPS = float64(st.ops) / sec
-		r.Bandwidth = float64(st.bytes) / sec / (1 << 20)
+	if sec := r.Runtime.Seconds(); sec > 0 {
+		r.IOPS = float64(r.Ops) / sec
+		r.Bandwidth = float64(r.Bytes) / sec / (1 << 20)
 	}
 	if r.Syscalls == nil {
 		r.Syscalls = []SyscallCount{}
@@ -134,7 +142,6 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 			c.BytesPerCall = float64(c.Bytes) / float64(c.Calls)
 		}
 	}
-	return r
 }
 
 // calls lists the system calls the job's engine made.

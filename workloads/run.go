@@ -133,6 +133,10 @@ func (p *Prepared) asyncRun(ctx context.Context, j *job, st *runState, offs *Off
 		l.deadline = s.Duration
 	}
 	l.next, l.done, l.batch = offs.Next, ctx.Done(), s.IODepthBatch
+	l.syncEvery, l.syncLat = s.FsyncEvery, st.syncLat
+	if s.FdatasyncEvery > 0 {
+		l.syncEvery, l.dataSync = s.FdatasyncEvery, true
+	}
 	start := time.Now()
 	l.now = func() time.Duration { return time.Since(start) }
 	err := l.run()

@@ -171,9 +171,6 @@ func testSyscalls(t *testing.T, kind, engine string) {
 // TestSyncCalls checks fsync and fdatasync every K writes.
 func TestSyncCalls(t *testing.T) {
 	for _, engine := range Engines() {
-		if async(engine) {
-			continue // refused by Validate (TestValidate)
-		}
 		for _, data := range []bool{false, true} {
 			t.Run(fmt.Sprint(engine, data), func(t *testing.T) {
 				s := Spec{Kind: KindSmallWrite, Engine: engine, Count: 100, FileSize: 4096}

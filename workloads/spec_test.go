@@ -72,7 +72,6 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindRandRead, IODepth: 16}, "--iodepth 16 needs --engine libaio or io_uring"},
 		{Spec{Kind: KindRandRead, NumJobs: 1000}, "--numjobs 1000 is out of range"},
 		{Spec{Kind: KindSeqWrite, NumJobs: 2}, "use --overwrite (or rand-write), or --numjobs 1"},
-		{Spec{Kind: KindSmallWrite, Engine: EngineLibaio, FsyncEvery: 2}, "not supported with --engine libaio"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
 	}
 	for _, c := range bad {
