@@ -277,3 +277,13 @@ func TestAsyncSync(t *testing.T) {
 		t.Errorf("%d ops, max lat %d ns: want 100, below the sync's 1000 ns", l.ops, l.lat.Max())
 	}
 }
+
+func TestJobsError(t *testing.T) {
+	err := jobsError([]error{errors.New("a"), nil, errors.New("a"), errors.New("b\nc")})
+	if want := "jobs 0, 2: a; job 3: b; c"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if jobsError([]error{nil, nil}) != nil {
+		t.Error("no error gave an error")
+	}
+}

@@ -60,15 +60,33 @@ func (p *Prepared) runThreads(ctx context.Context) (*Report, error) {
 	return rep, jobsError(errs)
 }
 
-// jobsError joins the jobs' errors, naming the job of each.
+// jobsError is one line naming each failed job and its error; jobs that
+// failed the same way share one mention ("jobs 0, 1: ...").
 func jobsError(errs []error) error {
-	var out []error
+	var msgs []string
+	jobs := map[string][]string{}
 	for i, err := range errs {
-		if err != nil {
-			out = append(out, fmt.Errorf("job %d: %w", i, err))
+		if err == nil {
+			continue
 		}
+		m := err.Error()
+		if _, ok := jobs[m]; !ok {
+			msgs = append(msgs, m)
+		}
+		jobs[m] = append(jobs[m], strconv.Itoa(i))
 	}
-	return errors.Join(out...)
+	if len(msgs) == 0 {
+		return nil
+	}
+	parts := make([]string, len(msgs))
+	for i, m := range msgs {
+		which := "job " + jobs[m][0]
+		if len(jobs[m]) > 1 {
+			which = "jobs " + strings.Join(jobs[m], ", ")
+		}
+		parts[i] = which + ": " + strings.ReplaceAll(m, "\n", "; ")
+	}
+	return errors.New(strings.Join(parts, "; "))
 }
 
 // runProcesses runs the jobs as processes of this executable (iopath

@@ -112,6 +112,9 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	if r.Random {
 		r.Seed = s.Seed
 	}
+	if s.Engine == EngineIOUring {
+		r.Notes = append(r.Notes, "kernel_io counts the job's own thread: io_uring requests carried out by io-wq worker threads (iou-wrk-*) are not in it")
+	}
 	r.finish(st)
 	r.MaxInflight = st.maxInflight
 	return r
