@@ -116,7 +116,7 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 		}
 	}
 	for i := range n {
-		path, argv, err := jobCommand(p.Spec.jobArgs(p.Path, i))
+		path, argv, err := SelfCommand(p.Spec.jobArgs(p.Path, i)...)
 		if err == nil {
 			c := &exec.Cmd{Path: path, Args: argv, Stdout: &outs[i], Stderr: &errbs[i],
 				ExtraFiles:  []*os.File{goR, readyW},
@@ -134,6 +134,19 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 	}
 	goR.Close()
 	readyW.Close()
+	// Ctrl-C or SIGTERM here: the jobs stop as interrupted (they check
+	// their context once running), and report what they did.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			for _, c := range cmds {
+				c.Process.Signal(os.Interrupt)
+			}
+		case <-done:
+		}
+	}()
 	got := 0
 	for buf := make([]byte, n); got < n; {
 		k, err := readyR.Read(buf[got:])
@@ -147,16 +160,6 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 		return nil, p.jobFailure(errbs, "a job failed before the start")
 	}
 	goW.Close() // start
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			for _, c := range cmds {
-				c.Process.Signal(os.Interrupt)
-			}
-		case <-done:
-		}
-	}()
 	reps := make([]*Report, n)
 	states := make([]*runState, n)
 	errs := make([]error, n)
@@ -173,7 +176,6 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 			errs[i] = errors.New(jobMessage(&errbs[i], werr))
 		}
 	}
-	close(done)
 	if slices.Contains(reps, nil) {
 		return nil, jobsError(errs)
 	}
@@ -204,10 +206,11 @@ func (p *Prepared) jobFailure(errbs []bytes.Buffer, what string) error {
 	return errors.New(what)
 }
 
-// jobCommand returns the path and argv that run this executable with args.
-// Under go test (IOPATH_TEST_HELPER=1) the executable is the test binary of
-// cmd/iopath, which runs iopath's main behind TestWorkloadHelperProcess.
-func jobCommand(args []string) (string, []string, error) {
+// SelfCommand returns the path and argv that run this iopath executable
+// with args. Under go test (IOPATH_TEST_HELPER=1) the executable is the test
+// binary of cmd/iopath, which runs iopath's main behind
+// TestWorkloadHelperProcess.
+func SelfCommand(args ...string) (string, []string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -383,4 +384,44 @@ func TestWorkloadIOUringDisabled(t *testing.T) {
 	tmp := t.TempDir()
 	checkRefused(t, tmp, "io_uring is refused here (io_uring_setup: EPERM: operation not permitted): kernel.io_uring_disabled is 2 (io_uring is off for everyone); allow it with sysctl kernel.io_uring_disabled=0, or use --engine libaio",
 		"workload", "rand-read", "--engine", "io_uring", "--iodepth", "16", "--numjobs", "2")
+}
+
+// TestWorkloadJobsInterrupt: SIGINT to a workload of 2 job processes stops
+// both, prints the interrupted aggregate, exits 130 and leaves nothing.
+func TestWorkloadJobsInterrupt(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := iopathCmd(tmp, "workload", "rand-read", "--engine", "io_uring", "--iodepth", "4", "--numjobs", "2", "--size", "1m", "--duration", "1m", "--json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The jobs are running once both opened the file: 3 descriptors of it in the tree (parent's and two jobs').
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the jobs never started")
+		}
+		out, _ := exec.Command("sh", "-c", "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "+tmp).Output()
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); n >= 3 {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("after SIGINT: %v, want exit status 130", err)
+	}
+	var r asyncReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.NumJobs != 2 || len(r.Jobs) != 2 || r.Ops == 0 || r.Ops != r.Jobs[0].Ops+r.Jobs[1].Ops {
+		t.Errorf("report after SIGINT: %+v, %v", r, err)
+	}
+	if !strings.Contains(out.String(), `"interrupted": true`) {
+		t.Error("the report does not say interrupted")
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left %v after SIGINT", l)
+	}
 }
