@@ -402,8 +402,8 @@ func TestWorkloadJobsInterrupt(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatal("the jobs never started")
 		}
-		out, _ := exec.Command("sh", "-c", "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "+tmp).Output()
-		if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); n >= 3 {
+		fds, _ := exec.Command("sh", "-c", "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "+tmp).Output()
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(fds))); n >= 3 {
 			break
 		}
 	}
