@@ -47,10 +47,15 @@
 # VMTEST_PVH (auto: boot xz-packed kernels from their vmlinux via PVH, 0 never, 1 also zstd).
 set -euo pipefail
 
-# ---- pinned kernels (Debian 12 bookworm-security, amd64 generic flavour) --------------------
-: "${VMTEST_KERNEL_6_1:=linux-image-6.1.0-57-amd64=6.1.192-3}"
-: "${VMTEST_KERNEL_6_12:=linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1}"
-: "${VMTEST_MODULES:=virtio_pci virtio_blk crc32c_generic ext4 9pnet_virtio 9p}"
+# ---- pinned kernels (Debian, amd64 generic flavour): SUITE:PKG=VERSION --------------------------
+# 5.10: Debian 11 bullseye; 6.1 and 6.12: Debian 12 bookworm-security; 7.2: sid. sid moves on: when
+# its pin is gone, scripts/fetch-kernel.sh takes the newest 7.2 and says so on stderr.
+: "${VMTEST_KERNEL_5_10:=bullseye:linux-image-5.10.0-32-amd64=5.10.223-1}"
+: "${VMTEST_KERNEL_6_1:=bookworm-security:linux-image-6.1.0-57-amd64=6.1.192-3}"
+: "${VMTEST_KERNEL_6_12:=bookworm-security:linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1}"
+: "${VMTEST_KERNEL_7_2:=sid:linux-image-7.2.13+deb14-amd64=7.2.13-1}"
+VMTEST_SERIES="5.10 6.1 6.12 7.2"
+: "${VMTEST_MODULES:=virtio_pci virtio_blk crc32c_generic|crc32c-cryptoapi ext4 9pnet_virtio 9p loop dm_mod}"
 
 export PATH="$PATH:/usr/sbin:/sbin"
 SELF=$(realpath "${BASH_SOURCE[0]}")
@@ -86,7 +91,7 @@ while [ $# -gt 0 ]; do
 	*) die "unknown option '$1' (programs go after --; see --help)" ;;
 	esac
 done
-[ ${#KSPECS[@]} -gt 0 ] || KSPECS=(6.1 6.12)
+[ ${#KSPECS[@]} -gt 0 ] || read -ra KSPECS <<<"$VMTEST_SERIES"
 [ "$TIMEOUT" -ge 30 ] || die "--timeout must be at least 30 s"
 [ $PREPARE = 1 ] || [ $# -gt 0 ] || die "no program given (usage: vmtest.sh [OPTION]... -- PROG [ARG]...; see --help)"
 
@@ -132,48 +137,26 @@ trap 'msg "interrupted"; exit 130' INT TERM HUP
 mkdir -p "$CACHE"/{debs,kernels,initramfs}
 
 # ---- kernels: download, extract, initramfs -------------------------------------------------------
-resolve_spec() { # SPEC -> "PKG=VERSION"
+resolve_spec() { # SPEC -> "SUITE:PKG=VERSION"
+	local s v
 	case $1 in
-	6.1) echo "$VMTEST_KERNEL_6_1" ;;
-	6.12) echo "$VMTEST_KERNEL_6_12" ;;
-	linux-image-*=*) echo "$1" ;;
-	*) die "--kernel $1: want 6.1, 6.12 or linux-image-PKG=VERSION" ;;
+	*:linux-image-*=*) echo "$1" ;;
+	linux-image-*=*) # the suite of the pinned kernel of the same series
+		s=$(grep -oE '^[0-9]+\.[0-9]+' <<<"${1#linux-image-}") || true
+		v=VMTEST_KERNEL_${s//./_}
+		[ -n "$s" ] && [ -n "${!v:-}" ] || die "--kernel $1: give the Debian suite too: SUITE:$1"
+		echo "${!v%%:*}:$1" ;;
+	*) v=VMTEST_KERNEL_${1//./_}
+		[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] && [ -n "${!v:-}" ] || die "--kernel $1: want one of $VMTEST_SERIES or [SUITE:]linux-image-PKG=VERSION"
+		echo "${!v}" ;;
 	esac
 }
 
-deb_for() { # PKG VERSION -> path of a cached .deb with exactly that package and version
-	local f
-	for f in "$CACHE"/debs/"$1"_*.deb; do
-		[ -f "$f" ] || continue
-		[ "$(dpkg-deb -f "$f" Package)" = "$1" ] && [ "$(dpkg-deb -f "$f" Version)" = "$2" ] && { echo "$f"; return 0; }
-	done
-	return 1
-}
-
-fetch_kernel() { # PKG VERSION -> sets KTREE KVER
-	local pkg=$1 ver=$2 deb p out
-	KVER=${pkg#linux-image-}; KVER=${KVER%-unsigned}
-	KTREE=$CACHE/kernels/${pkg}_$ver
-	[ -f "$KTREE/.vmtest-ok" ] && return 0
-	deb=$(deb_for "$pkg" "$ver") || {
-		for p in "$pkg" "${pkg%-unsigned}-unsigned"; do
-			msg "downloading $p=$ver"
-			if out=$(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "$p=$ver" 2>&1); then
-				deb=$(deb_for "$p" "$ver") && break
-			fi
-			[ "$p" = "${pkg%-unsigned}-unsigned" ] && break
-		done
-		[ -n "$deb" ] || die "cannot download $pkg=$ver: ${out##*$'\n'}
-  (run 'apt-get update'; list candidates with: apt-cache policy $pkg ; apt-cache search linux-image-${KVER%%-*};
-   override the pin with VMTEST_KERNEL_6_1=PKG=VERSION / VMTEST_KERNEL_6_12=... or --kernel PKG=VERSION)"
-	}
-	msg "extracting $(basename "$deb")"
-	rm -rf "$KTREE.tmp"
-	dpkg-deb -x "$deb" "$KTREE.tmp"
-	[ -f "$KTREE.tmp/boot/vmlinuz-$KVER" ] || die "$deb has no boot/vmlinuz-$KVER"
-	[ -d "$KTREE.tmp/lib/modules/$KVER" ] || die "$deb has no lib/modules/$KVER"
-	depmod -b "$KTREE.tmp" "$KVER"
-	rm -rf "$KTREE"; mv "$KTREE.tmp" "$KTREE"; touch "$KTREE/.vmtest-ok"
+fetch_kernel() { # SUITE:PKG=VERSION -> sets KTREE KVER KPV (the package used, PKG=VERSION)
+	local out
+	out=$("$REPO/scripts/fetch-kernel.sh" -c "$CACHE" "${1%%:*}" "${1#*:}") || exit 2
+	KPV=${out%% *} KTREE=${out#* }
+	KVER=${KPV%%=*}; KVER=${KVER#linux-image-}; KVER=${KVER%-unsigned}
 }
 
 write_init() { cat <<'INIT'
@@ -271,8 +254,11 @@ kernel_image() { # KTREE KVER -> sets KIMAGE
 
 build_initramfs() { # KTREE KVER -> sets INITRD
 	local ktree=$1 kver=$2 mods=() m line key i ir b
-	for m in $VMTEST_MODULES; do
-		out=$(modprobe -d "$ktree" -S "$kver" --show-depends "$m" 2>&1) || die "$kver: module $m: $out"
+	for alts in $VMTEST_MODULES; do
+		# A|B: the first of these modules the kernel has (7.x renamed crc32c_generic)
+		for m in ${alts//|/ }; do
+			out=$(modprobe -d "$ktree" -S "$kver" --show-depends "$m" 2>&1) && break
+		done || die "$kver: module ${alts//|/ or }: $out"
 		while read -r line; do
 			case $line in insmod\ *) line=${line#insmod }; line=${line%% *}
 				[[ " ${mods[*]} " == *" $line "* ]] || mods+=("$line") ;; esac
@@ -306,10 +292,10 @@ exec 9>"$CACHE/.lock"
 flock 9
 for spec in "${KSPECS[@]}"; do
 	pv=$(resolve_spec "$spec") || exit 2
-	fetch_kernel "${pv%%=*}" "${pv#*=}"
+	fetch_kernel "$pv"
 	kernel_image "$KTREE" "$KVER"
 	build_initramfs "$KTREE" "$KVER"
-	KPKGS+=("$pv") KVERS+=("$KVER") KIMAGES+=("$KIMAGE") KINITRDS+=("$INITRD")
+	KPKGS+=("$KPV") KVERS+=("$KVER") KIMAGES+=("$KIMAGE") KINITRDS+=("$INITRD")
 done
 flock -u 9
 if [ $PREPARE = 1 ]; then
