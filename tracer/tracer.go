@@ -41,6 +41,8 @@ type Tracer struct {
 	K      *Kernel
 	Hooks  []HookStatus
 	Engine *Engine
+	// Compat, when set, says why the compat BPF build was loaded (compat.go).
+	Compat []string
 	// Idle, if set, is called by Run (on its goroutine) each time it has
 	// consumed every record in the ring buffer, before it waits: the moment
 	// to flush buffered output.
@@ -140,10 +142,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
-	spec, err := bpf.LoadIopath()
+	spec, compat, err := loadSpec() // compat.go: the compat build on kernels before 5.17 (kernels/issue 16)
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
+	t.Compat = compat
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {
