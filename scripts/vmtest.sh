@@ -31,6 +31,7 @@
 # binaries of several packages and runs them all in one boot per kernel.
 # Environment given to the programs:
 #   TMPDIR=/mnt/disk/tmp  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
+#   IOPATH_STACKDISK=/dev/vdb
 # Mounted: proc, sysfs, devtmpfs, tmpfs /tmp, tracefs /sys/kernel/tracing, debugfs, bpffs
 # /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
 #
@@ -192,6 +193,7 @@ echo 10 > /proc/sys/vm/dirty_background_ratio
 echo 20 > /proc/sys/vm/dirty_ratio
 ulimit -l unlimited
 export HOME=/root TMPDIR=/mnt/disk/tmp IOPATH_TESTDISK=/mnt/disk IOPATH_VM=1 IOPATH_VM_KERNEL="$(uname -r)"
+[ -b /dev/vdb ] && export IOPATH_STACKDISK=/dev/vdb
 mkdir -p $HOME
 echo "$(cut -d' ' -f1 /proc/uptime) $IOPATH_VM_KERNEL" > $V/res/booted
 say "up: $IOPATH_VM_KERNEL, $(nproc) cpus, vda $(cat /sys/block/vda/queue/scheduler) ra=$(cat /sys/block/vda/queue/read_ahead_kb)KiB"
@@ -266,7 +268,7 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	done
 	key=$( { write_init; printf '%s\n' "${mods[@]##*/}"; sha256sum < "$BUSYBOX"; } | sha256sum | cut -c1-12)
 	INITRD=$CACHE/initramfs/$kver-$key.cpio.gz
-	[ -f "$INITRD" ] && return 0
+	[ -f "$INITRD" ] && { touch "$INITRD"; return 0; }  # mtime = last use (stale-build cleanup)
 	msg "building initramfs for $kver (${#mods[@]} modules)"
 	ir=$WORK/ir-$kver; rm -rf "$ir"
 	mkdir -p "$ir"/{bin,dev,proc,sys,tmp,host,root,lib/vmtest}
@@ -284,7 +286,9 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	done
 	(cd "$ir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.tmp"
 	mv "$INITRD.tmp" "$INITRD"; rm -rf "$ir"
-	for b in "$CACHE/initramfs/$kver"-*.cpio.gz; do [ "$b" = "$INITRD" ] || rm -f "$b"; done  # stale builds
+	# stale builds: other keys of this kernel not used for a day (a concurrent run from another
+	# checkout may be about to boot one)
+	find "$CACHE/initramfs" -name "$kver-*.cpio.gz" ! -path "$INITRD" -mtime +0 -delete 2>/dev/null || true
 }
 
 KPKGS=() KVERS=() KIMAGES=() KINITRDS=()
@@ -348,6 +352,9 @@ for i in "${!KVERS[@]}"; do
 	disk=$WORK/disk.img; console=$WORK/console-$kver.log
 	rm -f "$disk"; truncate -s "${DISK_MB}M" "$disk"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
+	# /dev/vdb: a small journaled ext4 for stacked-device tests (dm-linear over it)
+	stack=$WORK/stack.img; rm -f "$stack"; truncate -s 64M "$stack"
+	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$stack"
 	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
 	msg "booting ${KPKGS[$i]} ($boot_how, $ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
@@ -356,7 +363,7 @@ for i in "${!KVERS[@]}"; do
 		"${accel[@]}" -smp "$SMP" -m "$MEM" -serial "file:$console" \
 		-kernel "${KIMAGES[$i]}" -initrd "${KINITRDS[$i]}" \
 		-append "console=ttyS0 panic=-1 quiet ${VMTEST_APPEND:-}" \
-		-drive "file=$disk,format=raw,if=virtio" \
+		-drive "file=$disk,format=raw,if=virtio" -drive "file=$stack,format=raw,if=virtio" \
 		-fsdev "local,id=vmtest,path=$SHARE,security_model=none" \
 		-device virtio-9p-pci,fsdev=vmtest,mount_tag=vmtest \
 		-fsdev "local,id=vmrepo,path=$REPO,security_model=none,readonly=on" \
