@@ -114,13 +114,13 @@ static long folio_step(__u32 step, void *unused)
 	if (in_bio > left)
 		in_bio = left;
 	w->pg += left;
-	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+	struct address_space *mapping = folio_mapping_of(folio); /* op.h: also before folios */
 	if (!mapping || ((unsigned long)mapping & 3))
 		return 0; /* anonymous, movable or no file */
 	struct inode *host = BPF_CORE_READ(mapping, host);
 	struct dirty_key k = {
 		.ino = BPF_CORE_READ(host, i_ino),
-		.index = BPF_CORE_READ(folio, index),
+		.index = folio_index_of(folio),
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
 	if (!ev->ino) {

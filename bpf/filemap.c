@@ -14,12 +14,6 @@
  *   tracked dirty folios that were truncated or evicted before writeback. */
 #include "op.h"
 
-/* struct page's index (renamed __folio_index in 6.18; only read on kernels
- * whose tracepoints pass pages, kernels/issue 16). */
-struct page___index {
-	unsigned long index;
-} __attribute__((preserve_access_index));
-
 /* count_in_range adds the pages of [index, index+nr) that fall inside the
  * call's requested byte range: exact misses even when the ranges array
  * overflows. */

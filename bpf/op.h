@@ -474,6 +474,28 @@ static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vl
 	return total;
 }
 
+/* struct page's index (renamed __folio_index in 6.18; only read on kernels
+ * without folios or whose tracepoints pass pages, kernels/issue 16). */
+struct page___index {
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+/* folio_mapping_of and folio_index_of read a folio's mapping and index, or
+ * those of the (head) page on kernels without struct folio (before 5.16). */
+static __always_inline struct address_space *folio_mapping_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, mapping);
+	return BPF_CORE_READ((struct page *)folio, mapping);
+}
+
+static __always_inline __u64 folio_index_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, index);
+	return BPF_CORE_READ((struct page___index *)folio, index);
+}
+
 struct page___compound {
 	unsigned char compound_order; /* up to 5.17, in the first tail page */
 } __attribute__((preserve_access_index));
