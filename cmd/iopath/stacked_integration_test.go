@@ -178,13 +178,20 @@ func TestStackedDmLinearColdRead(t *testing.T) {
 	if c.Syscall != "read" || c.Cache.PagesMissed < 1 || len(c.Bios) == 0 {
 		t.Fatalf("cold read on dm-linear: %+v", c)
 	}
-	if got, want := sumBioBytes(calls), c.Cache.PagesAdded*4096; got != want {
-		t.Errorf("bio bytes %d, pages_added*4096 = %d", got, want)
-	}
+	// Read bios only: on 5.10 the call was also given a 4 KiB sync write
+	// bio on the VM's other disk (docs/kernel-notes.md), not a stacking fact.
+	var readBytes uint64
 	for _, b := range c.Bios {
+		if !strings.Contains(b.Rwbs, "R") {
+			continue
+		}
+		readBytes += uint64(b.Bytes)
 		if b.Dev != lowDev || b.CompleteNs == 0 {
 			t.Errorf("bio on %s (completed at %d), want it on %s below the dm device %s, completed (the baseline changed? update docs/kernel-notes.md)",
 				b.Dev, b.CompleteNs, lowDev, dmDev)
 		}
+	}
+	if want := c.Cache.PagesAdded * 4096; readBytes != want {
+		t.Errorf("read bio bytes %d, pages_added*4096 = %d", readBytes, want)
 	}
 }
