@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,7 +218,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.rd = rd
 	t.Engine = NewEngine(k, out)
 	t.Engine.Unavailable = Unavailable(statuses)
-	if !opts.All {
+	if _, ok := chosen["filemap_get_pages"]; !opts.All && !ok && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
+		// The hook exists but is left out (above); where it has no
+		// mechanism (5.10) Unavailable says so already.
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
 	}
 	return t, nil
