@@ -218,7 +218,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.rd = rd
 	t.Engine = NewEngine(k, out)
 	t.Engine.Unavailable = Unavailable(statuses)
-	if _, ok := chosen["filemap_get_pages"]; !opts.All && !ok && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
+	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
 		// The hook exists but is left out (above); where it has no
 		// mechanism (5.10) Unavailable says so already.
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
