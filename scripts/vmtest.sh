@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# scripts/vmtest.sh - run test programs as root inside Debian 12 distro kernels under qemu.
+# scripts/vmtest.sh - run test programs as root inside Debian distro kernels under qemu.
 #
 # Usage:
 #   scripts/vmtest.sh [OPTION]... -- [-C DIR] PROG [ARG]... [--- [-C DIR] PROG [ARG]...]...
 #   scripts/vmtest.sh [-k SERIES]... --prepare
 #
-# For each kernel (default: 6.1 and 6.12, one after the other) this boots Debian's generic
-# linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches a
-# fresh ext4 disk (/dev/vda, mounted at /mnt/disk), and runs every PROG, in order, in one boot.
+# For each kernel (default: 5.10, 6.1, 6.12 and 7.2, one after the other) this boots Debian's
+# generic linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches
+# a fresh ext4 disk (/dev/vda, mounted at /mnt/disk) and a small unmounted ext4 disk (/dev/vdb,
+# for stacked-device tests; loop and dm_mod are loaded), and runs every PROG, in order, in one boot.
+# Kernels are fetched by scripts/fetch-kernel.sh (private apt state, the machine's Debian mirror).
 # PROG is a host file (copied in; must be static: CGO_ENABLED=0 go test -c) or a busybox applet.
 #
 # Options:
-#   -k, --kernel SPEC   6.1 | 6.12 | PKG=VERSION (an exact Debian linux-image package). Repeatable.
-#                       Default: 6.1 6.12 (pins below; override with VMTEST_KERNEL_6_1/_6_12).
+#   -k, --kernel SPEC   5.10 | 6.1 | 6.12 | 7.2 | [SUITE:]PKG=VERSION (an exact Debian linux-image
+#                       package; SUITE defaults to that of the pin of its series). Repeatable.
+#                       Default: all four (pins below; override with VMTEST_KERNEL_5_10 etc.,
+#                       value SUITE:PKG=VERSION).
 #   -t, --timeout SECS  wall-clock limit per kernel, boot + all programs (default 600).
 #                       Programs still running at SECS-20 get SIGQUIT (Go dumps goroutines).
 #   -m, --mem MIB       guest memory (default 2048)        --smp N   vCPUs (default 2)
