@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The compat build (-DIOPATH_COMPAT, bpf2go name IopathCompat) for kernels
  * whose verifier lacks what the main build uses (issue 16, floor 5.10):
- *  - bpf_loop (5.17): loops become bounded C loops (verified since 5.3) with
- *    smaller bounds; longer walks are counted as truncated (CNT_*_TRUNC).
+ *  - bpf_loop (5.17): loops become bounded C loops (verified since 5.3). The
+ *    writeback walk's step is a global function (verified once), so it keeps
+ *    MAX_WALK_STEPS; the request bio chain walk is inlined and stops at
+ *    COMPAT_RQ_BIOS (longer chains are counted, CNT_RQ_CHAIN_TRUNC).
  *  - atomic fetch-and-add (BPF_ATOMIC | BPF_FETCH, 5.12): the two counters
  *    that hand out numbers (next_slot, path_serial) become per-CPU counters
  *    striped by CPU (n * nr_cpus + cpu). Only task-context programs draw
@@ -15,7 +17,7 @@
 #ifdef IOPATH_COMPAT
 
 #define COMPAT_RQ_BIOS 64    /* bios walked per request (MAX_RQ_BIOS: 256) */
-#define COMPAT_WALK_STEPS 272 /* folios + bvecs per writeback bio: a 1 MiB bio of pages */
+#define COMPAT_WALK_STEPS MAX_WALK_STEPS /* folio_step_global: cheap to verify */
 
 /* Possible CPUs (userspace sets it; 0 = unset: no numbers are handed out). */
 const volatile __u32 nr_cpus = 0;
