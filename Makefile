@@ -70,10 +70,9 @@ race:
 unit:
 	$(GO) test -count=1 -timeout 20m ./...
 
-## vmtest: the same tests on Debian 6.1 and 6.12 under qemu (TCG). One vCPU: with two,
-## TCG raced the kernel's live text patching (int3 oops in syscall exit while attaching,
-## seen on 6.12).
-VMTEST_KERNELS ?= 6.1 6.12
+## vmtest: the same tests on Debian 5.10, 6.1, 6.12 and 7.2 under qemu (TCG). One vCPU: with two,
+## TCG raced the kernel's live text patching (int3 oops in syscall exit while attaching, seen on 6.12).
+VMTEST_KERNELS ?= 5.10 6.1 6.12 7.2
 VMTEST_FLAGS   ?= -test.timeout=9m
 vmtest: build
 	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) --smp 1 --disk-size 1536 -t 600 ./... -- $(VMTEST_FLAGS)

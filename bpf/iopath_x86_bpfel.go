@@ -405,7 +405,9 @@ const (
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
+	IopathProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
+	IopathProgFexitPageCacheSyncRaRa      = "fexit_page_cache_sync_ra_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
 	IopathProgFexitVfsRename              = "fexit_vfs_rename"
 	IopathProgFexitVfsWrite               = "fexit_vfs_write"
@@ -423,10 +425,13 @@ const (
 	IopathProgRawSysExit                  = "raw_sys_exit"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
+	IopathProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
 	IopathProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathProgTpBlockRqIssue              = "tp_block_rq_issue"
+	IopathProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
 	IopathProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathProgTpBlockSplit                = "tp_block_split"
+	IopathProgTpBlockSplitQ               = "tp_block_split_q"
 	IopathProgTpEnterFdatasync            = "tp_enter_fdatasync"
 	IopathProgTpEnterFsync                = "tp_enter_fsync"
 	IopathProgTpEnterPread64              = "tp_enter_pread64"
@@ -447,6 +452,7 @@ const (
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
+	IopathProgTpPageCacheDeletePage       = "tp_page_cache_delete_page"
 	IopathProgTpPageCacheRaOrder          = "tp_page_cache_ra_order"
 	IopathProgTpPageCacheSyncRa           = "tp_page_cache_sync_ra"
 	IopathProgTpSchedProcessExec          = "tp_sched_process_exec"
@@ -454,6 +460,7 @@ const (
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathProgTpSchedSwitch               = "tp_sched_switch"
 	IopathProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
+	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathVarDirtyTracked                 = "dirty_tracked"
@@ -527,7 +534,9 @@ type IopathProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
+	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
+	FexitPageCacheSyncRaRa      *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
 	FexitVfsRename              *ebpf.ProgramSpec `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.ProgramSpec `ebpf:"fexit_vfs_write"`
@@ -545,10 +554,13 @@ type IopathProgramSpecs struct {
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
+	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
+	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
+	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
 	TpEnterFdatasync            *ebpf.ProgramSpec `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.ProgramSpec `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.ProgramSpec `ebpf:"tp_enter_pread64"`
@@ -569,6 +581,7 @@ type IopathProgramSpecs struct {
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
+	TpPageCacheDeletePage       *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.ProgramSpec `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.ProgramSpec `ebpf:"tp_page_cache_sync_ra"`
 	TpSchedProcessExec          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exec"`
@@ -576,6 +589,7 @@ type IopathProgramSpecs struct {
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
+	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
 }
@@ -715,7 +729,9 @@ type IopathPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
+	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
+	FexitPageCacheSyncRaRa      *ebpf.Program `ebpf:"fexit_page_cache_sync_ra_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
 	FexitVfsRename              *ebpf.Program `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.Program `ebpf:"fexit_vfs_write"`
@@ -733,10 +749,13 @@ type IopathPrograms struct {
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
+	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
+	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
+	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
 	TpEnterFdatasync            *ebpf.Program `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.Program `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.Program `ebpf:"tp_enter_pread64"`
@@ -757,6 +776,7 @@ type IopathPrograms struct {
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
+	TpPageCacheDeletePage       *ebpf.Program `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.Program `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.Program `ebpf:"tp_page_cache_sync_ra"`
 	TpSchedProcessExec          *ebpf.Program `ebpf:"tp_sched_process_exec"`
@@ -764,6 +784,7 @@ type IopathPrograms struct {
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
+	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
 }
@@ -783,7 +804,9 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitPageCacheAsyncRa,
+		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,
+		p.FexitPageCacheSyncRaRa,
 		p.FexitVfsRead,
 		p.FexitVfsRename,
 		p.FexitVfsWrite,
@@ -801,10 +824,13 @@ func (p *IopathPrograms) Close() error {
 		p.RawSysExit,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
+		p.TpBlockBioQueueQ,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
+		p.TpBlockRqIssueQ,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
+		p.TpBlockSplitQ,
 		p.TpEnterFdatasync,
 		p.TpEnterFsync,
 		p.TpEnterPread64,
@@ -825,6 +851,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,
+		p.TpPageCacheDeletePage,
 		p.TpPageCacheRaOrder,
 		p.TpPageCacheSyncRa,
 		p.TpSchedProcessExec,
@@ -832,6 +859,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
 		p.TpWritebackDirtyFolio,
+		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
 	)

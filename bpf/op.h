@@ -8,6 +8,7 @@
 #define IOPATH_OP_H
 
 #include "helpers.h"
+#include "compat.h" /* FETCH_INC, LOOP: the compat build for 5.10+ (issue 16) */
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -35,6 +36,20 @@ extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
  * pointer. */
 static __always_inline struct file *fd_file(int fd, const int access)
 {
+#ifdef IOPATH_COMPAT
+	if (access == FILE_PROBE) {
+		/* No bpf_get_current_task_btf before 5.11 (compat.h): the
+		 * task's file table is read with probe reads too. */
+		struct task_struct *cur = (void *)bpf_get_current_task();
+		struct fdtable *cfdt = BPF_CORE_READ(cur, files, fdt);
+		if (!cfdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(cfdt, max_fds))
+			return NULL;
+		struct file **cfds = BPF_CORE_READ(cfdt, fd);
+		struct file *cf = NULL;
+		bpf_probe_read_kernel(&cf, sizeof(cf), &cfds[fd]);
+		return cf;
+	}
+#endif
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct files_struct *files = task->files;
 	if (!files || fd < 0)
@@ -100,7 +115,7 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	}
 	__u32 fresh = 0;
 	if (bpf_map_pop_elem(&free_slots, &fresh)) {
-		fresh = __sync_fetch_and_add(&next_slot, 1) + 1;
+		fresh = FETCH_INC(next_slot, 0) + 1; /* compat.h */
 		if (fresh > MAX_SLOTS) {
 			count_event(CNT_TASK_OPS_FULL);
 			return NULL;
@@ -402,7 +417,7 @@ static __always_inline void op_end(__s64 ret)
 				/* Numbers unique across threads and slots: a path
 				 * record of a tid's earlier life (a reused tid)
 				 * never matches. */
-				op->path_no = __sync_fetch_and_add(&path_serial, 1) + 1;
+				op->path_no = FETCH_INC(path_serial, 1) + 1; /* compat.h */
 				__u32 depth = op->path_depth;
 				if (depth > PATH_PARTS)
 					depth = PATH_PARTS;
@@ -499,6 +514,32 @@ static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vl
 	return total;
 }
 
+/* struct page's index (renamed __folio_index in 6.18; only read on kernels
+ * without folios or whose tracepoints pass pages, kernels/issue 16). */
+struct page___index {
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+/* folio_mapping_of and folio_index_of read a folio's mapping and index, or
+ * those of the (head) page on kernels without struct folio (before 5.16). */
+static __always_inline struct address_space *folio_mapping_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, mapping);
+	return BPF_CORE_READ((struct page *)folio, mapping);
+}
+
+static __always_inline __u64 folio_index_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, index);
+	return BPF_CORE_READ((struct page___index *)folio, index);
+}
+
+struct page___compound {
+	unsigned char compound_order; /* up to 5.17, in the first tail page */
+} __attribute__((preserve_access_index));
+
 struct folio___old {
 	unsigned char _folio_order; /* 5.17 - 6.5: the order had its own byte */
 } __attribute__((preserve_access_index));
@@ -516,7 +557,12 @@ static __always_inline __u32 folio_pages(struct folio *folio)
 		return 1;
 	unsigned int order = 0;
 	struct folio___old *old = (void *)folio;
-	if (bpf_core_field_exists(old->_folio_order)) {
+	if (!bpf_core_type_exists(struct folio)) {
+		/* Before 5.16 (no folios; kernels/issue 16): a compound page's
+		 * order is in its first tail page. */
+		struct page___compound *tail = (void *)((char *)folio + bpf_core_type_size(struct page));
+		order = BPF_CORE_READ(tail, compound_order);
+	} else if (bpf_core_field_exists(old->_folio_order)) {
 		order = BPF_CORE_READ(old, _folio_order);
 	} else {
 		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -62,8 +64,13 @@ func TracefsDir() string {
 }
 
 func (p *prober) probe(c candidate) error {
+	for _, h := range c.needs {
+		if err := features.HaveProgramHelper(ebpf.Kprobe, h); err != nil {
+			return fmt.Errorf("needs helper %s: %s", strings.TrimPrefix(h.String(), "Fn"), probeVerdict(err))
+		}
+	}
 	for _, a := range c.attach {
-		key := fmt.Sprint(a.kind, ":", a.target)
+		key := fmt.Sprint(a.kind, ":", a.target, ":", a.shape)
 		err, ok := p.cache[key]
 		if !ok {
 			err = p.probeOne(a)
@@ -76,7 +83,16 @@ func (p *prober) probe(c candidate) error {
 	return nil
 }
 
+// probeOne checks that a attaches and then that the kernel's argument list
+// is the one its program expects (shape.go).
 func (p *prober) probeOne(a attachment) error {
+	if err := p.probeAttach(a); err != nil || a.shape == "" {
+		return err
+	}
+	return p.checkShape(a)
+}
+
+func (p *prober) probeAttach(a attachment) error {
 	switch a.kind {
 	case akFentry, akFexit:
 		return probeTracing(a.target, a.kind == akFexit, p.btf)
@@ -191,7 +207,11 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 		}
 		for _, c := range cands {
 			if err := p.probe(c); err != nil {
-				st.Rejected = append(st.Rejected, fmt.Sprintf("%s: %v", c.mech, err))
+				// Candidates for older argument lists fail the same way
+				// where the mechanism itself is refused: said once.
+				if r := fmt.Sprintf("%s: %v", c.mech, err); !slices.Contains(st.Rejected, r) {
+					st.Rejected = append(st.Rejected, r)
+				}
 				continue
 			}
 			st.Mechanism = c.mech

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ type Tracer struct {
 	K      *kernel.Kernel
 	Hooks  []HookStatus
 	Engine *engine.Engine
+	// Compat, when set, says why the compat BPF build was loaded (compat.go).
+	Compat []string
 	// Idle, if set, is called by Run (on its goroutine) each time it has
 	// consumed every record in the ring buffer, before it waits: the moment
 	// to flush buffered output.
@@ -146,10 +149,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
-	spec, err := bpf.LoadIopath()
+	spec, compat, err := loadSpec() // compat.go: the compat build on kernels before 5.17 (kernels/issue 16)
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
+	t.Compat = compat
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {
@@ -217,7 +221,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.rd = rd
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
-	if !opts.All {
+	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
+		// The hook exists but is left out (above); where it has no
+		// mechanism (5.10) Unavailable says so already.
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
 	}
 	return t, nil
