@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/iopath/iopath/session"
 	"github.com/spf13/cobra"
 )
 
@@ -46,5 +47,9 @@ func main() {
 		os.Exit(ee.code)
 	}
 	fmt.Fprintln(os.Stderr, "iopath: "+err.Error())
+	var ie session.Interrupted
+	if errors.As(err, &ie) {
+		os.Exit(ie.ExitCode()) // 130 or 143
+	}
 	os.Exit(1)
 }

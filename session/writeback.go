@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 )
 
-// sysctlInt reads an integer from /proc/sys (e.g. "vm/dirty_expire_centisecs").
-func sysctlInt(name string) (int, error) {
+// SysctlInt reads an integer from /proc/sys (e.g. "vm/dirty_expire_centisecs").
+func SysctlInt(name string) (int, error) {
 	b, err := os.ReadFile("/proc/sys/" + name)
 	if err != nil {
 		return 0, err
@@ -23,12 +23,12 @@ func sysctlInt(name string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-// writebackBound is the kernel's expected worst delay for periodic writeback:
+// WritebackBound is the kernel's expected worst delay for periodic writeback:
 // dirty_expire_centisecs (age at which a dirty inode is written) plus
 // dirty_writeback_centisecs (how often the flusher wakes), mm/page-writeback.c.
-func writebackBound() (time.Duration, string) {
-	exp, err1 := sysctlInt("vm/dirty_expire_centisecs")
-	wb, err2 := sysctlInt("vm/dirty_writeback_centisecs")
+func WritebackBound() (time.Duration, string) {
+	exp, err1 := SysctlInt("vm/dirty_expire_centisecs")
+	wb, err2 := SysctlInt("vm/dirty_writeback_centisecs")
 	if err1 != nil || err2 != nil {
 		return 0, "vm.dirty_* sysctls unreadable"
 	}
@@ -36,14 +36,18 @@ func writebackBound() (time.Duration, string) {
 	return d, fmt.Sprintf("vm.dirty_expire_centisecs=%d + vm.dirty_writeback_centisecs=%d", exp, wb)
 }
 
-// waitWriteback keeps the trace running until every page the traced calls
+// WaitWriteback keeps the trace running until every page the traced calls
 // dirtied was seen written (or removed), or limit passes. It shows a
 // progress bar on a terminal.
-func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
-	bound, why := writebackBound()
+func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
+	bound, why := WritebackBound()
 	start := time.Now()
 	// Give the ring buffer a moment so the last calls' records are counted.
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(200 * time.Millisecond):
+	}
 	pending := t.Engine.DirtyPending()
 	if pending == 0 {
 		if n := t.Engine.MemoryOnlyWrites(); n > 0 {
@@ -53,7 +57,7 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)\n", limit, pl(uint64(pending), "dirty page"), bound, why)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)\n", limit, plural(pending, "dirty page"), bound, why)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
@@ -81,8 +85,17 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		}
 		select {
 		case <-ctx.Done():
+			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %d pages still dirty\n", p)
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// plural is "1 page", "2 pages".
+func plural(n uint64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.FormatUint(n, 10) + " " + word + "s"
 }
