@@ -4,7 +4,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,14 +24,18 @@ import (
 type SharedStdout struct {
 	out     *os.File
 	pw      *os.File // the command's end of the relay pipe (pipe mode)
-	pr      *os.File
+	rfd     int      // the relay's end, non-blocking (pipe mode; -1 otherwise)
 	rd      *os.File // file mode: stdout's file opened again for reading
 	pwClose sync.Once
+	stop    atomic.Bool
 
 	mu      sync.Mutex
 	mode    int
 	partial bool // pipe mode: the last byte written was not '\n'
 	started bool // the command runs: it may have written
+	eof     bool // pipe mode: every writer closed the pipe
+	broken  bool // pipe mode: stdout's reader is gone
+	buf     []byte
 	relayed chan struct{}
 }
 
@@ -43,7 +47,7 @@ const (
 
 // ShareStdout prepares out to be shared with a command.
 func ShareStdout(out *os.File) (*SharedStdout, error) {
-	s := &SharedStdout{out: out}
+	s := &SharedStdout{out: out, rfd: -1}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(out.Fd()), &st); err == nil {
 		switch st.Mode & unix.S_IFMT {
@@ -58,11 +62,17 @@ func ShareStdout(out *os.File) (*SharedStdout, error) {
 		}
 	}
 	if s.mode == modePipe {
-		pr, pw, err := os.Pipe()
-		if err != nil {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			return nil, err
 		}
-		s.pr, s.pw, s.relayed = pr, pw, make(chan struct{})
+		if err := unix.SetNonblock(p[0], true); err != nil {
+			unix.Close(p[0])
+			unix.Close(p[1])
+			return nil, err
+		}
+		s.rfd, s.pw = p[0], os.NewFile(uintptr(p[1]), "|iopath-stdout")
+		s.buf, s.relayed = make([]byte, 64<<10), make(chan struct{})
 		go s.relay()
 	}
 	return s, nil
@@ -90,25 +100,51 @@ func (s *SharedStdout) closePw() {
 	}
 }
 
-// relay copies the command's output to stdout, noting whether it ended a
-// line. When stdout's reader is gone it closes the pipe, so the command
-// gets EPIPE (or SIGPIPE) as it would have on stdout itself.
+// relay copies the command's output to stdout as it comes. Bytes are read
+// only with s.mu held (drain), so a record written meanwhile comes after
+// everything the command wrote before it, and iopath knows whether that
+// ended a line.
 func (s *SharedStdout) relay() {
 	defer close(s.relayed)
-	defer s.pr.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := s.pr.Read(buf)
-		if n > 0 {
-			s.mu.Lock()
-			_, werr := s.out.Write(buf[:n])
-			s.partial = buf[n-1] != '\n'
-			s.mu.Unlock()
-			if werr != nil {
-				return
-			}
+	for !s.stop.Load() {
+		s.mu.Lock()
+		fd := s.rfd
+		s.mu.Unlock()
+		if fd < 0 {
+			return
 		}
-		if err != nil {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 100); err != nil && err != unix.EINTR || n == 0 {
+			continue
+		}
+		s.mu.Lock()
+		s.drain()
+		done := s.eof || s.broken
+		s.mu.Unlock()
+		if done {
+			return
+		}
+	}
+}
+
+// drain copies what the pipe holds now to stdout (s.mu held). When
+// stdout's reader is gone it closes the pipe, so the command's next write
+// gets EPIPE (or SIGPIPE), as it would have on stdout.
+func (s *SharedStdout) drain() {
+	for !s.eof && !s.broken {
+		n, err := unix.Read(s.rfd, s.buf)
+		switch {
+		case n > 0:
+			if _, werr := s.out.Write(s.buf[:n]); werr != nil {
+				s.broken = true
+				unix.Close(s.rfd)
+				s.rfd = -1
+			}
+			s.partial = s.buf[n-1] != '\n'
+		case n == 0 && err == nil:
+			s.eof = true
+		case err == unix.EINTR:
+		default: // EAGAIN: nothing more for now
 			return
 		}
 	}
@@ -121,6 +157,9 @@ func (s *SharedStdout) Write(p []byte) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.mode == modePipe {
+		s.drain()
+	}
 	if s.midLine() {
 		b := make([]byte, 0, len(p)+1)
 		b = append(append(b, '\n'), p...)
@@ -164,15 +203,22 @@ func (s *SharedStdout) midLine() bool {
 }
 
 // Close stops relaying: what the command (or a process that inherited its
-// stdout) wrote until now is copied; a later write gets EPIPE.
+// stdout) wrote until now is copied; a later write to the pipe gets EPIPE.
 func (s *SharedStdout) Close() {
 	if s.rd != nil {
 		s.rd.Close()
 	}
-	if s.pr == nil {
+	if s.relayed == nil {
 		return
 	}
 	s.closePw()
-	s.pr.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	s.stop.Store(true)
 	<-s.relayed
+	s.mu.Lock()
+	if s.rfd >= 0 {
+		s.drain()
+		unix.Close(s.rfd)
+		s.rfd = -1
+	}
+	s.mu.Unlock()
 }

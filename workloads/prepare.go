@@ -158,6 +158,8 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 	}
 	if s.appends() {
 		p.Base = cur
+	} else if existed && cur == 0 {
+		return fmt.Errorf("%s is empty: the workload reads or overwrites it and needs data there; give a file with data, or drop --file to let the workload create one (of --size bytes)", p.Path)
 	} else if existed && cur < s.FileSize {
 		return fmt.Errorf("%s is %d bytes, smaller than the %d bytes the workload covers: give --size %d or less, or another --file", p.Path, cur, s.FileSize, cur)
 	}

@@ -36,8 +36,10 @@ var subcommands []func() *cobra.Command
 
 func main() {
 	// `iopath … | head`: keep running on EPIPE instead of dying from SIGPIPE,
-	// so that temp files are removed and BPF objects closed.
-	signal.Ignore(syscall.SIGPIPE)
+	// so that temp files are removed and BPF objects closed. Caught, not
+	// ignored: an ignored SIGPIPE would be inherited by the traced command,
+	// which must die of it as it would untraced.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := newRootCmd().Execute()
 	if err == nil {
 		return

@@ -123,7 +123,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 		Tracer: tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
 			Force: force, NoWriteback: f.noWriteback},
 		Record: out.record, Idle: out.flush, Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { started(errw, t, force) },
+		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) },
 	})
 	if err != nil {
 		return err
