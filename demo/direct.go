@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
@@ -82,18 +81,14 @@ func DirectWhy(dio, buf *Run) string {
 }
 
 func runDirect(o *Options) error {
-	dir, fs, cleanup, err := setup(o, "its reads never reach a disk")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	files, closeFiles, err := prepareFiles(dir, o.Keep,
+	ws, err := setupFiles(o, "its reads never reach a disk",
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: directFileSize, BlockSize: directBS, Cold: true, Direct: true},
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: directFileSize, BlockSize: directBS, Cold: true})
 	if err != nil {
 		return err
 	}
-	defer closeFiles()
+	defer ws.close()
+	files := ws.files
 	bs := fmt.Sprintf("--bs=%d", directBS)
 	runs := []*session.WorkloadRun{
 		{Args: []string{workloads.KindSeqRead, bs, "--direct"}, File: files[0]},
@@ -104,23 +99,15 @@ func runDirect(o *Options) error {
 		return err
 	}
 	recs, sum, hooks := tr.recs, tr.sum, tr.hooks
-	views := make([]*Run, len(runs))
-	wrecs := make([]*record.Workload, len(runs))
-	for i, r := range runs {
-		wrecs[i] = res.Record(r, r.File.CachedNow())
-		views[i] = &Run{Stats: CallStatsOf(FileRecords(recs, r.File.Dev, r.File.Ino)), Rec: wrecs[i]}
-		if views[i].Stats.Calls == 0 {
-			return fmt.Errorf("saw no traced read of %s (lost events: %d): run `iopath doctor`", r.File.Path, sum.LostEvents)
-		}
+	views, wrecs, err := runViews(tr, res, runs, true)
+	if err != nil {
+		return err
 	}
 	w := o.Out
 	fmt.Fprintf(w, "iopath demo direct-vs-buffered: %s sequential reads of a cold %s file, with O_DIRECT vs through the page cache\n\n",
 		render.Human(directBS), render.Human(directFileSize))
-	fmt.Fprintf(w, "files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		render.Human(directFileSize), dir, fs.Type, tracer.Dev(fs.Dev), fs.Disk, fs.ReadAheadKB)
-	for i, r := range runs {
-		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.Args, " "), r.Pid, coldLine(wrecs[i]))
-	}
+	fmt.Fprint(w, ws.coldFilesLine(directFileSize))
+	tracedLines(w, runs, wrecs)
 	fmt.Fprintf(w, "hooks: vfs_read=%s, page_cache_add=%s, readahead=%s, block_rq_issue=%s, iowait=%s\n\n", mech(hooks, "vfs_read"),
 		mech(hooks, "page_cache_add"), mech(hooks, "readahead"), mech(hooks, "block_rq_issue"), mech(hooks, "iowait"))
 	fmt.Fprint(w, DirectTable(views[0], views[1]))

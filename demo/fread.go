@@ -85,17 +85,13 @@ func FreadWhy(raw, buf *record.Workload, blksize int64) string {
 }
 
 func runReadFread(o *Options) error {
-	dir, fs, cleanup, err := setup(o, "its reads never reach a disk")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	spec := workloads.Spec{Kind: workloads.KindRead1Byte, FileSize: freadFileSize}
-	files, closeFiles, err := prepareFiles(dir, o.Keep, spec, spec)
+	ws, err := setupFiles(o, "its reads never reach a disk", spec, spec)
 	if err != nil {
 		return err
 	}
-	defer closeFiles()
+	defer ws.close()
+	dir, fs, files := ws.dir, ws.fs, ws.files
 	var st unix.Stat_t
 	if err := unix.Stat(files[0].Path, &st); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,33 @@ func traceWorkloads(o *Options, topts tracer.Options, runs []*session.WorkloadRu
 	}
 	tr.sum, tr.hooks = res.Summary, s.T.Hooks
 	return tr, res, nil
+}
+
+// runViews are the demo's view of each run: its calls' stats (from the
+// streamed records) and its workload record (withAfter: with its file's
+// residency now). A run without a traced call is an error.
+func runViews(tr *traced, res *session.WorkloadRunsResult, runs []*session.WorkloadRun, withAfter bool) ([]*Run, []*record.Workload, error) {
+	vs := make([]*Run, len(runs))
+	wrecs := make([]*record.Workload, len(runs))
+	for i, r := range runs {
+		var after *workloads.Residency
+		if withAfter {
+			after = r.File.CachedNow()
+		}
+		wrecs[i] = res.Record(r, after)
+		vs[i] = &Run{Stats: CallStatsOf(FileRecords(tr.recs, r.File.Dev, r.File.Ino)), Rec: wrecs[i]}
+		if vs[i].Stats.Calls == 0 {
+			return nil, nil, fmt.Errorf("saw no traced read of %s (lost events: %d): run `iopath doctor`", r.File.Path, tr.sum.LostEvents)
+		}
+	}
+	return vs, wrecs, nil
+}
+
+// tracedLines are the "traced:" lines of the runs.
+func tracedLines(w io.Writer, runs []*session.WorkloadRun, wrecs []*record.Workload) {
+	for i, r := range runs {
+		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.Args, " "), r.Pid, coldLine(wrecs[i]))
+	}
 }
 
 // traceChild traces `iopath __demo-child ARGS...` (Child) and, after it

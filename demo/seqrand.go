@@ -206,18 +206,14 @@ func SeqRandWhy(seq, rnd *Run) string {
 }
 
 func runSeqRand(o *Options) error {
-	dir, fs, cleanup, err := setup(o, "its reads never reach a disk")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	files, closeFiles, err := prepareFiles(dir, o.Keep,
+	ws, err := setupFiles(o, "its reads never reach a disk",
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: seqRandFileSize, Cold: true},
 		workloads.Spec{Kind: workloads.KindRandRead, FileSize: seqRandFileSize, Cold: true})
 	if err != nil {
 		return err
 	}
-	defer closeFiles()
+	defer ws.close()
+	files := ws.files
 	count := fmt.Sprintf("--count=%d", seqRandBytes/seqRandBS)
 	bs := fmt.Sprintf("--bs=%d", seqRandBS)
 	runs := []*session.WorkloadRun{
@@ -229,23 +225,15 @@ func runSeqRand(o *Options) error {
 		return err
 	}
 	recs, sum, hooks := tr.recs, tr.sum, tr.hooks
-	views := make([]*Run, len(runs))
-	wrecs := make([]*record.Workload, len(runs))
-	for i, r := range runs {
-		wrecs[i] = res.Record(r, nil)
-		views[i] = &Run{Stats: CallStatsOf(FileRecords(recs, r.File.Dev, r.File.Ino)), Rec: wrecs[i]}
-		if views[i].Stats.Calls == 0 {
-			return fmt.Errorf("saw no traced read of %s (lost events: %d): run `iopath doctor`", r.File.Path, sum.LostEvents)
-		}
+	views, wrecs, err := runViews(tr, res, runs, false)
+	if err != nil {
+		return err
 	}
 	w := o.Out
 	fmt.Fprintf(w, "iopath demo seq-vs-rand: %s in %s reads of a cold %s file, in order vs at random offsets\n\n",
 		render.Human(seqRandBytes), render.Human(seqRandBS), render.Human(seqRandFileSize))
-	fmt.Fprintf(w, "files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		render.Human(seqRandFileSize), dir, fs.Type, tracer.Dev(fs.Dev), fs.Disk, fs.ReadAheadKB)
-	for i, r := range runs {
-		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.Args, " "), r.Pid, coldLine(wrecs[i]))
-	}
+	fmt.Fprint(w, ws.coldFilesLine(seqRandFileSize))
+	tracedLines(w, runs, wrecs)
 	fmt.Fprintf(w, "hooks: vfs_read=%s, readahead=%s, block_rq_issue=%s\n\n", mech(hooks, "vfs_read"), mech(hooks, "readahead"), mech(hooks, "block_rq_issue"))
 	fmt.Fprint(w, SeqRandTable(views[0], views[1]))
 	fmt.Fprintln(w)

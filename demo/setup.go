@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/workloads"
@@ -61,6 +62,35 @@ func setup(o *Options, refused string) (dir string, fs session.FS, cleanup func(
 		return "", fs, nil, fmt.Errorf("%s is on %s, which has no block device: %s; use --dir on a disk-backed filesystem such as /var/tmp", filepath.Dir(dir), fs.Type, refused)
 	}
 	return dir, fs, cleanup, nil
+}
+
+// workSet is a workload demo's directory and its prepared files.
+type workSet struct {
+	dir   string
+	fs    session.FS
+	files []*session.WorkFile
+	close func() // closes the files and removes the directory (unless --keep)
+}
+
+// setupFiles is setup, then one prepared file per spec in the directory.
+func setupFiles(o *Options, refused string, specs ...workloads.Spec) (*workSet, error) {
+	dir, fs, cleanup, err := setup(o, refused)
+	if err != nil {
+		return nil, err
+	}
+	files, closeFiles, err := prepareFiles(dir, o.Keep, specs...)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return &workSet{dir: dir, fs: fs, files: files, close: func() { closeFiles(); cleanup() }}, nil
+}
+
+// coldFilesLine is the "files:" line of a demo whose files were made
+// cold: size bytes each, in the set's directory.
+func (ws *workSet) coldFilesLine(size int64) string {
+	return fmt.Sprintf("files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
+		render.Human(uint64(size)), ws.dir, ws.fs.Type, tracer.Dev(ws.fs.Dev), ws.fs.Disk, ws.fs.ReadAheadKB)
 }
 
 // prepareFiles prepares one file per spec in dir; cleanup closes them (the demo

@@ -121,22 +121,11 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	defer func() { closeOut(err) }()
 	out := newPrinter(w, f.json, f.quiet)
-	force := forceMechanisms(f.force)
-	s, err := session.Open(sig, session.Options{
-		Tracer: tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-			MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback},
-		Record: out.record, Idle: out.flush, Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) },
-	})
+	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	defer out.flush()
-	if err = readyFile(f.readyFile); err != nil {
-		return err
-	}
-	defer removeReadyFile(f.readyFile)
+	defer end()
 
 	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
 	if len(args) > 0 {
@@ -194,6 +183,28 @@ func lookCommand(name string) (string, error) {
 		return "", fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", name)
 	}
 	return "", fmt.Errorf("command %q not found: check the name or give its full path", name)
+}
+
+// openTrace loads the tracer for f (topts: what to trace) with out as its
+// output, says on errw how its hooks attached, and creates --ready-file;
+// end flushes out, removes the ready file and unloads the tracer.
+func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *printer, topts tracer.Options) (s *session.Session, end func(), err error) {
+	force := forceMechanisms(f.force)
+	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: out.record, Idle: out.flush, Settle: f.settle, Notes: errw,
+		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readyFile(f.readyFile); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, func() {
+		out.flush()
+		removeReadyFile(f.readyFile)
+		s.Close()
+	}, nil
 }
 
 // forceMechanisms converts --force-mechanism's values (checked by checkForce).

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // issue 10 item 8: values that used to be accepted silently are refused
@@ -57,38 +54,5 @@ func TestTracePidSelfRefused(t *testing.T) {
 	if exitStatus(err) != 1 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
 		!strings.Contains(errb.String(), "is iopath itself, whose own IO is never traced: give the pid of another process") {
 		t.Errorf("trace -p SELF: %v, stdout %q, stderr %q", err, out.String(), errb.String())
-	}
-}
-
-// issue 10 item 6: `iopath workload` stopped by SIGTERM exits 143 (it said
-// 130), after its report.
-func TestWorkloadSIGTERM(t *testing.T) {
-	tmp := t.TempDir()
-	cmd := iopathCmd(tmp, "workload", "read-1byte", "--duration", "1m", "--json")
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); len(leftovers(tmp)) < 2; {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the workload never created its file")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGTERM)
-	if code := exitStatus(cmd.Wait()); code != 143 {
-		t.Errorf("after SIGTERM: exit status %d, want 143", code)
-	}
-	var r struct {
-		Interrupted bool `json:"interrupted"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.Interrupted {
-		t.Errorf("report after SIGTERM: %+v, %v", r, err)
-	}
-	if l := leftovers(tmp); len(l) > 0 {
-		t.Errorf("left %v after SIGTERM", l)
 	}
 }

@@ -118,22 +118,11 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	}
 	defer file.Cleanup(errw)
 	out := newPrinter(wout, f.json, f.quiet)
-	force := forceMechanisms(f.force)
-	s, err := session.Open(sig, session.Options{
-		Tracer: tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
-			Force: force, NoWriteback: f.noWriteback},
-		Record: out.record, Idle: out.flush, Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) },
-	})
+	s, end, err := openTrace(sig, f, errw, out, tracer.Options{})
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	defer out.flush()
-	if err = readyFile(f.readyFile); err != nil {
-		return err
-	}
-	defer removeReadyFile(f.readyFile)
+	defer end()
 	res, err := s.TraceWorkload(session.WorkloadTrace{Args: w.args(), File: file, Duration: f.duration, WaitWriteback: f.waitWriteback})
 	if err != nil {
 		return err
