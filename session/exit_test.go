@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -125,28 +126,36 @@ func TestExitCode(t *testing.T) {
 func TestRunSignals(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		cmd    []string
-		send   syscall.Signal // to the helper (iopath), once the child runs
+		sh     string         // the child: sh -c SH DIR
+		send   syscall.Signal // to the helper (iopath), once the child wrote DIR/up
 		code   int            // the helper's exit status
 		status string         // "status CODE SIGNAL SENT KILLED" of the child
 		stderr string
 	}{
-		{"exit status", []string{"sh", "-c", "exit 3"}, 0, 3, "status 3 0 0 false", ""},
-		{"SIGKILL of the command", []string{"sh", "-c", "kill -KILL $$"}, 0, 137, "status 137 9 0 false", ""},
-		{"SIGINT forwarded as SIGINT", []string{"sleep", "30"}, syscall.SIGINT, 130, "status 130 2 2 false", "stopped by SIGINT: exit status 130"},
-		{"SIGTERM forwarded as SIGTERM", []string{"sleep", "30"}, syscall.SIGTERM, 143, "status 143 15 15 false", "stopped by SIGTERM: exit status 143"},
-		{"a command that handles SIGINT and exits 0", []string{"sh", "-c", `trap "exit 0" INT; while :; do sleep 0.05; done`}, syscall.SIGINT, 130, "status 0 0 2 false", ""},
-		{"a command that ignores SIGTERM", []string{"sh", "-c", `trap "" TERM; exec sleep 30`}, syscall.SIGTERM, 143, "status 137 9 15 true",
+		{"exit status", "exit 3", 0, 3, "status 3 0 0 false", ""},
+		{"SIGKILL of the command", "kill -KILL $$", 0, 137, "status 137 9 0 false", ""},
+		{"SIGINT forwarded as SIGINT", `touch "$0/up"; exec sleep 30`, syscall.SIGINT, 130, "status 130 2 2 false", "stopped by SIGINT: exit status 130"},
+		{"SIGTERM forwarded as SIGTERM", `touch "$0/up"; exec sleep 30`, syscall.SIGTERM, 143, "status 143 15 15 false", "stopped by SIGTERM: exit status 143"},
+		{"a command that handles SIGINT and exits 0", `trap "exit 0" INT; touch "$0/up"; while :; do sleep 0.05; done`, syscall.SIGINT, 130, "status 0 0 2 false", ""},
+		{"a command that ignores SIGTERM", `trap "" TERM; touch "$0/up"; exec sleep 30`, syscall.SIGTERM, 143, "status 137 9 15 true",
 			"still running 300ms after SIGTERM: sending SIGKILL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cmd, out, errb := helper(t, "run", c.cmd...)
+			dir := t.TempDir()
+			cmd, out, errb := helper(t, "run", "sh", "-c", c.sh, dir)
 			line, _ := out.ReadString('\n')
 			if !strings.HasPrefix(line, "ready ") {
 				t.Fatalf("helper: %q, stderr %q", line, errb)
 			}
 			if c.send != 0 {
-				time.Sleep(100 * time.Millisecond) // the shell has set its traps
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if _, err := os.Stat(filepath.Join(dir, "up")); err == nil {
+						break // the shell has set its traps
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the child never started")
+					}
+				}
 				cmd.Process.Signal(c.send)
 			}
 			rest, _ := io.ReadAll(out)

@@ -212,7 +212,7 @@ func TestTraceWorkloadSignals(t *testing.T) {
 	needRoot(t)
 	tmp := diskDir(t)
 	cmd, out, errb := startTrace(t, tmp, "trace", "--json", "--workload", "read-1byte", "--", "--duration", "1m")
-	time.Sleep(200 * time.Millisecond)
+	workloadChild(t, cmd.Process.Pid, tmp)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if code := exitStatus(cmd.Wait()); code != 143 {
 		t.Errorf("trace --workload after SIGTERM: exit status %d, want 143; stderr %s", code, errb)
@@ -225,22 +225,8 @@ func TestTraceWorkloadSignals(t *testing.T) {
 		t.Errorf("left after SIGTERM: %v", l)
 	}
 
-	cmd, _, errb = startTrace(t, tmp, "trace", "--quiet", "--workload", "read-1byte", "--", "--duration", "1m")
-	var child int
-	for deadline := time.Now().Add(10 * time.Second); child == 0; time.Sleep(10 * time.Millisecond) {
-		// The child is started by a thread of iopath's: look in every task.
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid))
-		for _, task := range tasks {
-			kids, _ := os.ReadFile(task)
-			for _, f := range strings.Fields(string(kids)) {
-				child, _ = strconv.Atoi(f)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no workload child of iopath %d; stderr %s", cmd.Process.Pid, errb)
-		}
-	}
-	time.Sleep(200 * time.Millisecond) // released from its exec stop, running
+	cmd, _, _ = startTrace(t, tmp, "trace", "--quiet", "--workload", "read-1byte", "--", "--duration", "1m")
+	child := workloadChild(t, cmd.Process.Pid, tmp)
 	cmd.Process.Kill()
 	cmd.Wait()
 	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(child, 0) == nil && !isZombie(child); time.Sleep(10 * time.Millisecond) {
@@ -259,6 +245,31 @@ func TestTraceWorkloadSignals(t *testing.T) {
 	}
 	if l := leftovers(tmp); len(l) > 0 {
 		t.Errorf("left after the next run: %v", l)
+	}
+}
+
+// workloadChild waits for the workload child of iopath pid to run with its
+// file open (so past catching its signals) and returns its pid.
+func workloadChild(t *testing.T, pid int, dir string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no workload child of iopath %d with a file in %s open", pid, dir)
+		}
+		// The child is started by a thread of iopath's: look in every task.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, task := range tasks {
+			kids, _ := os.ReadFile(task)
+			for _, f := range strings.Fields(string(kids)) {
+				child, _ := strconv.Atoi(f)
+				fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", child))
+				for _, fd := range fds {
+					if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, dir+"/") {
+						return child
+					}
+				}
+			}
+		}
 	}
 }
 
