@@ -79,11 +79,11 @@ func TestTraceExitStatus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd, out, errb := startTrace(t, os.TempDir(), "trace", "--json", "--", "sh", "-c", c.sh, dir)
-			start := time.Now()
 			if c.send != 0 {
 				waitFile(t, filepath.Join(dir, "up"))
 				cmd.Process.Signal(c.send)
 			}
+			start := time.Now()
 			code := exitStatus(cmd.Wait())
 			took := time.Since(start)
 			got, _ := os.ReadFile(filepath.Join(dir, "got"))
