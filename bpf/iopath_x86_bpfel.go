@@ -50,7 +50,8 @@ const (
 	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
-	IopathCounterCNT_MAX            IopathCounter = 15
+	IopathCounterCNT_HIT_OTHER_FULL IopathCounter = 15
+	IopathCounterCNT_MAX            IopathCounter = 16
 )
 
 type IopathDirtyGoneEv struct {
@@ -123,6 +124,7 @@ type IopathOp struct {
 	C_pathParent      uint64
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
+	C_pathRenames     uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -218,6 +220,21 @@ const (
 	IopathOpSysSYS_SENDFILE        IopathOpSys = 18
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
+	IopathOpSysSYS_RENAME          IopathOpSys = 21
+	IopathOpSysSYS_MAX             IopathOpSys = 22
+)
+
+type IopathOtherKey struct {
+	_     structs.HostLayout
+	Pid   uint32
+	Write uint32
+}
+
+type IopathOwnFlag uint32
+
+const (
+	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
 )
 
 type IopathPageRange struct {
@@ -226,6 +243,21 @@ type IopathPageRange struct {
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathRaKind uint32
+
+const (
+	IopathRaKindRA_SYNC  IopathRaKind = 1
+	IopathRaKindRA_ASYNC IopathRaKind = 2
+	IopathRaKindRA_ORDER IopathRaKind = 3
+)
+
+type IopathRangeFlag uint32
+
+const (
+	IopathRangeFlagRANGE_ADDED   IopathRangeFlag = 1
+	IopathRangeFlagRANGE_DIRTIED IopathRangeFlag = 2
+)
 
 type IopathRqDoneEv struct {
 	_     structs.HostLayout
@@ -350,7 +382,9 @@ const (
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
 	IopathMapFreeSlots                    = "free_slots"
+	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
+	IopathMapHitUnowned                   = "hit_unowned"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
@@ -373,6 +407,7 @@ const (
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
+	IopathProgFexitVfsRename              = "fexit_vfs_rename"
 	IopathProgFexitVfsWrite               = "fexit_vfs_write"
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
@@ -381,6 +416,7 @@ const (
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
+	IopathProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
@@ -426,19 +462,13 @@ const (
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
+	IopathVarRenameGen                    = "rename_gen"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
-	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
-	IopathVarUnusedCounter                = "unused_counter"
-	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
-	IopathVarUnusedEvType                 = "unused_ev_type"
-	IopathVarUnusedOpSys                  = "unused_op_sys"
-	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
-	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
-	IopathVarUnusedWbStartEv              = "unused_wb_start_ev"
+	IopathVarUnusedContract               = "unused_contract"
 	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -499,6 +529,7 @@ type IopathProgramSpecs struct {
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.ProgramSpec `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.ProgramSpec `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
@@ -507,6 +538,7 @@ type IopathProgramSpecs struct {
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
@@ -557,7 +589,9 @@ type IopathMapSpecs struct {
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
@@ -571,26 +605,20 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
-	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
-	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
-	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
-	PathSerial        *ebpf.VariableSpec `ebpf:"path_serial"`
-	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
-	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
-	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
-	TargetsGen        *ebpf.VariableSpec `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.VariableSpec `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.VariableSpec `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.VariableSpec `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.VariableSpec `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.VariableSpec `ebpf:"emit_all"`
+	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
+	PathSerial     *ebpf.VariableSpec `ebpf:"path_serial"`
+	RawSysMask     *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.VariableSpec `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.VariableSpec `ebpf:"syncs_active"`
+	TargetComm     *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen     *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedContract *ebpf.VariableSpec `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathObjects contains all objects after they have been loaded into the kernel.
@@ -618,7 +646,9 @@ type IopathMaps struct {
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
@@ -635,7 +665,9 @@ func (m *IopathMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.FreeSlots,
+		m.HitOther,
 		m.HitStats,
+		m.HitUnowned,
 		m.Inflight,
 		m.RqScratch,
 		m.SyncWaiters,
@@ -650,26 +682,20 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
-	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
-	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
-	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
-	PathSerial        *ebpf.Variable `ebpf:"path_serial"`
-	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
-	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
-	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
-	TargetsGen        *ebpf.Variable `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.Variable `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.Variable `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.Variable `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.Variable `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.Variable `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.Variable `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.Variable `ebpf:"emit_all"`
+	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
+	PathSerial     *ebpf.Variable `ebpf:"path_serial"`
+	RawSysMask     *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.Variable `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.Variable `ebpf:"syncs_active"`
+	TargetComm     *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen     *ebpf.Variable `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedContract *ebpf.Variable `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathPrograms contains all programs after they have been loaded into the kernel.
@@ -691,6 +717,7 @@ type IopathPrograms struct {
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.Program `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.Program `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
@@ -699,6 +726,7 @@ type IopathPrograms struct {
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
@@ -757,6 +785,7 @@ func (p *IopathPrograms) Close() error {
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheSyncRa,
 		p.FexitVfsRead,
+		p.FexitVfsRename,
 		p.FexitVfsWrite,
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
@@ -765,6 +794,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
 		p.KretprobeVfsRead,
+		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,

@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 func TestRegistry(t *testing.T) {
@@ -27,21 +28,21 @@ func TestRegistry(t *testing.T) {
 // (one merged request of two bios, one readahead window), one elsewhere.
 func TestCallStats(t *testing.T) {
 	dev := uint32(254<<20 | 1)
-	if Kdev(tracer.Dev(dev)) != dev {
-		t.Fatalf("Kdev(%q) = %d, want %d", tracer.Dev(dev), Kdev(tracer.Dev(dev)), dev)
+	if Kdev(kernel.Dev(dev)) != dev {
+		t.Fatalf("Kdev(%q) = %d, want %d", kernel.Dev(dev), Kdev(kernel.Dev(dev)), dev)
 	}
-	bio := func(issue uint64, bytes uint32) tracer.Bio {
-		return tracer.Bio{Dev: "254:1", Bytes: bytes, RequestBytes: 8192, IssueNs: issue, CompleteNs: issue + 100, D2CNs: 100}
+	bio := func(issue uint64, bytes uint32) record.Bio {
+		return record.Bio{Dev: "254:1", Bytes: bytes, RequestBytes: 8192, IssueNs: issue, CompleteNs: issue + 100, D2CNs: 100}
 	}
 	recs := []any{
-		&tracer.Syscall{TimeNs: 20, Dev: tracer.Dev(dev), Ino: 7, RequestedBytes: 4096, DurationNs: 300, BlockedNs: 50,
-			Cache: tracer.Cache{PagesRequested: 1, PagesMissed: 1, PagesAdded: 2,
-				Readahead: []tracer.Readahead{{Kind: "sync", Pages: 2}}},
-			Bios: []tracer.Bio{bio(1000, 4096), bio(1000, 4096)}},
-		&tracer.Syscall{TimeNs: 10, Dev: tracer.Dev(dev), Ino: 7, RequestedBytes: 4096, DurationNs: 100,
-			Cache: tracer.Cache{PagesRequested: 1, PagesHit: 1}},
-		&tracer.Syscall{TimeNs: 5, Dev: tracer.Dev(dev), Ino: 8, RequestedBytes: 1},
-		&tracer.Writeback{Ino: 7},
+		&record.Syscall{TimeNs: 20, Dev: kernel.Dev(dev), Ino: 7, RequestedBytes: 4096, DurationNs: 300, BlockedNs: 50,
+			Cache: record.Cache{PagesRequested: 1, PagesMissed: 1, PagesAdded: 2,
+				Readahead: []record.Readahead{{Kind: "sync", Pages: 2}}},
+			Bios: []record.Bio{bio(1000, 4096), bio(1000, 4096)}},
+		&record.Syscall{TimeNs: 10, Dev: kernel.Dev(dev), Ino: 7, RequestedBytes: 4096, DurationNs: 100,
+			Cache: record.Cache{PagesRequested: 1, PagesHit: 1}},
+		&record.Syscall{TimeNs: 5, Dev: kernel.Dev(dev), Ino: 8, RequestedBytes: 1},
+		&record.Writeback{Ino: 7},
 	}
 	calls := FileRecords(recs, dev, 7)
 	if len(calls) != 2 || calls[0].TimeNs != 10 {

@@ -38,16 +38,16 @@ func DirectTable(dio, buf *Run) string {
 		row("readahead decisions", func(r *Run) string { return raCell(&r.Stats) }),
 		row("bios", func(r *Run) string {
 			return fmt.Sprintf("%d (%.3f per call, %s average)", r.Stats.Bios, fdiv(float64(r.Stats.Bios), float64(r.Stats.Calls)),
-				render.Human(div(r.Stats.DiskBytes, uint64(r.Stats.Bios))))
+				render.Bytes(div(r.Stats.DiskBytes, uint64(r.Stats.Bios))))
 		}),
-		row("disk bytes read", func(r *Run) string { return render.Human(r.Stats.DiskBytes) }),
+		row("disk bytes read", func(r *Run) string { return render.Bytes(r.Stats.DiskBytes) }),
 		row("calls that slept on IO", func(r *Run) string { return fmt.Sprint(r.Stats.Waited) }),
-		row("call latency mean", func(r *Run) string { return render.Dur(r.Stats.meanDur()) }),
+		row("call latency mean", func(r *Run) string { return render.Duration(r.Stats.meanDur()) }),
 		row("call latency p50 / p99 / max", func(r *Run) string {
-			return fmt.Sprintf("%s / %s / %s", render.Dur(r.Stats.quantileDur(0.5)), render.Dur(r.Stats.quantileDur(0.99)), render.Dur(r.Stats.quantileDur(1)))
+			return fmt.Sprintf("%s / %s / %s", render.Duration(r.Stats.quantileDur(0.5)), render.Duration(r.Stats.quantileDur(0.99)), render.Duration(r.Stats.quantileDur(1)))
 		}),
-		row("device time per bio (D2C)", func(r *Run) string { return render.Dur(div(r.Stats.D2CNs, uint64(r.Stats.D2CBios))) }),
-		row("total time (workload)", func(r *Run) string { return render.Dur(uint64(r.Rec.Report.Runtime)) }),
+		row("device time per bio (D2C)", func(r *Run) string { return render.Duration(div(r.Stats.D2CNs, uint64(r.Stats.D2CBios))) }),
+		row("total time (workload)", func(r *Run) string { return render.Duration(uint64(r.Rec.Report.Runtime)) }),
 		row("file pages cached after", func(r *Run) string {
 			if c := r.Rec.CachedAfter; c != nil {
 				return fmt.Sprintf("%d of %d (%s)", c.CachedPages, c.TotalPages, c.Method)
@@ -63,15 +63,15 @@ func DirectWhy(dio, buf *Run) string {
 	d, p := &dio.Stats, &buf.Stats
 	fmt.Fprintf(&b, "Why: O_DIRECT hands the caller's buffer to the block layer: no page was added to the cache (%d), no readahead ran,\n", d.Added)
 	fmt.Fprintf(&b, "  and each %s read became its own bio (%d bios for %d calls) that the call slept on (%d of %d calls slept),\n",
-		render.Human(directBS), d.Bios, d.Calls, d.Waited, d.Calls)
+		render.Bytes(directBS), d.Bios, d.Calls, d.Waited, d.Calls)
 	fmt.Fprintf(&b, "  so every call cost about a device round trip: %s mean, for %s of device time per bio.\n",
-		render.Dur(d.meanDur()), render.Dur(div(d.D2CNs, uint64(d.D2CBios))))
+		render.Duration(d.meanDur()), render.Duration(div(d.D2CNs, uint64(d.D2CBios))))
 	fmt.Fprintf(&b, "  Buffered reads went through the page cache: readahead (%d decisions, windows up to %s) read the file in %d bios\n",
-		p.RA, render.Plural(uint64(p.RAMaxPages), "page"), p.Bios)
+		p.RA, render.Count(uint64(p.RAMaxPages), "page"), p.Bios)
 	fmt.Fprintf(&b, "  of %s on average, so %s of %d slept and %d of %d pages were hits: the median call took %s.\n",
-		render.Human(div(p.DiskBytes, uint64(p.Bios))), render.Plural(uint64(p.Waited), "call"), p.Calls, p.Hits, p.PagesReq, render.Dur(p.quantileDur(0.5)))
+		render.Bytes(div(p.DiskBytes, uint64(p.Bios))), render.Count(uint64(p.Waited), "call"), p.Calls, p.Hits, p.PagesReq, render.Duration(p.quantileDur(0.5)))
 	fmt.Fprintf(&b, "  The whole pass took %s with O_DIRECT and %s buffered; the price of buffering is memory:\n",
-		render.Dur(uint64(dio.Rec.Report.Runtime)), render.Dur(uint64(buf.Rec.Report.Runtime)))
+		render.Duration(uint64(dio.Rec.Report.Runtime)), render.Duration(uint64(buf.Rec.Report.Runtime)))
 	if dc, bc := dio.Rec.CachedAfter, buf.Rec.CachedAfter; dc != nil && bc != nil {
 		fmt.Fprintf(&b, "  afterwards %d pages of the buffered file sit in the page cache, %d of the O_DIRECT one.\n", bc.CachedPages, dc.CachedPages)
 	} else {
@@ -105,7 +105,7 @@ func runDirect(o *Options) error {
 	}
 	w := o.Out
 	fmt.Fprintf(w, "iopath demo direct-vs-buffered: %s sequential reads of a cold %s file, with O_DIRECT vs through the page cache\n\n",
-		render.Human(directBS), render.Human(directFileSize))
+		render.Bytes(directBS), render.Bytes(directFileSize))
 	fmt.Fprint(w, ws.coldFilesLine(directFileSize))
 	tracedLines(w, runs, wrecs)
 	fmt.Fprintf(w, "hooks: vfs_read=%s, page_cache_add=%s, readahead=%s, block_rq_issue=%s, iowait=%s\n\n", mech(hooks, "vfs_read"),

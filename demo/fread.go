@@ -8,6 +8,7 @@ import (
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"golang.org/x/sys/unix"
 )
@@ -25,7 +26,7 @@ func shortDur(ns uint64) string {
 	if ns < 1000 {
 		return fmt.Sprintf("%d ns", ns)
 	}
-	return render.Dur(ns)
+	return render.Duration(ns)
 }
 
 // FreadTable compares the two runs; every cell comes from the runs' summary
@@ -53,12 +54,12 @@ func FreadTable(raw, buf *record.Workload) string {
 		row("page-cache hits", func(r *record.Workload) string {
 			return fmt.Sprintf("%d of %d pages", r.PagesHit, r.PagesRequested)
 		}),
-		row("disk bytes read", func(r *record.Workload) string { return render.Human(r.DiskBytesRead) }),
-		row("total time (workload)", func(r *record.Workload) string { return render.Dur(uint64(r.Report.Runtime)) }),
+		row("disk bytes read", func(r *record.Workload) string { return render.Bytes(r.DiskBytesRead) }),
+		row("total time (workload)", func(r *record.Workload) string { return render.Duration(uint64(r.Report.Runtime)) }),
 		row("time per byte", func(r *record.Workload) string {
 			return shortDur(div(uint64(r.Report.Runtime), uint64(r.Report.Bytes)))
 		}),
-		row("CPU time in the kernel", func(r *record.Workload) string { return render.Dur(uint64(r.Report.CPUSys)) }),
+		row("CPU time in the kernel", func(r *record.Workload) string { return render.Duration(uint64(r.Report.CPUSys)) }),
 	})
 }
 
@@ -77,10 +78,10 @@ func FreadWhy(raw, buf *record.Workload, blksize int64) string {
 	fmt.Fprintf(&b, "  %.0fx fewer system calls. Every call pays the kernel entry and exit, the fd lookup, a page-cache lookup\n",
 		fdiv(float64(raw.FileReadCalls), float64(buf.FileReadCalls)))
 	fmt.Fprintf(&b, "  and a copy, whatever its size (%s per call here, traced), so the byte-at-a-time run took %s against %s: %.0fx.\n",
-		render.Dur(div(uint64(raw.Report.Runtime), raw.FileReadCalls)), render.Dur(uint64(raw.Report.Runtime)), render.Dur(uint64(buf.Report.Runtime)),
+		render.Duration(div(uint64(raw.Report.Runtime), raw.FileReadCalls)), render.Duration(uint64(raw.Report.Runtime)), render.Duration(uint64(buf.Report.Runtime)),
 		fdiv(float64(raw.Report.Runtime), float64(buf.Report.Runtime)))
 	fmt.Fprintf(&b, "  Both read cached pages only (%s and %s from disk): the difference comes from the system calls.\n",
-		render.Human(raw.DiskBytesRead), render.Human(buf.DiskBytesRead))
+		render.Bytes(raw.DiskBytesRead), render.Bytes(buf.DiskBytesRead))
 	return b.String()
 }
 
@@ -123,9 +124,9 @@ func runReadFread(o *Options) error {
 		}
 	}
 	w := o.Out
-	fmt.Fprintf(w, "iopath demo read-vs-fread: a cached %s file read 1 byte at a time, with read(2) per byte vs through a stdio buffer\n\n", render.Human(freadFileSize))
+	fmt.Fprintf(w, "iopath demo read-vs-fread: a cached %s file read 1 byte at a time, with read(2) per byte vs through a stdio buffer\n\n", render.Bytes(freadFileSize))
 	fmt.Fprintf(w, "files: two %s files in %s (%s on %s), written and left cached: %s pages in the page cache (cachestat); st_blksize %d\n",
-		render.Human(freadFileSize), dir, fs.Type, tracer.Dev(fs.Dev), strings.Join(cached, " and "), st.Blksize)
+		render.Bytes(freadFileSize), dir, fs.Type, kernel.Dev(fs.Dev), strings.Join(cached, " and "), st.Blksize)
 	for _, r := range runs {
 		fmt.Fprintf(w, "traced: iopath workload %s (pid %d)\n", strings.Join(r.Args, " "), r.Pid)
 	}

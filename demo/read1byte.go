@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 func init() {
@@ -40,7 +41,7 @@ func runRead1(o *Options) error {
 	w := o.Out
 	fmt.Fprintln(w, "iopath demo read-1byte: what does read(fd, &c, 1) cost?")
 	fmt.Fprintln(w)
-	where := fmt.Sprintf("%s on %s", fs.Type, tracer.Dev(fs.Dev))
+	where := fmt.Sprintf("%s on %s", fs.Type, kernel.Dev(fs.Dev))
 	if fs.BlockDevice {
 		where += fmt.Sprintf(" (disk %s, read_ahead_kb=%d)", fs.Disk, fs.ReadAheadKB)
 	}
@@ -52,7 +53,7 @@ func runRead1(o *Options) error {
 		return fmt.Errorf("expected 2 traced reads of %s, saw %d (lost events: %d): run `iopath doctor`", path, len(calls), sum.LostEvents)
 	}
 	for _, c := range calls[:2] {
-		fmt.Fprint(w, o.Story(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, explainRead(calls[0], "first read (cold)", fs))
@@ -68,11 +69,11 @@ func runRead1(o *Options) error {
 }
 
 // explainRead says in plain words what one read did, from its record only.
-func explainRead(c *tracer.Syscall, title string, fs session.FS) string {
+func explainRead(c *record.Syscall, title string, fs session.FS) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, render.Dur(c.DurationNs))
+	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, render.Duration(c.DurationNs))
 	if c.BlockedNs > 0 {
-		fmt.Fprintf(&b, ", %s of it asleep waiting for the device", render.Dur(c.BlockedNs))
+		fmt.Fprintf(&b, ", %s of it asleep waiting for the device", render.Duration(c.BlockedNs))
 	}
 	b.WriteString(".\n")
 	cc := c.Cache
@@ -82,13 +83,13 @@ func explainRead(c *tracer.Syscall, title string, fs session.FS) string {
 	}
 	fmt.Fprintf(&b, "  It missed the page cache: %d of %d requested page was not cached.\n", cc.PagesMissed, cc.PagesRequested)
 	for _, ra := range cc.Readahead {
-		fmt.Fprintf(&b, "  The kernel's %s readahead chose a window of %d pages (%s) starting at page %d", ra.Kind, ra.Pages, render.Human(uint64(ra.Pages)*4096), ra.StartIndex)
+		fmt.Fprintf(&b, "  The kernel's %s readahead chose a window of %d pages (%s) starting at page %d", ra.Kind, ra.Pages, render.Bytes(uint64(ra.Pages)*4096), ra.StartIndex)
 		if ra.Source == "derived" {
 			b.WriteString(" (derived from the pages added: this kernel has no readahead hook)")
 		}
 		b.WriteString(",\n")
 	}
-	fmt.Fprintf(&b, "  so %d pages (%s) were added to the page cache for 1 byte asked.\n", cc.PagesAdded, render.Human(cc.PagesAdded*4096))
+	fmt.Fprintf(&b, "  so %d pages (%s) were added to the page cache for 1 byte asked.\n", cc.PagesAdded, render.Bytes(cc.PagesAdded*4096))
 	if !fs.BlockDevice {
 		fmt.Fprintf(&b, "  The file is on %s, which has no block device: no disk was involved.\n", fs.Type)
 		return b.String()
@@ -101,11 +102,11 @@ func explainRead(c *tracer.Syscall, title string, fs session.FS) string {
 		d2c = max(d2c, bio.D2CNs)
 		flags = append(flags, bio.Rwbs)
 	}
-	fmt.Fprintf(&b, "  The disk read %s in %s (rwbs %s", render.Human(bytes), render.Plural(uint64(len(c.Bios)), "bio"), strings.Join(flags, ","))
+	fmt.Fprintf(&b, "  The disk read %s in %s (rwbs %s", render.Bytes(bytes), render.Count(uint64(len(c.Bios)), "bio"), strings.Join(flags, ","))
 	if strings.Contains(strings.Join(flags, ""), "A") {
 		b.WriteString(": A = readahead")
 	}
-	fmt.Fprintf(&b, "); the device took %s (D2C).\n", render.Dur(d2c))
+	fmt.Fprintf(&b, "); the device took %s (D2C).\n", render.Duration(d2c))
 	if c.RequestedBytes > 0 {
 		fmt.Fprintf(&b, "  Amplification: %d bytes read from disk per byte asked.\n", bytes/c.RequestedBytes)
 	}

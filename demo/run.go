@@ -13,6 +13,7 @@ import (
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +21,7 @@ import (
 // traced is what a demo's trace gave: every record, the summary and the hooks.
 type traced struct {
 	recs  []any
-	sum   *tracer.Summary
+	sum   *record.Summary
 	hooks []tracer.HookStatus
 }
 
@@ -39,6 +40,7 @@ func traceWorkloads(o *Options, topts tracer.Options, runs []*session.WorkloadRu
 		return nil, nil, err
 	}
 	tr.sum, tr.hooks = res.Summary, s.T.Hooks
+	o.summary(tr.sum)
 	return tr, res, nil
 }
 
@@ -94,7 +96,15 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 		return nil, fmt.Errorf("demo child: exit status %d", res.Command.Code)
 	}
 	tr.sum, tr.hooks = res.Summary, s.T.Hooks
+	o.summary(tr.sum)
 	return tr, nil
+}
+
+// summary hands the run's summary to OnSummary.
+func (o *Options) summary(s *record.Summary) {
+	if o.OnSummary != nil {
+		o.OnSummary(s)
+	}
 }
 
 // Child is the traced side of read-1byte and write-1byte (`iopath
@@ -137,14 +147,14 @@ func Child(kind, path string) error {
 }
 
 // FileRecords picks the syscall records of one file, in call order.
-func FileRecords(recs []any, dev uint32, ino uint64) []*tracer.Syscall {
-	var out []*tracer.Syscall
+func FileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
+	var out []*record.Syscall
 	for _, r := range recs {
-		if s, ok := r.(*tracer.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
+		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == kernel.Dev(dev) {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b *tracer.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	slices.SortFunc(out, func(a, b *record.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	return out
 }
 
@@ -157,7 +167,7 @@ func Kdev(dev string) uint32 {
 
 // printJSON prints a demo's raw evidence as JSON Lines: the syscall records
 // of each run's file, the summary, then one "workload" record per run.
-func printJSON(w io.Writer, recs []any, sum *tracer.Summary, wrecs []*record.Workload) {
+func printJSON(w io.Writer, recs []any, sum *record.Summary, wrecs []*record.Workload) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, wr := range wrecs {
@@ -182,7 +192,7 @@ func mech(hooks []tracer.HookStatus, name string) string {
 }
 
 // lostWarning is the line a demo ends with when events were lost.
-func lostWarning(w io.Writer, sum *tracer.Summary) {
+func lostWarning(w io.Writer, sum *record.Summary) {
 	if sum.LostEvents > 0 {
 		fmt.Fprintf(w, "\nwarning: %d events were lost; the numbers above may be incomplete\n", sum.LostEvents)
 	}

@@ -50,7 +50,7 @@ type CallStats struct {
 }
 
 // CallStatsOf computes CallStats from a run's syscall records.
-func CallStatsOf(calls []*tracer.Syscall) CallStats {
+func CallStatsOf(calls []*record.Syscall) CallStats {
 	var s CallStats
 	type rqKey struct {
 		dev   string
@@ -147,7 +147,7 @@ func raCell(s *CallStats) string {
 	if s.RA == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d (%d sync, %d async), largest window %s", s.RA, s.RASync, s.RAAsync, render.Plural(uint64(s.RAMaxPages), "page"))
+	return fmt.Sprintf("%d (%d sync, %d async), largest window %s", s.RA, s.RASync, s.RAAsync, render.Count(uint64(s.RAMaxPages), "page"))
 }
 
 // Run is what a demo shows of one traced workload run.
@@ -163,22 +163,22 @@ func SeqRandTable(seq, rnd *Run) string {
 	return demoTable([][]string{
 		{"", "sequential", "random"},
 		row("read calls", func(r *Run) string { return fmt.Sprint(r.Stats.Calls) }),
-		row("bytes requested", func(r *Run) string { return render.Human(r.Stats.BytesReq) }),
+		row("bytes requested", func(r *Run) string { return render.Bytes(r.Stats.BytesReq) }),
 		row("page-cache hits", func(r *Run) string {
 			return fmt.Sprintf("%d of %d pages", r.Stats.Hits, r.Stats.PagesReq)
 		}),
 		row("pages added to the cache", func(r *Run) string { return fmt.Sprint(r.Stats.Added) }),
 		row("readahead decisions", func(r *Run) string { return raCell(&r.Stats) }),
 		row("disk requests", func(r *Run) string {
-			return fmt.Sprintf("%d (%s)", r.Stats.Requests, render.Plural(uint64(r.Stats.Bios), "bio"))
+			return fmt.Sprintf("%d (%s)", r.Stats.Requests, render.Count(uint64(r.Stats.Bios), "bio"))
 		}),
 		row("average request size", func(r *Run) string {
-			return render.Human(div(r.Stats.RequestBytes, uint64(r.Stats.Requests)))
+			return render.Bytes(div(r.Stats.RequestBytes, uint64(r.Stats.Requests)))
 		}),
-		row("disk bytes read", func(r *Run) string { return render.Human(r.Stats.DiskBytes) }),
+		row("disk bytes read", func(r *Run) string { return render.Bytes(r.Stats.DiskBytes) }),
 		row("calls that slept on IO", func(r *Run) string { return fmt.Sprint(r.Stats.Waited) }),
-		row("time asleep on IO", func(r *Run) string { return render.Dur(r.Stats.BlockedNs) }),
-		row("duration (workload)", func(r *Run) string { return render.Dur(uint64(r.Rec.Report.Runtime)) }),
+		row("time asleep on IO", func(r *Run) string { return render.Duration(r.Stats.BlockedNs) }),
+		row("duration (workload)", func(r *Run) string { return render.Duration(uint64(r.Rec.Report.Runtime)) }),
 		row("IOPS (workload)", func(r *Run) string { return fmt.Sprintf("%.0f", r.Rec.Report.IOPS) }),
 	})
 }
@@ -187,21 +187,21 @@ func SeqRandTable(seq, rnd *Run) string {
 func SeqRandWhy(seq, rnd *Run) string {
 	var b strings.Builder
 	s, r := &seq.Stats, &rnd.Stats
-	fmt.Fprintf(&b, "Why: the same %s was asked for in %d-byte reads both times.\n", render.Human(s.BytesReq), seqRandBS)
+	fmt.Fprintf(&b, "Why: the same %s was asked for in %d-byte reads both times.\n", render.Bytes(s.BytesReq), seqRandBS)
 	fmt.Fprintf(&b, "  In order, each read continued the previous one, so the kernel's readahead kept reading ahead\n")
 	fmt.Fprintf(&b, "  (%d decisions, %d of them async, windows up to %s): the disk got %d requests averaging %s,\n",
-		s.RA, s.RAAsync, render.Human(uint64(s.RAMaxPages)*4096), s.Requests, render.Human(div(s.RequestBytes, uint64(s.Requests))))
+		s.RA, s.RAAsync, render.Bytes(uint64(s.RAMaxPages)*4096), s.Requests, render.Bytes(div(s.RequestBytes, uint64(s.Requests))))
 	fmt.Fprintf(&b, "  %.0f calls per request, and %d of %d pages were already cached when asked for; only %s slept (%s in all).\n",
-		fdiv(float64(s.Calls), float64(s.Requests)), s.Hits, s.PagesReq, render.Plural(uint64(s.Waited), "call"), render.Dur(s.BlockedNs))
+		fdiv(float64(s.Calls), float64(s.Requests)), s.Hits, s.PagesReq, render.Count(uint64(s.Waited), "call"), render.Duration(s.BlockedNs))
 	fmt.Fprintf(&b, "  At random offsets there was no pattern to follow: readahead windows averaged %.1f pages over %d decisions,\n",
 		fdiv(float64(r.RAPages), float64(r.RA)), r.RA)
 	fmt.Fprintf(&b, "  requests averaged %s, %d requests for %d calls; %d calls slept on the device (%s in all, %s each on average)\n",
-		render.Human(div(r.RequestBytes, uint64(r.Requests))), r.Requests, r.Calls, r.Waited, render.Dur(r.BlockedNs), render.Dur(div(r.BlockedNs, uint64(r.Waited))))
+		render.Bytes(div(r.RequestBytes, uint64(r.Requests))), r.Requests, r.Calls, r.Waited, render.Duration(r.BlockedNs), render.Duration(div(r.BlockedNs, uint64(r.Waited))))
 	fmt.Fprintf(&b, "  and %d of %d pages were hits (pages an earlier random read had already brought in).\n", r.Hits, r.PagesReq)
 	fmt.Fprintf(&b, "  So the sequential run did %.0f IOPS and the random one %.0f: %.1fx, for the same bytes requested;\n",
 		seq.Rec.Report.IOPS, rnd.Rec.Report.IOPS, fdiv(seq.Rec.Report.IOPS, rnd.Rec.Report.IOPS))
 	fmt.Fprintf(&b, "  the sequential run read %s from disk (readahead also read past the last page asked for), the random one %s.\n",
-		render.Human(s.DiskBytes), render.Human(r.DiskBytes))
+		render.Bytes(s.DiskBytes), render.Bytes(r.DiskBytes))
 	return b.String()
 }
 
@@ -231,7 +231,7 @@ func runSeqRand(o *Options) error {
 	}
 	w := o.Out
 	fmt.Fprintf(w, "iopath demo seq-vs-rand: %s in %s reads of a cold %s file, in order vs at random offsets\n\n",
-		render.Human(seqRandBytes), render.Human(seqRandBS), render.Human(seqRandFileSize))
+		render.Bytes(seqRandBytes), render.Bytes(seqRandBS), render.Bytes(seqRandFileSize))
 	fmt.Fprint(w, ws.coldFilesLine(seqRandFileSize))
 	tracedLines(w, runs, wrecs)
 	fmt.Fprintf(w, "hooks: vfs_read=%s, readahead=%s, block_rq_issue=%s\n\n", mech(hooks, "vfs_read"), mech(hooks, "readahead"), mech(hooks, "block_rq_issue"))

@@ -10,6 +10,7 @@ import (
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -21,7 +22,7 @@ func workDir(o *Options) (string, func(), error) {
 	if base != "" {
 		st, err := os.Stat(base)
 		if err != nil {
-			return "", nil, fmt.Errorf("--dir %s: %v: create it or choose another directory", base, err)
+			return "", nil, fmt.Errorf("--dir %s: %w: create it or choose another directory", base, err)
 		}
 		if !st.IsDir() {
 			return "", nil, fmt.Errorf("--dir %s is not a directory", base)
@@ -33,9 +34,9 @@ func workDir(o *Options) (string, func(), error) {
 	d, err := session.MkWorkDir(base, "demo")
 	if err != nil {
 		if o.Dir != "" {
-			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%v): choose a writable directory", o.Dir, err)
+			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%w): choose a writable directory", o.Dir, err)
 		}
-		return "", nil, fmt.Errorf("creating a temp dir: %v: set TMPDIR to a writable directory", err)
+		return "", nil, fmt.Errorf("creating a temp dir: %w: set TMPDIR to a writable directory", err)
 	}
 	return d, func() {
 		if !o.Keep {
@@ -90,7 +91,7 @@ func setupFiles(o *Options, refused string, specs ...workloads.Spec) (*workSet, 
 // cold: size bytes each, in the set's directory.
 func (ws *workSet) coldFilesLine(size int64) string {
 	return fmt.Sprintf("files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		render.Human(uint64(size)), ws.dir, ws.fs.Type, tracer.Dev(ws.fs.Dev), ws.fs.Disk, ws.fs.ReadAheadKB)
+		render.Bytes(uint64(size)), ws.dir, ws.fs.Type, kernel.Dev(ws.fs.Dev), ws.fs.Disk, ws.fs.ReadAheadKB)
 }
 
 // prepareFiles prepares one file per spec in dir; cleanup closes them (the demo
@@ -118,6 +119,9 @@ func prepareFiles(dir string, keep bool, specs ...workloads.Spec) ([]*session.Wo
 // open loads the tracer for a demo; its records are collected into recs
 // (read them after End).
 func open(o *Options, topts tracer.Options, settle time.Duration, recs *[]any) (*session.Session, error) {
-	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes,
-		Record: func(r any) { *recs = append(*recs, r) }})
+	sink := func(r any) { *recs = append(*recs, r) }
+	if o.Tee != nil {
+		sink = o.Tee(sink)
+	}
+	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes, Record: sink})
 }

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 func init() {
@@ -64,7 +65,7 @@ func runWrite1(o *Options) error {
 	}
 	w := o.Out
 	fmt.Fprintln(w, "iopath demo write-1byte: when does write(fd, \"x\", 1) reach the disk?")
-	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.Type, tracer.Dev(fs.Dev), fs.Disk)
+	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.Type, kernel.Dev(fs.Dev), fs.Disk)
 	if fsync {
 		fmt.Fprintln(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), fsync(fd), close(fd) in a child process")
 	} else {
@@ -86,7 +87,7 @@ func runWrite1(o *Options) error {
 		return err
 	}
 	calls := FileRecords(recs, dev, ino)
-	var write, sync *tracer.Syscall
+	var write, sync *record.Syscall
 	for _, c := range calls {
 		switch c.Syscall {
 		case "write":
@@ -98,28 +99,28 @@ func runWrite1(o *Options) error {
 	if write == nil {
 		return fmt.Errorf("the traced write was not seen (lost events: %d): run `iopath doctor`", sum.LostEvents)
 	}
-	var persisted []*tracer.Persisted
-	var wbs []*tracer.Writeback
+	var persisted []*record.Persisted
+	var wbs []*record.Writeback
 	for _, r := range recs {
 		switch x := r.(type) {
-		case *tracer.Persisted:
+		case *record.Persisted:
 			if x.OpID == write.OpID {
 				persisted = append(persisted, x)
 			}
-		case *tracer.Writeback:
+		case *record.Writeback:
 			if x.Ino == ino {
 				wbs = append(wbs, x)
 			}
 		}
 	}
 	for _, c := range calls {
-		fmt.Fprint(w, o.Story(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	for _, x := range wbs {
-		fmt.Fprint(w, o.Story(x))
+		fmt.Fprint(w, render.WritebackStory(x))
 	}
 	for _, p := range persisted {
-		fmt.Fprint(w, o.Story(p))
+		fmt.Fprint(w, render.PersistedStory(p))
 	}
 	if o.JSON {
 		enc := json.NewEncoder(w)
@@ -135,28 +136,28 @@ func runWrite1(o *Options) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "write() returned %d byte after %s: it copied the byte into the page cache and dirtied %s in memory\n",
-		write.ReturnedBytes, render.Dur(write.DurationNs), render.Plural(uint64(write.DirtiedPages), "page"))
+		write.ReturnedBytes, render.Duration(write.DurationNs), render.Count(uint64(write.DirtiedPages), "page"))
 	fmt.Fprintf(w, "(index %s); no disk IO happened inside the call.\n", render.Ranges(write.DirtiedRanges))
 	if len(persisted) == 0 {
 		fmt.Fprintf(w, "The page did not reach the disk within %s (dirty pages still pending: %d).\n", limit, sum.DirtyPending)
 		return nil
 	}
 	p := persisted[0]
-	var bio tracer.Bio
+	var bio record.Bio
 	for _, x := range wbs {
 		if len(x.Bios) > 0 && x.Bios[0].Sector == p.Sector {
 			bio = x.Bios[0]
 		}
 	}
 	if sync != nil && p.ByOpID == sync.OpID {
-		fmt.Fprintf(w, "fsync() wrote it itself, in the caller's context: the page reached the disk %s after the write,\n", render.Dur(p.DirtyToDiskNs))
+		fmt.Fprintf(w, "fsync() wrote it itself, in the caller's context: the page reached the disk %s after the write,\n", render.Duration(p.DirtyToDiskNs))
 		fmt.Fprintf(w, "in a %s %s request at sector %d (device time %s); fsync returned after %s.\n",
-			bio.Rwbs, render.Human(uint64(bio.RequestBytes)), p.Sector, render.Dur(bio.D2CNs), render.Dur(sync.DurationNs))
+			bio.Rwbs, render.Bytes(uint64(bio.RequestBytes)), p.Sector, render.Duration(bio.D2CNs), render.Duration(sync.DurationNs))
 		return nil
 	}
 	fmt.Fprintf(w, "The page reached the disk %s after the write: the flusher %s (tid %d) wrote it for reason %q\n",
-		render.Dur(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
-	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, render.Human(uint64(bio.RequestBytes)), p.Sector, render.Dur(bio.D2CNs))
+		render.Duration(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
+	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, render.Bytes(uint64(bio.RequestBytes)), p.Sector, render.Duration(bio.D2CNs))
 	if p.Reason == "periodic" {
 		fmt.Fprintf(w, "That delay is the kernel's: a dirty inode is written once it is older than vm.dirty_expire_centisecs,\n"+
 			"checked every vm.dirty_writeback_centisecs (%s). Call fsync(2) to make data durable now (--fsync).\n", why)

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/record"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -27,8 +27,8 @@ func Workload(r *record.Workload, waited bool) string {
 	fmt.Fprintf(&b, "calls:         %d reads and %d writes on the file; %d other calls by the process (Go runtime start-up, /proc)\n",
 		r.FileReadCalls, r.FileWriteCalls, r.OtherCalls)
 	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %.1f disk bytes per op\n",
-		Human(r.DiskBytesRead), Human(r.DiskBytesWritten), Human(r.WritebackBytes), r.DiskBytesPerOp)
-	if tracer.MemoryOnly(r.FS) {
+		Bytes(r.DiskBytesRead), Bytes(r.DiskBytesWritten), Bytes(r.WritebackBytes), r.DiskBytesPerOp)
+	if kernel.MemoryOnly(r.FS) {
 		fmt.Fprintf(&b, "               the file is on %s, which has no block device: it never reaches a disk\n", r.FS)
 	}
 	if r.ReadBytesRequested > 0 {

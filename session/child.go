@@ -86,7 +86,7 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %v: its #! interpreter line names a program that does not exist", name, err)
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
 		}
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -95,7 +95,7 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %v)", name, ws, err)
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", name, ws, err)
 	}
 	if gate != nil {
 		if err := gate(pid); err != nil {

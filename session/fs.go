@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +48,7 @@ func DescribeFS(path string) FS {
 		}
 	}
 	if unix.Stat(path, &st) == nil {
-		info.Dev = tracer.UserDev(st.Dev)
+		info.Dev = kernel.UserDev(st.Dev)
 		major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)
 		sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
 		if _, err := os.Stat(sys); err == nil {
@@ -73,7 +73,7 @@ func Inode(path string) (uint32, uint64, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return 0, 0, err
 	}
-	return tracer.UserDev(st.Dev), st.Ino, nil
+	return kernel.UserDev(st.Dev), st.Ino, nil
 }
 
 // DiskBase is the directory for a run's work files: $TMPDIR, or /var/tmp

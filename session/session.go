@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
 )
 
@@ -106,7 +107,7 @@ func (s *Session) Failed() <-chan struct{} { return s.ran }
 
 // End stops reading (after Settle for bios in flight) and returns the
 // summary, read once: it folds the kernel's hit counters in.
-func (s *Session) End() (*tracer.Summary, error) {
+func (s *Session) End() (*record.Summary, error) {
 	if !s.ended {
 		s.ended = true
 		s.cancel()
@@ -147,7 +148,7 @@ type Trace struct {
 
 // Result is how a run ended.
 type Result struct {
-	Summary *tracer.Summary
+	Summary *record.Summary
 	Command *Status        // nil without a command
 	Signal  syscall.Signal // the first SIGINT or SIGTERM received, 0 if none
 	Code    int            // iopath's exit status (ExitCode)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -171,7 +172,8 @@ func TestSharedStdoutBroken(t *testing.T) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
 			t.Errorf("yes ended with %v, want SIGPIPE", err)
 		}
 	case <-time.After(5 * time.Second):

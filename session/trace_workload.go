@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/record"
-	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -110,7 +109,7 @@ func (s *Session) RunWorkloads(runs []*WorkloadRun) (*WorkloadRunsResult, error)
 
 // WorkloadRunsResult is the summary of a demo's runs.
 type WorkloadRunsResult struct {
-	Summary *tracer.Summary
+	Summary *record.Summary
 	s       *Session
 }
 

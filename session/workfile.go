@@ -44,7 +44,7 @@ func PrepareWorkFile(spec workloads.Spec, notes io.Writer) (*WorkFile, error) {
 		CleanStale(base, "workload", notes)
 		d, err := MkWorkDir(base, "workload")
 		if err != nil {
-			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %v: set TMPDIR, or give --dir after --", base, err)
+			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %w: set TMPDIR, or give --dir after --", base, err)
 		}
 		wf.tmpDir, ps.Dir = d, d
 	}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/iopath/iopath/record"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -74,7 +74,7 @@ func (c *WorkloadChild) Report() (rep *workloads.Report, st Status, err error) {
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		rep = &workloads.Report{}
 		if err := json.Unmarshal(out[i:], rep); err != nil {
-			return nil, st, fmt.Errorf("reading the workload's report: %v", err)
+			return nil, st, fmt.Errorf("reading the workload's report: %w", err)
 		}
 	}
 	return rep, st, nil
@@ -99,9 +99,9 @@ type persistTotals struct {
 	written, flusher, removed, failed uint64
 }
 
-// Add counts r if it is a *tracer.Persisted record.
+// Add counts r if it is a *record.Persisted record.
 func (pc *PersistCounts) Add(r any) {
-	p, ok := r.(*tracer.Persisted)
+	p, ok := r.(*record.Persisted)
 	if !ok {
 		return
 	}
@@ -136,7 +136,7 @@ func (pc *PersistCounts) get(pid uint32, dev string, ino uint64) persistTotals {
 }
 
 // summaryTotals returns the totals of pid and of the file (dev, ino).
-func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, f tracer.Totals) {
+func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, f record.Totals) {
 	for _, s := range sum.Pids {
 		if s.Pid == pid {
 			p = s.Totals
@@ -153,8 +153,8 @@ func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, 
 // WorkloadRecord computes a run's "workload" record from the summary (per
 // pid and per file), the persisted pages counted from the records, and its
 // report (nil if it printed none); after is the file's residency at the end.
-func WorkloadRecord(sum *tracer.Summary, pid uint32, file *WorkFile, rep *workloads.Report, pc *PersistCounts, after *workloads.Residency) *record.Workload {
-	dev := tracer.Dev(file.Dev)
+func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *workloads.Report, pc *PersistCounts, after *workloads.Residency) *record.Workload {
+	dev := kernel.Dev(file.Dev)
 	pt, ft := summaryTotals(sum, pid, dev, file.Ino)
 	wb := pc.get(pid, dev, file.Ino)
 	r := &record.Workload{Type: "workload", Pid: pid, File: file.Path, Dev: dev, Ino: file.Ino,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -37,8 +38,9 @@ func WritebackBound() (time.Duration, string) {
 }
 
 // WaitWriteback keeps the trace running until every page the traced calls
-// dirtied was seen written (or removed), or limit passes. It shows a
-// progress bar on a terminal.
+// dirtied was seen written (or removed), or limit passes. When dirty-page
+// tracking overflowed it waits on the kernel's count instead (see
+// tracer.DirtyLeft) and says so. It shows a progress bar on a terminal.
 func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
 	bound, why := WritebackBound()
 	start := time.Now()
@@ -48,8 +50,14 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		return
 	case <-time.After(200 * time.Millisecond):
 	}
-	pending := t.Engine.DirtyPending()
+	left := t.DirtyLeft()
+	pending := left.Pages
+	whose := overflowNote(left)
 	if pending == 0 {
+		if left.Overflowed > 0 {
+			fmt.Fprintf(errw, "iopath: --wait-writeback: the kernel reports no dirty page left in the files the traced command wrote%s\n", whose)
+			return
+		}
 		if n := t.Engine.MemoryOnlyWrites(); n > 0 {
 			fmt.Fprintf(errw, "iopath: --wait-writeback: the traced command's %d writes went to a memory-only filesystem (tmpfs): nothing is ever written back\n", n)
 			return
@@ -57,7 +65,7 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)\n", limit, plural(pending, "dirty page"), bound, why)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, render.Count(uint64(pending), "dirty page"), bound, why, whose)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
@@ -67,7 +75,8 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		p := t.Engine.DirtyPending()
+		left := t.DirtyLeft()
+		p := left.Pages
 		if bar != nil {
 			bar.Describe(fmt.Sprintf("still dirty %d, waited %s of bound %s", p, time.Since(start).Round(time.Second), bound))
 			bar.Set64(int64(pending) - int64(min(p, pending)))
@@ -76,26 +85,30 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 			if bar != nil {
 				bar.Finish()
 			}
-			fmt.Fprintf(errw, "iopath: all dirty pages reached the disk after %s\n", time.Since(start).Round(10*time.Millisecond))
+			fmt.Fprintf(errw, "iopath: all dirty pages reached the disk after %s%s\n", time.Since(start).Round(10*time.Millisecond), overflowNote(left))
 			return
 		}
 		if time.Since(start) > limit {
-			fmt.Fprintf(errw, "iopath: --wait-writeback: %d pages still dirty after %s\n", p, limit)
+			fmt.Fprintf(errw, "iopath: --wait-writeback: %d pages still dirty after %s%s\n", p, limit, overflowNote(left))
 			return
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %d pages still dirty\n", p)
+			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %d pages still dirty%s\n", p, overflowNote(left))
 			return
 		case <-tick.C:
 		}
 	}
 }
 
-// plural is "1 page", "2 pages".
-func plural(n uint64, word string) string {
-	if n == 1 {
-		return "1 " + word
+// overflowNote says whose count of dirty pages a message gives when
+// dirty-page tracking overflowed ("" when it did not).
+func overflowNote(d tracer.DirtyLeft) string {
+	switch {
+	case d.Overflowed == 0:
+		return ""
+	case d.Kernel:
+		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of the written files)", render.Count(d.Overflowed, "folio"))
 	}
-	return strconv.FormatUint(n, 10) + " " + word + "s"
+	return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; iopath's count, which cannot reach 0: the kernel's count of a written file is unavailable)", render.Count(d.Overflowed, "folio"))
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/tracer/engine"
 )
 
 // Mechanism is how a hook is attached.
@@ -74,7 +75,7 @@ func rawSyscalls(sys ...bpf.IopathOpSys) candidate {
 	var names []string
 	for _, s := range sys {
 		mask |= 1 << uint(s)
-		names = append(names, sysNames[uint32(s)])
+		names = append(names, engine.SysName(uint32(s)))
 	}
 	return candidate{mech: TPBTF, sysMask: mask, variant: "raw_syscalls filtered to " + strings.Join(names, ","), attach: []attachment{
 		fn(bpf.IopathProgRawSysEnter, akTPBTF, "sys_enter"), fn(bpf.IopathProgRawSysExit, akTPBTF, "sys_exit")}}
@@ -145,6 +146,11 @@ func Hooks() []Hook {
 		}},
 		{Name: "copy", Loses: "sendfile/splice/copy_file_range calls", candidates: []candidate{
 			rawSyscalls(bpf.IopathOpSysSYS_SENDFILE, bpf.IopathOpSysSYS_SPLICE, bpf.IopathOpSysSYS_COPY_FILE_RANGE),
+		}},
+		{Name: "rename", Loses: "a path after a directory above its file is renamed (the old one for up to 256 records)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitVfsRename, akFexit, "vfs_rename")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},
+			rawSyscalls(bpf.IopathOpSysSYS_RENAME),
 		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},

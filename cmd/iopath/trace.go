@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ type traceFlags struct {
 	quiet         bool
 	workload      string // trace_workload.go
 	output        string
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -80,6 +82,7 @@ is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
@@ -92,6 +95,10 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err := checkTraceFlags(f); err != nil {
 		return err
 	}
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args, sig)
 	}
@@ -120,7 +127,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		return err
 	}
 	defer func() { closeOut(err) }()
-	out := newPrinter(w, f.json, f.quiet)
+	out := render.NewPrinter(w, f.json, f.quiet)
 	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
 	if err != nil {
 		return err
@@ -142,7 +149,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		// command whose output is gone would. A traced command keeps
 		// running (traced, records dropped) until it exits.
 		broken := make(chan struct{})
-		out.onBroken = func(err error) {
+		out.OnBroken = func(err error) {
 			fmt.Fprintf(errw, "iopath: output closed (%v): stopping\n", err)
 			close(broken)
 		}
@@ -155,7 +162,8 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	out.summary(res.Summary, s.T.Hooks)
+	activeTimeline.summary(res.Summary)
+	out.Summary(res.Summary)
 	return exitWith(errw, res.Code, res.Note())
 }
 
@@ -188,10 +196,10 @@ func lookCommand(name string) (string, error) {
 // openTrace loads the tracer for f (topts: what to trace) with out as its
 // output, says on errw how its hooks attached, and creates --ready-file;
 // end flushes out, removes the ready file and unloads the tracer.
-func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *printer, topts tracer.Options) (s *session.Session, end func(), err error) {
+func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
 	force := forceMechanisms(f.force)
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: out.record, Idle: out.flush, Settle: f.settle, Notes: errw,
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.tee(out.Record), Idle: out.Flush, Settle: f.settle, Notes: errw,
 		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
 	if err != nil {
 		return nil, nil, err
@@ -201,7 +209,7 @@ func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *printer
 		return nil, nil, err
 	}
 	return s, func() {
-		out.flush()
+		out.Flush()
 		removeReadyFile(f.readyFile)
 		s.Close()
 	}, nil
@@ -224,7 +232,7 @@ func readyFile(path string) error {
 	}
 	rf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("--ready-file: %v: give a path that does not exist yet", err)
+		return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
 	}
 	fmt.Fprintln(rf, os.Getpid())
 	return rf.Close()

@@ -87,7 +87,7 @@ func traceOutput(cmd *cobra.Command, path string, withCommand bool) (w io.Writer
 		_, statErr := os.Stat(path)
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("-o %s: %v: give a writable path", path, err)
+			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)
 		}
 		return f, nil, func(failed error) {
 			fi, _ := f.Stat()

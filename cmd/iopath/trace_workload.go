@@ -47,7 +47,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, fmt.Errorf("the flags after -- are those of `iopath workload %s`: see iopath workload --help", kind)
 		}
-		return nil, fmt.Errorf("workload flags after --: %v: see iopath workload --help", err)
+		return nil, fmt.Errorf("workload flags after --: %w: see iopath workload --help", err)
 	}
 	if fl.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q after --: give only workload flags there (the kind goes in --workload)", fl.Arg(0))
@@ -117,7 +117,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 		return err
 	}
 	defer file.Cleanup(errw)
-	out := newPrinter(wout, f.json, f.quiet)
+	out := render.NewPrinter(wout, f.json, f.quiet)
 	s, end, err := openTrace(sig, f, errw, out, tracer.Options{})
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	if err != nil {
 		return err
 	}
-	out.flush() // the records before the report
+	out.Flush() // the records before the report
 	if res.Report != nil && !f.json {
 		if w.json {
 			e := json.NewEncoder(wout)
@@ -137,11 +137,11 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 			res.Report.WriteText(wout)
 		}
 	}
-	out.summary(res.Summary, s.T.Hooks)
+	activeTimeline.summary(res.Summary)
+	out.Summary(res.Summary)
 	if f.json {
-		out.enc.Encode(res.Record)
-		out.add()
-		out.flush()
+		out.WriteJSON(res.Record)
+		out.Flush()
 	} else {
 		fmt.Fprint(wout, render.Workload(res.Record, f.waitWriteback > 0))
 	}
