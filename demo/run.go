@@ -81,7 +81,7 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 		return nil, err
 	}
 	defer s.Close()
-	self, argv, err := session.Self(append([]string{"__demo-child"}, args...)...)
+	self, argv, err := workloads.SelfCommand(append([]string{"__demo-child"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
