@@ -1,13 +1,13 @@
 package main
 
 import (
+	"github.com/iopath/iopath/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/iopath/iopath/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
