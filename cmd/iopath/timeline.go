@@ -70,7 +70,6 @@ func openTimeline(f *timelineFlags, title string) (*timelineOut, error) {
 		}
 	}
 	o.tl = timeline.New(outs...)
-	atSignal(o.abort)
 	return o, nil
 }
 
