@@ -34,6 +34,9 @@ enum op_sys {
 	SYS_FSYNC, SYS_FDATASYNC, SYS_SYNC_FILE_RANGE, SYS_SYNC, SYS_SYNCFS,
 	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
 	SYS_SENDFILE, SYS_SPLICE, SYS_COPY_FILE_RANGE, /* in-kernel copies: read side traced, pages dirtied on the output followed */
+	/* issue 14 (bpf/fault.c): a page fault on a file mapping, and the calls
+	 * that change what faults do or read ahead themselves */
+	SYS_FAULT, SYS_MSYNC, SYS_MADVISE, SYS_FADVISE64, SYS_READAHEAD,
 };
 
 enum ev_type {
@@ -66,6 +69,9 @@ enum counter {
 	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
 	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
 	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
+	/* issue 14 (bpf/fault.c) */
+	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
+	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_MAX,
 };
 
@@ -173,6 +179,12 @@ struct op {
 	__u32 nr_ranges;
 	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
 	__u32 pad1;
+	/* issue 14: faults (sys SYS_FAULT, bpf/fault.c); offset is the page's
+	 * file offset, count one page */
+	__u64 fault_addr;   /* user address that faulted */
+	__u64 around_index; /* first page fault-around (filemap_map_pages) tried to map from the cache */
+	__u32 around_pages; /* pages of that window (0: no fault-around) */
+	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */

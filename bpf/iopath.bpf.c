@@ -13,6 +13,7 @@
 #include "block.c"
 #include "sched.c"
 #include "writeback.c"
+#include "fault.c"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -25,3 +26,5 @@ const struct rq_done_ev *unused_rq_done_ev __attribute__((unused));
 const struct wb_start_ev *unused_wb_start_ev __attribute__((unused));
 const struct wb_inode_ev *unused_wb_inode_ev __attribute__((unused));
 const struct bio_split_ev *unused_bio_split_ev __attribute__((unused));
+const struct fault_key *unused_fault_key __attribute__((unused));
+const struct fault_stat *unused_fault_stat __attribute__((unused));

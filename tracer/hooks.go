@@ -3,6 +3,8 @@ package tracer
 import (
 	"strings"
 
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/tracer/engine"
 )
@@ -17,6 +19,7 @@ const (
 	Kprobe     Mechanism = "kprobe"
 	TPBTF      Mechanism = "tp_btf"
 	Tracepoint Mechanism = "tracepoint"
+	PerfEvent  Mechanism = "perf_event" // a BPF program run by a perf software event (fault_hooks.go)
 	None       Mechanism = "none"
 )
 
@@ -29,10 +32,11 @@ const (
 	akKretprobe
 	akTracepoint // target "group/name"
 	akTPBTF      // target: event name
+	akPerfEvent  // target: a perf software event (fault_hooks.go), on every CPU
 )
 
 func (k attachKind) String() string {
-	return [...]string{"fentry", "fexit", "kprobe", "kretprobe", "tracepoint", "tp_btf"}[k]
+	return [...]string{"fentry", "fexit", "kprobe", "kretprobe", "tracepoint", "tp_btf", "perf_event"}[k]
 }
 
 type attachment struct {
@@ -44,8 +48,9 @@ type attachment struct {
 type candidate struct {
 	mech    Mechanism
 	attach  []attachment
-	variant string // what the candidate measures differently, for doctor
-	sysMask uint64 // raw_syscalls candidates: op_sys values served (raw_sys_mask bits)
+	variant string          // what the candidate measures differently, for doctor
+	sysMask uint64          // raw_syscalls candidates: op_sys values served (raw_sys_mask bits)
+	helper  asm.BuiltinFunc // a helper the programs call that older kernels lack (0: none)
 }
 
 // Hook is one logical attachment point of the design.
@@ -118,7 +123,7 @@ func Unavailable(st []HookStatus) []string {
 // do_writepages, balance_dirty_pages); each has a tracepoint stand-in
 // (see docs/hooks.md and ../shared/KERNEL-HOOKS.md).
 func Hooks() []Hook {
-	return []Hook{
+	return append([]Hook{
 		{Name: "vfs_read", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
@@ -206,5 +211,5 @@ func Hooks() []Hook {
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfWritebackStart, akTPBTF, "writeback_start")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpWritebackStart, akTracepoint, "writeback/writeback_start")}},
 		}},
-	}
+	}, faultHooks()...)
 }

@@ -59,6 +59,9 @@ func TracefsDir() string {
 }
 
 func (p *prober) probe(c candidate) error {
+	if err := helperOK(c.helper); err != nil {
+		return err
+	}
 	for _, a := range c.attach {
 		key := fmt.Sprint(a.kind, ":", a.target)
 		err, ok := p.cache[key]
@@ -87,6 +90,8 @@ func (p *prober) probeOne(a attachment) error {
 			return fmt.Errorf("tracepoint %s does not exist on this kernel", a.target)
 		}
 		return nil
+	case akPerfEvent:
+		return probePerf(a.target)
 	case akTPBTF:
 		var td *btf.Typedef
 		if err := p.kspec.TypeByName("btf_trace_"+a.target, &td); err != nil {

@@ -1,0 +1,290 @@
+package main
+
+// Privileged integration tests of fault records (issue 14): a helper
+// process maps a file and touches it; iopath traces it; the records of the
+// helper's faults on that file are checked against the kernel's own count
+// of major faults (getrusage ru_majflt around the loop).
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/record"
+	"golang.org/x/sys/unix"
+)
+
+// TestFaultHelperProcess is not a test: started by the fault tests (under
+// iopath trace) with IOPATH_FAULT_HELPER=1, it maps the file named after
+// "--" and touches it; it writes the task's major faults during the loop
+// (ru_majflt after - before) to the result file.
+//
+//	read FILE STRIDE RESULT   load one byte every STRIDE bytes of a private read-only mapping
+//	write FILE OFFSET RESULT  store one byte at OFFSET of a shared mapping, then msync(MS_SYNC)
+func TestFaultHelperProcess(t *testing.T) {
+	if os.Getenv("IOPATH_FAULT_HELPER") != "1" {
+		t.Skip("helper process for the fault tests")
+	}
+	args := os.Args
+	for len(args) > 0 && args[0] != "--" {
+		args = args[1:]
+	}
+	if err := faultHelper(args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fault helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func faultHelper(args []string) error {
+	if len(args) != 4 {
+		return fmt.Errorf("want MODE FILE N RESULT, got %q", args)
+	}
+	mode, path, result := args[0], args[1], args[3]
+	n, err := strconv.ParseInt(args[2], 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("bad number %q", args[2])
+	}
+	flags, prot, mflags := unix.O_RDONLY, unix.PROT_READ, unix.MAP_PRIVATE
+	if mode == "write" {
+		flags, prot, mflags = unix.O_RDWR, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED
+	}
+	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	m, err := unix.Mmap(fd, 0, int(st.Size), prot, mflags)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread() // RUSAGE_THREAD counts this thread's faults
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &before)
+	var sum byte
+	switch mode {
+	case "read":
+		for off := int64(0); off < st.Size; off += n {
+			sum += m[off]
+		}
+	case "write":
+		m[n] = sum + 1
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	unix.Getrusage(unix.RUSAGE_THREAD, &after)
+	if mode == "write" {
+		if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(result, []byte(strconv.FormatInt(after.Majflt-before.Majflt, 10)), 0o644)
+}
+
+// traceFaults traces the helper in mode on file (n: stride or offset) and
+// returns the records and the helper's count of major faults in its loop.
+func traceFaults(t *testing.T, all bool, mode, file string, n int64) (*traced, int64) {
+	t.Helper()
+	result := filepath.Join(t.TempDir(), "majflt")
+	args := []string{"--"}
+	if all {
+		args = []string{"--all", "--"}
+	}
+	args = append(args, "env", "IOPATH_FAULT_HELPER=1", os.Args[0], "-test.run=^TestFaultHelperProcess$", "--",
+		mode, file, strconv.FormatInt(n, 10), result)
+	tr := traceCmd(t, args...)
+	b, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatalf("the helper wrote no result (%v); stderr:\n%s", err, tr.stderr)
+	}
+	maj, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return tr, maj
+}
+
+func (tr *traced) faultsOn(ino uint64) []record.Fault {
+	var out []record.Fault
+	for _, f := range tr.faults {
+		if f.Ino == ino {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Must-be-true 1: a cold 64 MiB file mapped and read with a 256 KiB
+// stride. Every bio of the loop is a fault's; the number of major fault
+// records is the kernel's count.
+func TestFaultColdMappingStride(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 64<<20)
+	ino := inoOf(t, f)
+	tr, kernelMajor := traceFaults(t, false, "read", f, 256<<10)
+	faults := tr.faultsOn(ino)
+	var major, bioBytes, added uint64
+	for _, fr := range faults {
+		if fr.Major {
+			major++
+		}
+		if fr.Path != f {
+			t.Errorf("fault path %q, want %q", fr.Path, f)
+		}
+		if fr.Index >= 64<<20/4096 || fr.Address == 0 || fr.Write {
+			t.Errorf("fault %+v", fr)
+		}
+		for _, b := range fr.Bios {
+			bioBytes += uint64(b.Bytes)
+			if b.CompleteNs == 0 || !strings.HasPrefix(b.Rwbs, "R") {
+				t.Errorf("bio %+v", b)
+			}
+		}
+		added += fr.Cache.PagesAdded
+	}
+	if major != uint64(kernelMajor) || major == 0 {
+		t.Errorf("%d major fault records, the kernel counted %d (ru_majflt)", major, kernelMajor)
+	}
+	if bioBytes != added*4096 || bioBytes == 0 {
+		t.Errorf("fault bios carry %d bytes, faults added %d pages", bioBytes, added)
+	}
+	if tr.summary.UnattributedBios != 0 {
+		t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+	}
+	for _, fs := range tr.summary.Files {
+		if fs.Ino == ino && (fs.MajorFaults != major || fs.FaultDiskBytesRead != bioBytes || fs.Faults < uint64(len(faults))) {
+			t.Errorf("file summary %+v; records: %d faults, %d major, %d bio bytes", fs.Totals, len(faults), major, bioBytes)
+		}
+	}
+	t.Logf("64 MiB at 256 KiB stride: %d fault records, %d major (kernel %d), %d bio bytes, %d pages added", len(faults), major, kernelMajor, bioBytes, added)
+}
+
+// Must-be-true 2: a cached mapped page faults minor, without IO, and is
+// a record only with --all.
+func TestFaultCachedPage(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	if _, err := os.ReadFile(f); err != nil { // now cached
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	tr, kernelMajor := traceFaults(t, true, "read", f, 1<<20)
+	faults := tr.faultsOn(ino)
+	if kernelMajor != 0 || len(faults) == 0 {
+		t.Fatalf("kernel major %d, fault records %+v", kernelMajor, faults)
+	}
+	for _, fr := range faults {
+		if fr.Major || len(fr.Bios) != 0 || fr.Cache.PagesMissed != 0 || fr.Cache.PagesHit != 1 {
+			t.Errorf("cached fault %+v", fr)
+		}
+	}
+	quiet, _ := traceFaults(t, false, "read", f, 1<<20)
+	if n := len(quiet.faultsOn(ino)); n != 0 {
+		t.Errorf("%d cached faults streamed without --all", n)
+	}
+	for _, fs := range quiet.summary.Files {
+		if fs.Ino == ino && (fs.Faults == 0 || fs.MajorFaults != 0) {
+			t.Errorf("summary of the cached file: %+v", fs.Totals)
+		}
+	}
+}
+
+// Must-be-true 4: a program run from a cold copy of a binary pages its
+// text in through faults attributed to that process.
+func TestFaultExecColdBinary(t *testing.T) {
+	needRoot(t)
+	src, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true(1)")
+	}
+	bin := filepath.Join(diskDir(t), "true-copy")
+	copyFile(t, src, bin, 0o755)
+	if left, err := evict(bin); err != nil || left != 0 {
+		t.Fatalf("evicting %s: %d pages left, %v", bin, left, err)
+	}
+	ino := inoOf(t, bin)
+	tr := traceCmd(t, "--", bin)
+	faults := tr.faultsOn(ino)
+	var bios int
+	pids := map[uint32]bool{}
+	for _, fr := range faults {
+		bios += len(fr.Bios)
+		pids[fr.Pid] = true
+		if fr.Comm != "true-copy" {
+			t.Errorf("fault of %q: %+v", fr.Comm, fr)
+		}
+	}
+	if len(faults) == 0 || len(pids) != 1 {
+		t.Fatalf("fault records of the cold binary: %+v", faults)
+	}
+	t.Logf("cold exec: %d fault records, %d bios; unattributed bios %d (execve's own read of the ELF header is not a traced call)",
+		len(faults), bios, tr.summary.UnattributedBios)
+}
+
+// A mapping of a tmpfs file: the fault is said to be memory only.
+func TestFaultTmpfsSaysNoBlockIO(t *testing.T) {
+	needRoot(t)
+	if describeFS("/dev/shm").fsType != "tmpfs" {
+		t.Skip("/dev/shm is not tmpfs")
+	}
+	f := filepath.Join("/dev/shm", fmt.Sprintf("iopath-fault-%d", os.Getpid()))
+	if err := os.WriteFile(f, make([]byte, 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f) })
+	tr, _ := traceFaults(t, false, "read", f, 4096)
+	found := false
+	for _, fs := range tr.summary.Files {
+		if fs.Ino == inoOf(t, f) {
+			found = fs.Faults > 0 && fs.FS == "tmpfs"
+		}
+	}
+	if !found {
+		t.Errorf("tmpfs file missing from the summary: %+v", tr.summary.Files)
+	}
+	text := traceText(t, "--", "env", "IOPATH_FAULT_HELPER=1", os.Args[0], "-test.run=^TestFaultHelperProcess$", "--", "read", f, "4096",
+		filepath.Join(t.TempDir(), "r"))
+	if !strings.Contains(text, "memory only") {
+		t.Errorf("the text summary does not say the tmpfs mapping has no block IO:\n%s", text)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+}
+
+// traceText runs `iopath trace ARGS` (text output) and returns stdout.
+func traceText(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := iopathCmd(os.TempDir(), append([]string{"trace"}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("iopath trace: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return string(out)
+}
