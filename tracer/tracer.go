@@ -479,7 +479,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
 		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
 		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL: "targets",
+		bpf.IopathCounterCNT_TARGETS_FULL:  "targets",
 		bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
 	}
 	out := map[string]uint64{}
