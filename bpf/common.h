@@ -185,6 +185,8 @@ struct op {
 	__u64 around_index; /* first page fault-around (filemap_map_pages) tried to map from the cache */
 	__u32 around_pages; /* pages of that window (0: no fault-around) */
 	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
+	__u32 advice;       /* madvise/fadvise64: the advice argument */
+	__u32 fault_pad;
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */

@@ -87,6 +87,18 @@ static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
 	return (struct file *)c.file;
 }
 
+/* map_call_begin starts an msync(addr, len, flags) or madvise(addr, len,
+ * advice) call on the file mapped at addr (its offset: addr's place in the
+ * mapping). A range over several mappings is named by its first; an
+ * anonymous mapping is not traced. */
+static __always_inline void map_call_begin(struct op *op, __u32 sys, __u64 addr, __u64 len, __u64 arg)
+{
+	__u64 index = 0;
+	struct file *file = vma_file(addr, &index);
+	if (file && op_begin_in(op, sys, file, -1, (index << PAGE_SHIFT) | (addr & ((1 << PAGE_SHIFT) - 1)), len, FILE_PROBE))
+		op->advice = arg;
+}
+
 static __always_inline void fault_begin(__u64 addr, __u64 error_code)
 {
 	__u64 id = bpf_get_current_pid_tgid();

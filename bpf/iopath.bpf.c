@@ -7,13 +7,13 @@
 #include "op.h"
 #include "vfs_read.c"
 #include "vfs_write.c"
+#include "fault.c" /* before syscalls.c: msync finds its file with vma_file */
 #include "syscalls.c"
 #include "filemap.c"
 #include "readahead.c"
 #include "block.c"
 #include "sched.c"
 #include "writeback.c"
-#include "fault.c"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -195,6 +195,8 @@ type IopathOp struct {
 	AroundIndex       uint64
 	AroundPages       uint32
 	FaultFlags        uint32
+	Advice            uint32
+	FaultPad          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout

@@ -55,7 +55,7 @@ static __always_inline struct file *fd_file(int fd, const int access)
 
 static __always_inline bool is_sync_sys(__u32 sys)
 {
-	return sys >= SYS_FSYNC && sys <= SYS_SYNCFS;
+	return (sys >= SYS_FSYNC && sys <= SYS_SYNCFS) || sys == SYS_MSYNC;
 }
 
 static __always_inline bool is_write_sys(__u32 sys)
@@ -268,7 +268,9 @@ static __always_inline bool interesting_untouched(struct op *op)
 	 * be written back (no dirty-page event fires for shmem). */
 	if (is_write_sys(op->sys) && op->ret > 0 && (op->fs_magic == TMPFS_MAGIC || op->fs_magic == RAMFS_MAGIC))
 		return true;
-	return emit_all || op->ret < 0 || is_sync_sys(op->sys);
+	/* madvise/fadvise64/readahead (issue 14) are rare and change what
+	 * later reads and faults do: always streamed. */
+	return emit_all || op->ret < 0 || is_sync_sys(op->sys) || (op->sys >= SYS_MADVISE && op->sys <= SYS_READAHEAD);
 }
 
 static __always_inline bool interesting(struct op *op)

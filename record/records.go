@@ -45,6 +45,8 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
+	// Advice: madvise and fadvise64 calls' advice (willneed, random, ...).
+	Advice string `json:"advice,omitempty"`
 }
 
 // Cache is what the call did in the page cache.

@@ -34,6 +34,13 @@ func SyscallStory(r *record.Syscall) string {
 	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
 	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
 		args = "fd=" + num(r.Fd)
+	} else if r.Syscall == "msync" || r.Syscall == "madvise" {
+		args = Bytes(r.RequestedBytes) + " of a mapping, from file offset " + unum(r.Offset)
+		if r.Advice != "" {
+			args = "MADV_" + strings.ToUpper(r.Advice) + ", " + args
+		}
+	} else if r.Advice != "" {
+		args = "fd=" + num(r.Fd) + ", POSIX_FADV_" + strings.ToUpper(r.Advice) + ", " + asked + " at offset " + unum(r.Offset)
 	} else if r.Syscall == "sync" {
 		args, target = "", "all filesystems"
 	}

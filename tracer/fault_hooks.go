@@ -29,6 +29,9 @@ func faultHooks() []Hook {
 			{mech: PerfEvent, attach: []attachment{fn(bpf.IopathProgPerfFaultMajor, akPerfEvent, perfFaultsMaj),
 				fn(bpf.IopathProgPerfFaultMinor, akPerfEvent, perfFaultsMin)}},
 		}},
+		{Name: "msync", Loses: "msync calls", candidates: []candidate{vmaCalls(bpf.IopathOpSysSYS_MSYNC)}},
+		{Name: "advice", Loses: "madvise/fadvise64/readahead calls", candidates: []candidate{
+			vmaCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD)}},
 		{Name: "filemap_fault", Loses: "fault retried (filemap:mm_filemap_fault, 6.11+)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfFilemapFault, akTPBTF, "mm_filemap_fault")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapFault, akTracepoint, "filemap/mm_filemap_fault")}},
@@ -72,7 +75,9 @@ func dropFaults(chosen map[string]candidate, st []HookStatus) {
 		return
 	}
 	for _, h := range faultHooks() {
-		delete(chosen, h.Name)
+		if h.Name != "msync" && h.Name != "advice" { // calls: traced without faults
+			delete(chosen, h.Name)
+		}
 	}
 }
 
@@ -189,4 +194,12 @@ func (t *Tracer) addFaultStats() {
 		}
 		t.Engine.AddFaults(k, sum)
 	}
+}
+
+// vmaCalls: calls through the raw_syscalls programs that may find their
+// file from the VMA of an address (msync, madvise: bpf_find_vma).
+func vmaCalls(sys ...bpf.IopathOpSys) candidate {
+	c := rawSyscalls(sys...)
+	c.helper = asm.FnFindVma
+	return c
 }

@@ -288,3 +288,55 @@ func traceText(t *testing.T, args ...string) string {
 	}
 	return string(out)
 }
+
+// Must-be-true 3: a 1-byte store through a shared mapping into a clean
+// cached page, then msync(MS_SYNC): the fault dirtied the page's folio,
+// and msync wrote it (persisted inside the msync call, reason fsync).
+func TestFaultMappedWriteMsync(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	if _, err := os.ReadFile(f); err != nil { // cached and clean
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	tr, _ := traceFaults(t, false, "write", f, 8192+5)
+	var wf *record.Fault
+	for i, fr := range tr.faultsOn(ino) {
+		if fr.Write && fr.DirtiedPages > 0 {
+			if wf != nil {
+				t.Errorf("two faults dirtied pages: %+v, %+v", *wf, fr)
+			}
+			wf = &tr.faultsOn(ino)[i]
+		}
+	}
+	if wf == nil {
+		t.Fatalf("no write fault dirtied a page: %+v", tr.faultsOn(ino))
+	}
+	if wf.Index != 2 || wf.Major || len(wf.Bios) != 0 {
+		t.Errorf("write fault %+v", *wf)
+	}
+	var ms *record.Syscall
+	for i, c := range tr.forIno(ino) {
+		if c.Syscall == "msync" {
+			ms = &tr.forIno(ino)[i]
+		}
+	}
+	if ms == nil {
+		t.Fatalf("no msync record: %+v", tr.calls)
+	}
+	var pages uint32
+	for _, p := range tr.persisted {
+		if p.OpID != wf.OpID {
+			continue
+		}
+		pages += p.Pages
+		if p.ByOpID != ms.OpID || p.Reason != record.ReasonFsync || p.Outcome != record.OutcomeWritten ||
+			p.PersistedNs < ms.TimeNs || p.PersistedNs > ms.TimeNs+ms.DurationNs {
+			t.Errorf("persisted %+v, msync %+v", p, *ms)
+		}
+	}
+	if pages != wf.DirtiedPages {
+		t.Errorf("persisted %d pages of the fault's %d dirtied", pages, wf.DirtiedPages)
+	}
+	t.Logf("mapped 1-byte store: fault dirtied %d pages (index %+v); msync wrote them in %d bios", wf.DirtiedPages, wf.DirtiedRanges, len(ms.Bios))
+}

@@ -242,6 +242,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 		rec.Cache.Readahead = blk.ra[:0]
 		rec.Bios = blk.bio[:0] // completed by emit
 	}
+	rec.Advice = adviceName(o)
 	first, beyond := pageCache(rec, o, blk)
 	readahead(rec, o, first, beyond)
 	return rec

@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"slices"
+	"strconv"
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
@@ -175,4 +176,29 @@ func (e *Engine) AddFaults(k bpf.IopathFaultKey, v bpf.IopathFaultStat) {
 	if fs.Path == "" && v.Name[0] != 0 {
 		fs.Path = ".../" + cString(v.Name[:])
 	}
+}
+
+// madvise(2) and posix_fadvise(2) advice values (include/uapi/asm-generic/mman-common.h,
+// include/uapi/linux/fadvise.h; x86-64).
+var (
+	madvNames = map[uint32]string{0: "normal", 1: "random", 2: "sequential", 3: "willneed", 4: "dontneed", 8: "free",
+		9: "remove", 10: "dontfork", 11: "dofork", 12: "mergeable", 13: "unmergeable", 14: "hugepage", 15: "nohugepage",
+		20: "cold", 21: "pageout", 22: "populate_read", 23: "populate_write", 25: "collapse"}
+	fadvNames = map[uint32]string{0: "normal", 1: "random", 2: "sequential", 3: "willneed", 4: "dontneed", 5: "noreuse"}
+)
+
+// adviceName names a madvise/fadvise64 call's advice ("" for other calls).
+func adviceName(o *bpf.IopathOp) string {
+	names := madvNames
+	switch o.Sys {
+	case uint32(bpf.IopathOpSysSYS_MADVISE):
+	case uint32(bpf.IopathOpSysSYS_FADVISE64):
+		names = fadvNames
+	default:
+		return ""
+	}
+	if n, ok := names[o.Advice]; ok {
+		return n
+	}
+	return "advice " + strconv.FormatUint(uint64(o.Advice), 10)
 }
