@@ -7,11 +7,11 @@ type Class uint8
 
 // Classes of calls.
 const (
-	ClassOther Class = iota // a name iopath does not trace (sys_N)
-	ClassRead               // read family, vfs_read, and in-kernel copies (read side of their source)
-	ClassWrite              // write family and vfs_write
-	ClassSync               // fsync, fdatasync, sync_file_range, sync, syncfs, msync
-	ClassAdvice             // madvise, fadvise64, readahead: hints about later access (WILLNEED and readahead read ahead)
+	ClassOther  Class = iota // a name iopath does not trace (sys_N)
+	ClassRead                // read family, vfs_read, and in-kernel copies (read side of their source)
+	ClassWrite               // write family and vfs_write
+	ClassSync                // fsync, fdatasync, sync_file_range, sync, syncfs, msync
+	ClassAdvice              // madvise, fadvise64, readahead: hints about later access (WILLNEED and readahead read ahead)
 )
 
 // ClassOf classifies a syscall record's "syscall" name.
