@@ -364,6 +364,9 @@ func (p *Prepared) open() error {
 				return fmt.Errorf("madvise on the mapping of %s: %w", p.Path, errnoOf(err))
 			}
 		}
+		if err := p.madvise(); err != nil {
+			return err
+		}
 		p.eng = &mmapEngine{m: p.mapping, write: write}
 	}
 	return nil

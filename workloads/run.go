@@ -76,6 +76,7 @@ func (p *Prepared) Run(ctx context.Context) (*Report, error) {
 	} else {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no kernel IO accounting (/proc/thread-self/io): %v", pioErr))
 	}
+	rep.Faults = p.mmapFaults(rep)
 	if err != nil {
 		return rep, p.runError(err, rep)
 	}
@@ -106,6 +107,9 @@ func (p *Prepared) loop(ctx context.Context, st *runState, offs *Offsets) (err e
 	syncEvery, dataSync := s.FsyncEvery, false
 	if s.FdatasyncEvery > 0 {
 		syncEvery, dataSync = s.FdatasyncEvery, true
+	}
+	if s.MsyncEvery > 0 {
+		syncEvery = s.MsyncEvery // the mmap engine's sync is msync(MS_SYNC)
 	}
 	toSync := syncEvery
 	done := ctx.Done()

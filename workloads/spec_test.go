@@ -68,6 +68,12 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineStdio}, "O_DIRECT needs the psync or sync engine"},
 		{Spec{Kind: KindSeqRead, Fadvise: "willneed"}, "choose random or sequential"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
+		{Spec{Kind: KindSeqRead, Engine: EngineMmap, Madvise: "dontneed"}, `unknown --madvise "dontneed": choose random, sequential or willneed`},
+		{Spec{Kind: KindSeqRead, Madvise: MadviseRandom}, "--madvise applies to --engine mmap"},
+		{Spec{Kind: KindSeqRead, Engine: EngineMmap, MsyncEvery: 1}, "--msync applies to write workloads"},
+		{Spec{Kind: KindSeqWrite, MsyncEvery: 1}, "--msync applies to write workloads with --engine mmap"},
+		{Spec{Kind: KindSeqWrite, Engine: EngineMmap, MsyncEvery: -1}, "positive number"},
+		{Spec{Kind: KindSeqWrite, Engine: EngineMmap, MsyncEvery: 1, FsyncEvery: 1}, "choose one of --msync"},
 	}
 	for _, c := range bad {
 		err := c.spec.Validate()

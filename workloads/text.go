@@ -26,7 +26,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Interrupted, "INTERRUPTED"}} {
+	}{{r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Madvise != "", "madvise " + r.Madvise}, {r.Interrupted, "INTERRUPTED"}} {
 		if f.on {
 			desc = append(desc, f.name)
 		}
@@ -40,6 +40,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "bandwidth\t%.1f MiB/s\n", r.Bandwidth)
 	fmt.Fprintf(tw, "cpu\tuser %s, sys %s\n", r.CPUUser, r.CPUSys)
 	fmt.Fprintf(tw, "page faults\tminor %d, major %d\n", r.MinorFaults, r.MajorFaults)
+	if f := r.Faults; f != nil {
+		per := "-"
+		if f.Major > 0 && r.Kernel != nil {
+			per = FormatSize(int64(f.DiskBytesPerMajor))
+		}
+		ra := "unknown"
+		if f.ReadAroundPages >= 0 {
+			ra = fmt.Sprintf("%d pages (%s)", f.ReadAroundPages, FormatSize(int64(f.ReadAroundPages)*4096))
+		}
+		fmt.Fprintf(tw, "mapping\tdisk read per major fault %s; read-around window %s\n", per, ra)
+	}
 	fmt.Fprintln(tw)
 
 	fmt.Fprintln(tw, "latency\tcount\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax")
