@@ -32,11 +32,11 @@ func faultHooks() []Hook {
 		{Name: "msync", Loses: "msync calls", candidates: []candidate{vmaCalls(bpf.IopathOpSysSYS_MSYNC)}},
 		{Name: "advice", Loses: "madvise/fadvise64/readahead calls", candidates: []candidate{
 			vmaCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD)}},
-		{Name: "filemap_fault", Loses: "fault retried (filemap:mm_filemap_fault, 6.11+)", candidates: []candidate{
+		{Name: "filemap_fault", Loses: "retried of fault records (filemap:mm_filemap_fault, 6.11+)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfFilemapFault, akTPBTF, "mm_filemap_fault")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapFault, akTracepoint, "filemap/mm_filemap_fault")}},
 		}},
-		{Name: "fault_around", Loses: "fault_around (filemap:mm_filemap_map_pages, 6.11+)", candidates: []candidate{
+		{Name: "fault_around", Loses: "fault_around of fault records (filemap:mm_filemap_map_pages, 6.11+)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfFilemapMapPages, akTPBTF, "mm_filemap_map_pages")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapMapPages, akTracepoint, "filemap/mm_filemap_map_pages")}},
 		}},

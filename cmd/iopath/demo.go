@@ -385,10 +385,16 @@ func newDemoChildCmd() *cobra.Command {
 				}
 				return unix.Close(fd)
 			}
+			if run, ok := demoChildren[args[0]]; ok {
+				return run(args[0], path)
+			}
 			return fmt.Errorf("unknown demo child %q", args[0])
 		},
 	}
 }
+
+// demoChildren are the traced sides of demos in their own files, by KIND.
+var demoChildren = map[string]func(kind, path string) error{}
 
 // fileRecords picks the syscall records of one file, in call order.
 func fileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
