@@ -82,6 +82,7 @@ func faultHelper(args []string) error {
 		return fmt.Errorf("unknown mode %q", mode)
 	}
 	unix.Getrusage(unix.RUSAGE_THREAD, &after)
+	runtime.KeepAlive(sum) // the loads must happen
 	if mode == "write" {
 		if err := unix.Msync(m, unix.MS_SYNC); err != nil {
 			return err
