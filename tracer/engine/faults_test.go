@@ -131,3 +131,32 @@ func TestFaultWriteDirtiesAndPersists(t *testing.T) {
 		t.Errorf("dirty pending after writeback: %d", s.E.DirtyPending())
 	}
 }
+
+// madvise(MADV_WILLNEED) reads ahead itself: its pages and bios are its
+// own, its advice is named, and no readahead window is derived for it (it
+// is not a read). msync is of the fsync family.
+func TestAdviceAndMsyncCalls(t *testing.T) {
+	s := enginetest.NewStream()
+	o := enginetest.Op(faultID(1), bpf.IopathOpSysSYS_MADVISE, 0, 1<<20, 0, 1000, 400_000)
+	o.Fd, o.Advice, o.BiosQueued = -1, 3, 1
+	enginetest.AddRange(o, 0, 256, engine.RangeAdded)
+	s.E.HandleIssue(enginetest.Issue(0xa, 2000, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: faultID(1), Bio: 0xb1, Bytes: 1 << 20, Queue: 1500}))
+	s.E.HandleOp(o)
+	s.E.HandleComplete(enginetest.Done(0xa, 300_000, 0))
+	m := enginetest.Op(faultID(2), bpf.IopathOpSysSYS_MSYNC, 0, 1<<20, 0, 500_000, 600_000)
+	m.Fd, m.Advice = -1, 4 // MS_SYNC
+	s.E.HandleOp(m)
+	calls := s.Syscalls()
+	if len(calls) != 2 {
+		t.Fatalf("calls %+v", calls)
+	}
+	if c := calls[0]; c.Syscall != "madvise" || c.Advice != "willneed" || c.Cache.PagesAdded != 256 || len(c.Bios) != 1 || len(c.Cache.Readahead) != 0 {
+		t.Errorf("madvise record %+v", c)
+	}
+	if c := calls[1]; c.Syscall != "msync" || c.Advice != "" || !record.IsSync(c.Syscall) {
+		t.Errorf("msync record %+v", c)
+	}
+	if s.E.Counters().UnattributedBios != 0 {
+		t.Errorf("unattributed bios")
+	}
+}
