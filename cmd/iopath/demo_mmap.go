@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
@@ -42,6 +43,8 @@ type mmapRun struct {
 	minBio, maxBio  uint32
 	spanNs, blockNs uint64
 	firstRA         *record.Readahead // the first readahead decision seen
+	raKinds         map[record.ReadaheadKind]int
+	maxWindow       uint32 // pages
 	recs            []any
 }
 
@@ -97,7 +100,7 @@ func runDemoMmap(cmd *cobra.Command, f *demoFlags, _ []string) error {
 }
 
 func summarizeMmapRun(name string, recs []any, dev uint32, ino uint64) *mmapRun {
-	r := &mmapRun{name: name}
+	r := &mmapRun{name: name, raKinds: map[record.ReadaheadKind]int{}}
 	var first, last uint64
 	see := func(start, d, blocked uint64, bios []record.Bio, ra []record.Readahead) {
 		if first == 0 || start < first {
@@ -118,6 +121,10 @@ func summarizeMmapRun(name string, recs []any, dev uint32, ino uint64) *mmapRun 
 		}
 		if r.firstRA == nil && len(ra) > 0 {
 			r.firstRA = &ra[0]
+		}
+		for _, d := range ra {
+			r.raKinds[d.Kind]++
+			r.maxWindow = max(r.maxWindow, d.Pages)
 		}
 	}
 	for _, rec := range recs {
@@ -168,19 +175,33 @@ func explainMmapRuns(w io.Writer, runs []*mmapRun, fs fsInfo) {
 	read, mm, rnd := runs[0], runs[1], runs[2]
 	fmt.Fprintf(w, "read(2): %d calls of 1 byte, one per page. ", read.calls)
 	if ra := read.firstRA; ra != nil {
-		fmt.Fprintf(w, "The first missed and the kernel's %s readahead read %s from page %d; later calls found pages marked for async readahead, so the window grew and ", ra.Kind, pl(uint64(ra.Pages), "page"), ra.StartIndex)
+		fmt.Fprintf(w, "The first call's %s readahead read %s from page %d; in all the kernel made %s, windows up to %s, ",
+			ra.Kind, pl(uint64(ra.Pages), "page"), ra.StartIndex, raSummary(read.raKinds), pl(uint64(read.maxWindow), "page"))
 	}
-	fmt.Fprintf(w, "the whole file came in %s (%s to %s each).\n", pl(uint64(read.bios), "bio"), human(uint64(read.minBio)), human(uint64(read.maxBio)))
+	fmt.Fprintf(w, "and the file came in %s (%s to %s each).\n", pl(uint64(read.bios), "bio"), human(uint64(read.minBio)), human(uint64(read.maxBio)))
 	fmt.Fprintf(w, "mapping: no read calls; %s on the file were traced (%d major: the kernel's maj_flt). ", pl(uint64(mm.faults), "fault"), mm.major)
 	if ra := mm.firstRA; ra != nil {
-		fmt.Fprintf(w, "The first fault read %s around the faulting page (%s, read_ahead_kb=%d). ", pl(uint64(ra.Pages), "page"), ra.Kind, fs.readAheadKB)
+		fmt.Fprintf(w, "The first fault's decision was %s of %s from page %d (read_ahead_kb=%d); in all %s. ", ra.Kind, pl(uint64(ra.Pages), "page"), ra.StartIndex, fs.readAheadKB, raSummary(mm.raKinds))
 	}
-	fmt.Fprintf(w, "Fault-around then mapped up to 16 cached pages per fault without IO, so far fewer faults than pages (%d); %d faults slept on pages still being read.\n", pages, mm.blocked)
+	fmt.Fprintf(w, "Fault-around maps cached pages next to a fault without IO, so there were fewer faults than pages (%d); %d faults slept on pages still being read.\n", pages, mm.blocked)
 	fmt.Fprintf(w, "MADV_RANDOM: read-around is off, so each fault read only its own page: %d major faults, %s of %s, and %s asleep on the disk in all.\n",
 		rnd.major, pl(uint64(rnd.bios), "bio"), human(uint64(rnd.maxBio)), dur(rnd.blockNs))
 	if mm.spanNs > 0 && rnd.spanNs > 0 {
 		fmt.Fprintf(w, "Same bytes, same pattern: MADV_RANDOM took %.1f× the time of the plain mapping.\n", float64(rnd.spanNs)/float64(mm.spanNs))
 	}
+}
+
+// raSummary names readahead decisions by kind: "3 decisions (read-around 1, async 2)".
+func raSummary(kinds map[record.ReadaheadKind]int) string {
+	var n int
+	var parts []string
+	for _, k := range []record.ReadaheadKind{record.ReadaheadSync, record.ReadaheadAsync, record.ReadaheadReadAround, record.ReadaheadNone, record.ReadaheadUnknown} {
+		if kinds[k] > 0 {
+			n += kinds[k]
+			parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+		}
+	}
+	return pl(uint64(n), "readahead decision") + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // mmapDemoChild is the traced side of mmap-vs-read: one byte of every page
