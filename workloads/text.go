@@ -46,8 +46,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			per = FormatSize(int64(f.DiskBytesPerMajor))
 		}
 		ra := "unknown"
-		if f.ReadAroundPages >= 0 {
-			ra = fmt.Sprintf("%d pages (%s)", f.ReadAroundPages, FormatSize(int64(f.ReadAroundPages)*4096))
+		switch {
+		case r.Madvise == MadviseRandom:
+			ra = "off (MADV_RANDOM: a fault reads only its page)"
+		case r.Madvise == MadviseSequential:
+			ra = "none (MADV_SEQUENTIAL: faults read ahead like read(2))"
+		case f.ReadAroundPages >= 0:
+			ra = fmt.Sprintf("%d pages (%s, read_ahead_kb)", f.ReadAroundPages, FormatSize(int64(f.ReadAroundPages)*4096))
 		}
 		fmt.Fprintf(tw, "mapping\tdisk read per major fault %s; read-around window %s\n", per, ra)
 	}
