@@ -168,6 +168,33 @@ static __always_inline void fault_filemap(void)
 	op->fault_flags |= FAULT_FILEMAP;
 }
 
+/* fexit/kretprobe filemap_fault: the pass's result, VM_FAULT_RETRY among
+ * its bits (enum vm_fault_reason, from BTF). Without the tracepoint (before
+ * 6.11) this is what says a fault was retried. */
+static __always_inline void fault_filemap_ret(long ret)
+{
+	struct op *op = fault_op();
+	if (!op)
+		return;
+	op->fault_flags |= FAULT_FILEMAP;
+	if (ret & bpf_core_enum_value(enum vm_fault_reason, VM_FAULT_RETRY))
+		op->fault_flags |= FAULT_RETRIED;
+}
+
+SEC("fexit/filemap_fault")
+int BPF_PROG(fexit_filemap_fault, struct vm_fault *vmf, vm_fault_t ret)
+{
+	fault_filemap_ret(ret);
+	return 0;
+}
+
+SEC("kretprobe/filemap_fault")
+int BPF_KRETPROBE(kretprobe_filemap_fault, long ret)
+{
+	fault_filemap_ret(ret);
+	return 0;
+}
+
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(btf_filemap_fault, struct address_space *mapping, unsigned long index)
 {

@@ -404,6 +404,7 @@ const (
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
+	IopathProgFexitFilemapFault           = "fexit_filemap_fault"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
@@ -414,6 +415,7 @@ const (
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
+	IopathProgKretprobeFilemapFault       = "kretprobe_filemap_fault"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgPerfFaultMajor              = "perf_fault_major"
@@ -541,6 +543,7 @@ type IopathProgramSpecs struct {
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
@@ -551,6 +554,7 @@ type IopathProgramSpecs struct {
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.ProgramSpec `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	PerfFaultMajor              *ebpf.ProgramSpec `ebpf:"perf_fault_major"`
@@ -750,6 +754,7 @@ type IopathPrograms struct {
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
@@ -760,6 +765,7 @@ type IopathPrograms struct {
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.Program `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	PerfFaultMajor              *ebpf.Program `ebpf:"perf_fault_major"`
@@ -824,6 +830,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
+		p.FexitFilemapFault,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheSyncRa,
 		p.FexitVfsRead,
@@ -834,6 +841,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
+		p.KretprobeFilemapFault,
 		p.KretprobeVfsRead,
 		p.KretprobeVfsWrite,
 		p.PerfFaultMajor,

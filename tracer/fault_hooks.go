@@ -33,6 +33,8 @@ func faultHooks() []Hook {
 		{Name: "advice", Loses: "madvise/fadvise64/readahead calls", candidates: []candidate{
 			vmaCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD)}},
 		{Name: "filemap_fault", Loses: "retried of fault records (filemap:mm_filemap_fault, 6.11+)", candidates: []candidate{
+			{mech: Fentry, variant: "VM_FAULT_RETRY of each pass", attach: []attachment{fn(bpf.IopathProgFexitFilemapFault, akFexit, "filemap_fault")}},
+			{mech: Kprobe, variant: "VM_FAULT_RETRY of each pass", attach: []attachment{fn(bpf.IopathProgKretprobeFilemapFault, akKretprobe, "filemap_fault")}},
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfFilemapFault, akTPBTF, "mm_filemap_fault")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapFault, akTracepoint, "filemap/mm_filemap_fault")}},
 		}},
