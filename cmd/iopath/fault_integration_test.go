@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer"
 	"golang.org/x/sys/unix"
 )
 
@@ -343,4 +344,23 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 		t.Errorf("persisted %d pages of the fault's %d dirtied", pages, wf.DirtiedPages)
 	}
 	t.Logf("mapped 1-byte store: fault dirtied %d pages (index %+v); msync wrote them in %d bios", wf.DirtiedPages, wf.DirtiedRanges, len(ms.Bios))
+}
+
+// The fault hooks' mechanisms: page_fault_user and the perf page-fault
+// events everywhere (x86); filemap_fault by fexit on the VM kernels, by its
+// tracepoint here (no kprobes, fentry refused).
+func TestFaultHooksPerKernel(t *testing.T) {
+	needRoot(t)
+	m := mechanisms(doctorJSON(t))
+	if m["fault_entry"] == tracer.None || m["fault_end"] != tracer.PerfEvent {
+		t.Fatalf("fault hooks: %v", m)
+	}
+	want := tracer.TPBTF
+	if os.Getenv("IOPATH_VM_KERNEL") != "" {
+		want = tracer.Fentry
+	}
+	if m["filemap_fault"] != want {
+		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], want)
+	}
+	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"])
 }
