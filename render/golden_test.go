@@ -274,6 +274,18 @@ var stories = []struct {
 		o.FsMagic, o.Ino, o.Dev = tmpfs, 77, 45
 		enginetest.Named(o, "app", "/dev/shm/buf")
 		s.E.HandleOp(o)
+		// madvise(MADV_WILLNEED) reads the range ahead itself; msync
+		// (MS_SYNC) writes the page the store dirtied.
+		bio(s, 0xc, t0+7*ms+10*µs, 900*µs, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id(6), Bio: 0xb4, Sector: 16384, Bytes: 1 << 20})
+		o = call(6, bpf.IopathOpSysSYS_MADVISE, 0, 1<<20, 0, t0+7*ms, 30*µs)
+		o.Fd, o.Advice, o.BiosQueued = -1, 3, 1
+		enginetest.AddRange(o, 0, 256, engine.RangeAdded)
+		s.E.HandleOp(o)
+		s.E.HandleWBBio(worker(enginetest.WBBio(0xb5, 42, tid, id(7), t0+9*ms, enginetest.Match{Op: id(3), Index: 5, Nr: 1, Dirtied: t0 + 4*ms, BioPages: 1}), "app"))
+		bio(s, 0xd, t0+9*ms+10*µs, 200*µs, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: id(7), Bio: 0xb5, Sector: 4136, Bytes: 4096, Flags: engine.OwnWriteback})
+		o = call(7, bpf.IopathOpSysSYS_MSYNC, 0, 1<<20, 0, t0+9*ms, 250*µs)
+		o.Fd, o.Advice, o.BiosQueued, o.BlockedNs = -1, 4, 1, 210*µs
+		s.E.HandleOp(o)
 		var st bpf.IopathFaultStat
 		st.Faults = 40
 		s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)

@@ -56,6 +56,8 @@ func SyscallStory(r *record.Syscall) string {
 	switch {
 	case r.Direct:
 		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
+	case record.ClassOf(r.Syscall) == record.ClassAdvice && c.PagesAdded > 0:
+		b.WriteString("  page cache: " + Count(c.PagesAdded, "page") + " read ahead on request (index " + Ranges(c.AddedRanges) + ")\n")
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
 		b.WriteString("  page cache: " + Count(c.PagesRequested, "page") + " requested: " + unum(c.PagesHit) + " hit, " + unum(c.PagesMissed) + " missed")
 		if c.PagesAdded > 0 {
