@@ -28,6 +28,8 @@ import (
 //
 //	read FILE STRIDE RESULT   load one byte every STRIDE bytes of a private read-only mapping
 //	write FILE OFFSET RESULT  store one byte at OFFSET of a shared mapping, then msync(MS_SYNC)
+//	willneed|fadvise|readahead FILE LEN RESULT  madvise(MADV_WILLNEED) of the mapping's first LEN
+//	                          bytes, posix_fadvise(WILLNEED) or readahead(2) of them; no access
 func TestFaultHelperProcess(t *testing.T) {
 	if os.Getenv("IOPATH_FAULT_HELPER") != "1" {
 		t.Skip("helper process for the fault tests")
@@ -79,11 +81,23 @@ func faultHelper(args []string) error {
 		}
 	case "write":
 		m[n] = sum + 1
+	case "willneed":
+		err = unix.Madvise(m[:n], unix.MADV_WILLNEED)
+	case "fadvise":
+		err = unix.Fadvise(fd, 0, n, unix.FADV_WILLNEED)
+	case "readahead":
+		_, _, e := unix.Syscall(unix.SYS_READAHEAD, uintptr(fd), 0, uintptr(n))
+		if e != 0 {
+			err = e
+		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
 	}
 	unix.Getrusage(unix.RUSAGE_THREAD, &after)
 	runtime.KeepAlive(sum) // the loads must happen
+	if err != nil {
+		return fmt.Errorf("%s: %w", mode, err)
+	}
 	if mode == "write" {
 		if err := unix.Msync(m, unix.MS_SYNC); err != nil {
 			return err
@@ -363,4 +377,36 @@ func TestFaultHooksPerKernel(t *testing.T) {
 		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], want)
 	}
 	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"])
+}
+
+// Must-be-true (issue 14, madvise/fadvise): MADV_WILLNEED, POSIX_FADV_WILLNEED
+// and readahead(2) read ahead themselves: the pages and bios are the call's.
+func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	for _, c := range []struct{ mode, syscall, advice string }{
+		{"willneed", "madvise", "willneed"}, {"fadvise", "fadvise64", "willneed"}, {"readahead", "readahead", ""},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			f := coldFile(t, dir, 1<<20)
+			ino := inoOf(t, f)
+			tr, _ := traceFaults(t, false, c.mode, f, 1<<20)
+			var rec *record.Syscall
+			for i, r := range tr.forIno(ino) {
+				if r.Syscall == c.syscall {
+					rec = &tr.forIno(ino)[i]
+				}
+			}
+			if rec == nil {
+				t.Fatalf("no %s record: %+v", c.syscall, tr.forIno(ino))
+			}
+			if rec.Advice != c.advice || rec.Cache.PagesAdded == 0 || sumBioBytes([]record.Syscall{*rec}) != rec.Cache.PagesAdded*4096 {
+				t.Errorf("%s record: advice %q, %d pages added, bios %+v", c.syscall, rec.Advice, rec.Cache.PagesAdded, rec.Bios)
+			}
+			if tr.summary.UnattributedBios != 0 {
+				t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+			}
+			t.Logf("%s: %d pages added, %d bios", c.syscall, rec.Cache.PagesAdded, len(rec.Bios))
+		})
+	}
 }
