@@ -40,7 +40,7 @@ func FaultStory(r *record.Fault) string {
 	}
 	b.WriteString("\n")
 	if r.Retried {
-		b.WriteString("  retried: the kernel dropped the mmap lock to wait for the page, then redid the fault\n")
+		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock to wait for the page, then redid the fault\n")
 	}
 	c := r.Cache
 	switch {
