@@ -239,7 +239,9 @@ func TestFaultExecColdBinary(t *testing.T) {
 	if major == 0 || bios == 0 || len(pids) != 1 {
 		t.Fatalf("fault records of the cold binary (%d major, %d bios): %+v", major, bios, faults)
 	}
-	if tr.summary.UnattributedBios != 0 {
+	// execve reads the ELF header with kernel_read (not a traced call):
+	// measured on 6.12, 1 unattributed bio; the text is paged in by faults.
+	if tr.summary.UnattributedBios > 1 {
 		t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
 	}
 	t.Logf("cold exec: %d fault records, %d bios; unattributed bios %d (execve's own read of the ELF header is not a traced call)",
