@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -72,8 +73,10 @@ func FaultUnavailable(st []HookStatus) (fields []string, traced bool) {
 
 // dropFaults removes the fault hooks from chosen when a fault cannot be
 // bracketed (no start or no end): their programs would only cost time.
+// IOPATH_NO_FAULTS=1 removes them anywhere (faults then are not records and
+// their bios are unattributed, as before issue 14).
 func dropFaults(chosen map[string]candidate, st []HookStatus) {
-	if _, traced := FaultUnavailable(st); traced {
+	if _, traced := FaultUnavailable(st); traced && os.Getenv("IOPATH_NO_FAULTS") == "" {
 		return
 	}
 	for _, h := range faultHooks() {
