@@ -80,8 +80,14 @@ func dropFaults(chosen map[string]candidate, st []HookStatus) {
 		return
 	}
 	for _, h := range faultHooks() {
-		if h.Name != "msync" && h.Name != "advice" { // calls: traced without faults
-			delete(chosen, h.Name)
+		if h.Name == "msync" || h.Name == "advice" { // calls: traced without faults
+			continue
+		}
+		delete(chosen, h.Name)
+		for i := range st {
+			if st[i].Hook == h.Name && st[i].Mechanism != None {
+				st[i].Variant = "not attached: faults are not traced"
+			}
 		}
 	}
 }
