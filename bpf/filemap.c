@@ -92,33 +92,33 @@ int tp_filemap_get_pages(struct trace_event_raw_mm_filemap_op_page_cache_range *
 	return 0;
 }
 
-/* fentry: the first argument is the kiocb in every version (5.12+); the
- * looked-up index is its position. The last index is not known here. */
-SEC("fentry/filemap_get_pages")
-int BPF_PROG(fentry_filemap_get_pages, struct kiocb *iocb)
+/* lookup_seen counts one page lookup of the current call: the body of the
+ * fentry and kprobe programs. Their first argument is the kiocb in every
+ * version (5.12+); the looked-up index is its position. The last index is
+ * not known here. */
+static __always_inline void lookup_seen(struct kiocb *iocb)
 {
 	struct op *op = current_op();
 	if (!op)
-		return 0;
+		return;
 	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
 	if (op->lookups == 0)
 		op->lookup_first = index;
 	op->lookup_last = index;
 	op->lookups++;
+}
+
+SEC("fentry/filemap_get_pages")
+int BPF_PROG(fentry_filemap_get_pages, struct kiocb *iocb)
+{
+	lookup_seen(iocb);
 	return 0;
 }
 
 SEC("kprobe/filemap_get_pages")
 int BPF_KPROBE(kprobe_filemap_get_pages, struct kiocb *iocb)
 {
-	struct op *op = current_op();
-	if (!op)
-		return 0;
-	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
-	if (op->lookups == 0)
-		op->lookup_first = index;
-	op->lookup_last = index;
-	op->lookups++;
+	lookup_seen(iocb);
 	return 0;
 }
 

@@ -50,9 +50,10 @@ const (
 	IopathCounterCNT_WALK_MATCHED     IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS        IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL     IopathCounter = 14
-	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 15
-	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 16
-	IopathCounterCNT_MAX              IopathCounter = 17
+	IopathCounterCNT_HIT_OTHER_FULL   IopathCounter = 15
+	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
+	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
+	IopathCounterCNT_MAX              IopathCounter = 18
 )
 
 type IopathDirtyGoneEv struct {
@@ -142,6 +143,7 @@ type IopathOp struct {
 	C_pathParent      uint64
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
+	C_pathRenames     uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -243,11 +245,26 @@ const (
 	IopathOpSysSYS_SENDFILE        IopathOpSys = 18
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
-	IopathOpSysSYS_FAULT           IopathOpSys = 21
-	IopathOpSysSYS_MSYNC           IopathOpSys = 22
-	IopathOpSysSYS_MADVISE         IopathOpSys = 23
-	IopathOpSysSYS_FADVISE64       IopathOpSys = 24
-	IopathOpSysSYS_READAHEAD       IopathOpSys = 25
+	IopathOpSysSYS_RENAME          IopathOpSys = 21
+	IopathOpSysSYS_FAULT           IopathOpSys = 22
+	IopathOpSysSYS_MSYNC           IopathOpSys = 23
+	IopathOpSysSYS_MADVISE         IopathOpSys = 24
+	IopathOpSysSYS_FADVISE64       IopathOpSys = 25
+	IopathOpSysSYS_READAHEAD       IopathOpSys = 26
+	IopathOpSysSYS_MAX             IopathOpSys = 27
+)
+
+type IopathOtherKey struct {
+	_     structs.HostLayout
+	Pid   uint32
+	Write uint32
+}
+
+type IopathOwnFlag uint32
+
+const (
+	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
 )
 
 type IopathPageRange struct {
@@ -256,6 +273,21 @@ type IopathPageRange struct {
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathRaKind uint32
+
+const (
+	IopathRaKindRA_SYNC  IopathRaKind = 1
+	IopathRaKindRA_ASYNC IopathRaKind = 2
+	IopathRaKindRA_ORDER IopathRaKind = 3
+)
+
+type IopathRangeFlag uint32
+
+const (
+	IopathRangeFlagRANGE_ADDED   IopathRangeFlag = 1
+	IopathRangeFlagRANGE_DIRTIED IopathRangeFlag = 2
+)
 
 type IopathRqDoneEv struct {
 	_     structs.HostLayout
@@ -381,7 +413,9 @@ const (
 	IopathMapEvents                       = "events"
 	IopathMapFaultStats                   = "fault_stats"
 	IopathMapFreeSlots                    = "free_slots"
+	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
+	IopathMapHitUnowned                   = "hit_unowned"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
@@ -408,6 +442,7 @@ const (
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
+	IopathProgFexitVfsRename              = "fexit_vfs_rename"
 	IopathProgFexitVfsWrite               = "fexit_vfs_write"
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
@@ -417,6 +452,7 @@ const (
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
 	IopathProgKretprobeFilemapFault       = "kretprobe_filemap_fault"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
+	IopathProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgPerfFaultMajor              = "perf_fault_major"
 	IopathProgPerfFaultMinor              = "perf_fault_minor"
@@ -468,21 +504,15 @@ const (
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
+	IopathVarRenameGen                    = "rename_gen"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
-	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
-	IopathVarUnusedCounter                = "unused_counter"
-	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
-	IopathVarUnusedEvType                 = "unused_ev_type"
+	IopathVarUnusedContract               = "unused_contract"
 	IopathVarUnusedFaultKey               = "unused_fault_key"
 	IopathVarUnusedFaultStat              = "unused_fault_stat"
-	IopathVarUnusedOpSys                  = "unused_op_sys"
-	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
-	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
-	IopathVarUnusedWbStartEv              = "unused_wb_start_ev"
 	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -547,6 +577,7 @@ type IopathProgramSpecs struct {
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.ProgramSpec `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.ProgramSpec `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
@@ -556,6 +587,7 @@ type IopathProgramSpecs struct {
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeFilemapFault       *ebpf.ProgramSpec `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	PerfFaultMajor              *ebpf.ProgramSpec `ebpf:"perf_fault_major"`
 	PerfFaultMinor              *ebpf.ProgramSpec `ebpf:"perf_fault_minor"`
@@ -612,7 +644,9 @@ type IopathMapSpecs struct {
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
@@ -633,21 +667,15 @@ type IopathVariableSpecs struct {
 	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedBioSplitEv   *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
-	UnusedCounter      *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv  *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType       *ebpf.VariableSpec `ebpf:"unused_ev_type"`
+	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
-	UnusedOpSys        *ebpf.VariableSpec `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv     *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv    *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv    *ebpf.VariableSpec `ebpf:"unused_wb_start_ev"`
 	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -677,7 +705,9 @@ type IopathMaps struct {
 	Events      *ebpf.Map `ebpf:"events"`
 	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
@@ -695,7 +725,9 @@ func (m *IopathMaps) Close() error {
 		m.Events,
 		m.FaultStats,
 		m.FreeSlots,
+		m.HitOther,
 		m.HitStats,
+		m.HitUnowned,
 		m.Inflight,
 		m.RqScratch,
 		m.SyncWaiters,
@@ -717,21 +749,15 @@ type IopathVariables struct {
 	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedBioSplitEv   *ebpf.Variable `ebpf:"unused_bio_split_ev"`
-	UnusedCounter      *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv  *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType       *ebpf.Variable `ebpf:"unused_ev_type"`
+	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`
-	UnusedOpSys        *ebpf.Variable `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv     *ebpf.Variable `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv    *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv    *ebpf.Variable `ebpf:"unused_wb_start_ev"`
 	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
@@ -758,6 +784,7 @@ type IopathPrograms struct {
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.Program `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.Program `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
@@ -767,6 +794,7 @@ type IopathPrograms struct {
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeFilemapFault       *ebpf.Program `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	PerfFaultMajor              *ebpf.Program `ebpf:"perf_fault_major"`
 	PerfFaultMinor              *ebpf.Program `ebpf:"perf_fault_minor"`
@@ -834,6 +862,7 @@ func (p *IopathPrograms) Close() error {
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheSyncRa,
 		p.FexitVfsRead,
+		p.FexitVfsRename,
 		p.FexitVfsWrite,
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
@@ -843,6 +872,7 @@ func (p *IopathPrograms) Close() error {
 		p.KretprobeBalanceDirtyPages,
 		p.KretprobeFilemapFault,
 		p.KretprobeVfsRead,
+		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
 		p.PerfFaultMajor,
 		p.PerfFaultMinor,

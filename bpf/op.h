@@ -7,7 +7,7 @@
 #ifndef IOPATH_OP_H
 #define IOPATH_OP_H
 
-#include "common.h"
+#include "helpers.h"
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -281,7 +281,32 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
-/* flush_hits folds a thread's summed cache hits into hit_stats. */
+/* other_hits returns the bucket for a thread's hits that hit_stats had no
+ * room for: its process's entry in hit_other, or, if that map is full too,
+ * hit_unowned (never full). */
+static __always_inline struct stat_val *other_hits(struct op *op)
+{
+	struct other_key k = {.pid = op->pid, .write = op->agg_write};
+	struct stat_val *v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	struct stat_val zero = {};
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	long err = bpf_map_update_elem(&hit_other, &k, &zero, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		count_event(CNT_HIT_OTHER_FULL);
+	v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	__u32 idx = op->agg_write ? 1 : 0;
+	return bpf_map_lookup_elem(&hit_unowned, &idx);
+}
+
+/* flush_hits folds a thread's summed cache hits into hit_stats, or into
+ * its process's "other files" bucket when hit_stats refuses the file (full,
+ * or no memory): every sum is reset either way, so nothing carries over to
+ * the thread's next file. Atomic adds: another task on this CPU may flush
+ * into the same per-CPU value if this program is preempted. */
 static __always_inline void flush_hits(struct op *op)
 {
 	struct stat_key k = {
@@ -292,19 +317,19 @@ static __always_inline void flush_hits(struct op *op)
 		struct stat_val zero = {};
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
-		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
+		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
 			count_event(CNT_OPS_FULL);
-			op->agg_calls = 0;
-			return;
-		}
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
-			return;
+			v = other_hits(op);
 	}
-	v->calls += op->agg_calls;
-	v->bytes_requested += op->agg_bytes_requested;
-	v->bytes_returned += op->agg_bytes_returned;
-	v->pages += op->agg_pages;
+	if (v) {
+		__sync_fetch_and_add(&v->calls, op->agg_calls);
+		__sync_fetch_and_add(&v->bytes_requested, op->agg_bytes_requested);
+		__sync_fetch_and_add(&v->bytes_returned, op->agg_bytes_returned);
+		__sync_fetch_and_add(&v->pages, op->agg_pages);
+	}
 	op->agg_calls = 0;
 	op->agg_bytes_requested = 0;
 	op->agg_bytes_returned = 0;
@@ -355,8 +380,10 @@ static __always_inline void op_stream(struct op *op)
 		__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
 		__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
 				 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+		__u64 renames = rename_gen;
 		if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
-		    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
+		    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
+		    ++op->path_reuse < PATH_RESEND) {
 			op->path_seq = op->path_no;
 		} else {
 			fill_path(op);
@@ -375,6 +402,7 @@ static __always_inline void op_stream(struct op *op)
 				op->c_path_parent = (__u64)parent;
 				op->c_path_up2 = up2;
 				op->c_path_hash_len = hash_len;
+				op->c_path_renames = renames;
 				op->path_reuse = 0;
 			} else {
 				/* Lost (counted): userspace counts the record's
@@ -452,6 +480,18 @@ static __always_inline __u32 syscall_from_regs(bool write, __s64 *fd)
 	}
 	*fd = -1;
 	return write ? SYS_VFS_WRITE : SYS_VFS_READ;
+}
+
+/* vfs_enter is the entry of the vfs_read/vfs_write function hooks, shared
+ * by their fentry (access FILE_BTF) and kprobe (FILE_PROBE) programs. */
+static __always_inline void vfs_enter(bool write, struct file *file, size_t count, loff_t *pos, const int access)
+{
+	__s64 fd;
+	__u32 sys = syscall_from_regs(write, &fd);
+	__s64 off = -1;
+	if (pos)
+		bpf_probe_read_kernel(&off, sizeof(off), pos);
+	op_begin(sys, file, fd, off, count, access);
 }
 
 /* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */

@@ -45,6 +45,11 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
+	// MemoryOnly (writes): the file's filesystem keeps its data only in
+	// memory (tmpfs, ramfs, proc, ...): the pages written are the data's
+	// only copy, not a cache of a disk, so they are neither hits nor misses
+	// (cache.pages_hit and pages_missed are 0) and never written back.
+	MemoryOnly bool `json:"memory_only,omitempty"`
 	// Advice: madvise and fadvise64 calls' advice (willneed, random, ...).
 	Advice string `json:"advice,omitempty"`
 }
@@ -162,6 +167,24 @@ type Summary struct {
 	MissedRuns map[string]uint64 `json:"missed_runs"`
 	// Diagnostics: write bios walked for tracked dirty pages, folios looked up, folios matched.
 	Diagnostics map[string]uint64 `json:"diagnostics"`
+	// HitsNotItemized: cache hits counted in their process's totals but in
+	// no file's, because the kernel's per-file map (hit_stats) was full.
+	HitsNotItemized []HitsNotItemized `json:"hits_not_itemized"`
+}
+
+// HitsNotItemized are the not-streamed calls (pure cache hits) of one
+// process and direction that the kernel could not count per file: they are
+// in the process's totals and in no FileSummary. Pid 0: the per-process
+// bucket was full too (map_evictions.hit_other), so they are in no
+// process's totals either.
+type HitsNotItemized struct {
+	Pid            uint32 `json:"pid"`
+	Comm           string `json:"comm,omitempty"`
+	Write          bool   `json:"write"` // write family (else read family)
+	Calls          uint64 `json:"calls"`
+	BytesRequested uint64 `json:"bytes_requested"`
+	BytesReturned  uint64 `json:"bytes_returned"`
+	Pages          uint64 `json:"pages"` // pages covered by the returned bytes (reads: pages hit)
 }
 
 // Totals are shared by per-pid and per-file summaries.

@@ -41,6 +41,17 @@ func SummaryText(s *record.Summary) string {
 		}
 		tw.Flush()
 	}
+	for _, n := range s.HitsNotItemized {
+		dir, whose := "read", fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
+		if n.Write {
+			dir = "write"
+		}
+		if n.Pid == 0 {
+			whose = "no process (hit_other full too)"
+		}
+		fmt.Fprintf(&b, "not itemized per file (hit_stats map full): %s, %s requested, %s, counted in %s\n",
+			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
+	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
 	if len(s.MissedRuns) > 0 {

@@ -32,16 +32,17 @@ func SyscallStory(r *record.Syscall) string {
 		asked = "up to EOF" // cp asks copy_file_range for SSIZE_MAX bytes
 	}
 	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
-	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
+	switch r.Syscall {
+	case "fsync", "fdatasync", "syncfs":
 		args = "fd=" + num(r.Fd)
-	} else if r.Syscall == "msync" || r.Syscall == "madvise" {
+	case "msync", "madvise":
 		args = Bytes(r.RequestedBytes) + " of a mapping, from file offset " + unum(r.Offset)
 		if r.Advice != "" {
 			args = "MADV_" + strings.ToUpper(r.Advice) + ", " + args
 		}
-	} else if r.Advice != "" {
+	case "fadvise64":
 		args = "fd=" + num(r.Fd) + ", POSIX_FADV_" + strings.ToUpper(r.Advice) + ", " + asked + " at offset " + unum(r.Offset)
-	} else if r.Syscall == "sync" {
+	case "sync":
 		args, target = "", "all filesystems"
 	}
 	for _, p := range []string{r.Syscall, "(", args, ") ", target, " [", Safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ",
@@ -56,6 +57,8 @@ func SyscallStory(r *record.Syscall) string {
 	switch {
 	case r.Direct:
 		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
+	case r.MemoryOnly:
+		b.WriteString("  memory-only write: " + Count(c.PagesRequested, "page") + " of " + r.FS + " memory (not a cache of a disk: neither hit nor miss)\n")
 	case record.ClassOf(r.Syscall) == record.ClassAdvice && c.PagesAdded > 0:
 		b.WriteString("  page cache: " + Count(c.PagesAdded, "page") + " read ahead on request (index " + Ranges(c.AddedRanges) + ")\n")
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
@@ -95,11 +98,12 @@ func SyscallStory(r *record.Syscall) string {
 		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s (longest %s)\n", Duration(r.ThrottleNs), Count(uint64(r.ThrottlePauses), "pause"), Duration(r.ThrottleMaxPauseNs))
 	}
 	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && record.IsRead(r.Syscall) {
-		if r.BlockedNs > 0 {
+		switch {
+		case r.BlockedNs > 0:
 			b.WriteString("  no IO of its own: it waited for pages still being read by an earlier call's readahead\n")
-		} else if r.ReturnedBytes == 0 && r.Error == "" {
+		case r.ReturnedBytes == 0 && r.Error == "":
 			b.WriteString("  end of file: nothing to read, no IO\n")
-		} else {
+		default:
 			b.WriteString("  disk: no IO (served from the page cache)\n")
 		}
 	}

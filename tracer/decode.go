@@ -12,7 +12,7 @@ import (
 // (the kernel resends each thread's path at least every 256 records).
 const maxPathThreads = 1 << 16
 
-// Where the two records inside struct op (bpf/common.h) begin and where
+// Where the two records inside struct op (bpf/events.h) begin and where
 // their variable parts start.
 var (
 	opStart   = unsafe.Offsetof(bpf.IopathOp{}.Type)
@@ -22,7 +22,7 @@ var (
 )
 
 // Decoder rebuilds whole structs from the slices the kernel sends to
-// save ring-buffer space and BPF time (bpf/common.h, struct op):
+// save ring-buffer space and BPF time (bpf/events.h, struct op):
 //   - EV_OP is struct op from `type` to its last used page range;
 //   - EV_PATH is struct op from `path_type` to its last path name, numbered
 //     per thread (path_no); the kernel sends it when a thread's record names

@@ -152,6 +152,11 @@ func Hooks() []Hook {
 		{Name: "copy", Loses: "sendfile/splice/copy_file_range calls", candidates: []candidate{
 			rawSyscalls(bpf.IopathOpSysSYS_SENDFILE, bpf.IopathOpSysSYS_SPLICE, bpf.IopathOpSysSYS_COPY_FILE_RANGE),
 		}},
+		{Name: "rename", Loses: "a path after a directory above its file is renamed (the old one for up to 256 records)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitVfsRename, akFexit, "vfs_rename")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},
+			rawSyscalls(bpf.IopathOpSysSYS_RENAME),
+		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},

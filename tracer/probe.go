@@ -39,13 +39,15 @@ type prober struct {
 func newProber(c *btf.Cache) (*prober, error) {
 	kspec, err := c.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
 	return &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}, nil
 }
 
 // TracefsDir returns the tracefs mount, mounting it at /sys/kernel/tracing
-// when no mount is found (tracepoint IDs live there). Empty if impossible.
+// when no mount is found (tracepoint IDs live there; a minimal system or a
+// container may not mount it). The mount is said on stderr and left in place,
+// as systemd would have made it. Empty if impossible.
 func TracefsDir() string {
 	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
 		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
@@ -53,6 +55,7 @@ func TracefsDir() string {
 		}
 	}
 	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err == nil {
+		fmt.Fprintln(os.Stderr, "iopath: tracefs was not mounted: mounted it at /sys/kernel/tracing (tracepoint IDs are read there; it stays mounted)")
 		return "/sys/kernel/tracing"
 	}
 	return ""
@@ -187,7 +190,8 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 				}
 			}
 			if len(pref) > 0 {
-				cands = append(pref, rest...)
+				pref = append(pref, rest...)
+				cands = pref
 			}
 		}
 		for _, c := range cands {

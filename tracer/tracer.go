@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,7 @@ type Tracer struct {
 	started    time.Time
 	out        func(any)
 	dec        Decoder
+	dirtied    dirtiedFiles // files traced calls dirtied (DirtyLeft)
 }
 
 // Error kinds callers can test with errors.Is to choose a message.
@@ -105,7 +107,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
 	k, err := kernel.FromBTF(kspec)
 	if err != nil {
@@ -166,15 +168,12 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			delete(spec.Programs, name)
 		}
 	}
-	if err := configure(spec, opts); err != nil {
-		return nil, err
-	}
 	var sysMask uint64
 	for _, c := range chosen {
 		sysMask |= c.sysMask
 	}
-	if err := spec.Variables["raw_sys_mask"].Set(sysMask); err != nil {
-		return nil, fmt.Errorf("setting raw_sys_mask: %w", err)
+	if err := configure(spec, opts, sysMask); err != nil {
+		return nil, err
 	}
 	_, filemapFault := chosen["filemap_fault"]
 	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
@@ -221,7 +220,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	t.rd = rd
-	t.Engine = engine.New(k, out)
+	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
 	if !opts.All {
@@ -258,13 +257,17 @@ func verifierSummary(ve *ebpf.VerifierError) string {
 	return ve.Error()
 }
 
-func configure(spec *ebpf.CollectionSpec, opts Options) error {
-	set := func(name string, v any) error {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return fmt.Errorf("BPF object has no variable %s (stale generated files?)", name)
-		}
-		return vs.Set(v)
+// configure sets the object's variables and map sizes before load, through
+// the specs bpf2go generated (a renamed or removed C variable or map is a
+// compile error or an Assign error here, never a silent no-op).
+func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
+	var vars bpf.IopathVariableSpecs
+	var maps bpf.IopathMapSpecs
+	if err := spec.Assign(&vars); err != nil {
+		return fmt.Errorf("BPF object without iopath's variables (stale generated files?): %w", err)
+	}
+	if err := spec.Assign(&maps); err != nil {
+		return fmt.Errorf("BPF object without iopath's maps (stale generated files?): %w", err)
 	}
 	b := func(x bool) uint8 {
 		if x {
@@ -272,27 +275,19 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 		}
 		return 0
 	}
-	if err := set("self_tgid", uint32(os.Getpid())); err != nil {
-		return err
+	type set struct {
+		v   *ebpf.VariableSpec
+		val any
 	}
-	if err := set("emit_all", b(opts.All)); err != nil {
-		return err
-	}
-	if err := set("track_dirty", b(!opts.NoWriteback)); err != nil {
-		return err
-	}
+	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
+		{vars.RawSysMask, sysMask}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
 		}
 		var c [16]byte
 		copy(c[:], opts.Comm)
-		if err := set("filter_comm", uint8(1)); err != nil {
-			return err
-		}
-		if err := set("target_comm", c); err != nil {
-			return err
-		}
+		sets = append(sets, set{vars.FilterComm, uint8(1)}, set{vars.TargetComm, c})
 	}
 	rb := opts.RingBufBytes
 	if rb == 0 {
@@ -301,9 +296,18 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if rb < 4096 || rb&(rb-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two ≥ 4096 bytes", rb)
 	}
-	spec.Maps["events"].MaxEntries = uint32(rb)
+	maps.Events.MaxEntries = uint32(rb)
 	if opts.MaxDirtyPages > 0 {
-		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
+		maps.DirtyPages.MaxEntries = uint32(opts.MaxDirtyPages)
+	}
+	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map so that tests
+	// can fill it with a few hundred files.
+	if v := os.Getenv("IOPATH_HIT_STATS_ENTRIES"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a positive number of entries", v)
+		}
+		maps.HitStats.MaxEntries = uint32(n)
 	}
 	// Wake the reader once a quarter of a small ring is queued (it also
 	// polls every 100 ms): a fixed 256 KiB never woke it for a ring of
@@ -312,8 +316,11 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if q := uint64(rb) / 4; q < wake {
 		wake = q
 	}
-	if err := spec.Variables["wakeup_bytes"].Set(wake); err != nil {
-		return fmt.Errorf("setting wakeup_bytes: %w", err)
+	sets = append(sets, set{vars.WakeupBytes, wake})
+	for _, x := range sets {
+		if err := x.v.Set(x.val); err != nil {
+			return fmt.Errorf("setting BPF variable %s: %w", x.v.Name, err)
+		}
 	}
 	return nil
 }
@@ -363,7 +370,7 @@ func (t *Tracer) AddPid(pid int) error {
 	// Threads of this process may be marked untraced in tid_slot (they
 	// made a call before it was added): a new generation voids the marks.
 	t.targetsGen++
-	return t.coll.Variables["targets_gen"].Set(t.targetsGen)
+	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
 }
 
 // readTgid maps a thread id to its process id via /proc (a tid passed as -p
@@ -469,30 +476,27 @@ func monotonicNow() uint64 {
 // MonotonicNow returns CLOCK_MONOTONIC in ns, the clock of every *_ns timestamp.
 func MonotonicNow() uint64 { return monotonicNow() }
 
+// counterNames names every counter of bpf/events.h's enum counter (the
+// summary's map_evictions, truncations and diagnostics keys). Sized by
+// CNT_MAX: a counter added in C without a name here fails
+// TestCounterNames.
+var counterNames = [bpf.IopathCounterCNT_MAX]string{
+	bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
+	bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
+	bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
+	bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
+	bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
+	bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
+	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
+	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
+	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
+}
+
 // Counters sums the kernel's per-CPU loss counters by name.
 func (t *Tracer) Counters() map[string]uint64 {
-	names := map[bpf.IopathCounter]string{
-		bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
-		bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
-		bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
-		bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
-		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
-		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
-		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL:  "targets",
-		bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
-	}
 	out := map[string]uint64{}
-	for idx, name := range names {
-		var per []uint64
-		if err := t.counter.Lookup(uint32(idx), &per); err != nil {
-			continue
-		}
-		var sum uint64
-		for _, v := range per {
-			sum += v
-		}
-		out[name] = sum
+	for idx, name := range counterNames {
+		out[name] = t.counter1(bpf.IopathCounter(idx))
 	}
 	return out
 }
@@ -516,27 +520,15 @@ func (t *Tracer) Summary() *record.Summary {
 	var per []bpf.IopathStatVal
 	it := t.hits.Iterate()
 	for it.Next(&k, &per) {
-		var sum bpf.IopathStatVal
-		for _, v := range per {
-			sum.Calls += v.Calls
-			sum.BytesRequested += v.BytesRequested
-			sum.BytesReturned += v.BytesReturned
-			sum.Pages += v.Pages
-			if sum.Comm[0] == 0 {
-				sum.Comm = v.Comm
-			}
-			if sum.Name[0] == 0 {
-				sum.Name = v.Name
-			}
-		}
-		t.Engine.AddHits(k, sum)
+		t.Engine.AddHits(k, sumHits(per))
 	}
+	t.addHitsNotItemized()
 	t.addFaultStats()
 	s := t.Engine.Summary()
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
@@ -560,7 +552,7 @@ func (t *Tracer) Summary() *record.Summary {
 		if f.Path == "" || strings.HasPrefix(f.Path, "...") {
 			continue
 		}
-		if dirty, ok := kernelDirtyPages(f.Path, f.Dev, f.Ino); ok && dirty == 0 {
+		if dirty, ok := kernelDirtyPages(f.Path, kernel.Dev(f.Dev), f.Ino); ok && dirty == 0 {
 			s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
 		}
 	}
@@ -573,16 +565,51 @@ func (t *Tracer) Summary() *record.Summary {
 	return s
 }
 
+// addHitsNotItemized reads the hits the kernel could not count per file
+// (hit_stats was full) into the engine: per process from hit_other, and
+// those of no process from hit_unowned.
+func (t *Tracer) addHitsNotItemized() {
+	var k bpf.IopathOtherKey
+	var per []bpf.IopathStatVal
+	it := t.coll.Maps[bpf.IopathMapHitOther].Iterate()
+	for it.Next(&k, &per) {
+		t.Engine.AddHitsNotItemized(k.Pid, k.Write != 0, sumHits(per))
+	}
+	for write := uint32(0); write < 2; write++ {
+		if t.coll.Maps[bpf.IopathMapHitUnowned].Lookup(write, &per) == nil {
+			t.Engine.AddHitsNotItemized(0, write != 0, sumHits(per))
+		}
+	}
+}
+
+// sumHits adds up the per-CPU values of one hit aggregate.
+func sumHits(per []bpf.IopathStatVal) bpf.IopathStatVal {
+	var sum bpf.IopathStatVal
+	for _, v := range per {
+		sum.Calls += v.Calls
+		sum.BytesRequested += v.BytesRequested
+		sum.BytesReturned += v.BytesReturned
+		sum.Pages += v.Pages
+		if sum.Comm[0] == 0 {
+			sum.Comm = v.Comm
+		}
+		if sum.Name[0] == 0 {
+			sum.Name = v.Name
+		}
+	}
+	return sum
+}
+
 // kernelDirtyPages returns the dirty plus under-writeback pages of the file
 // at path (if it still is inode ino on dev), from cachestat(2).
-func kernelDirtyPages(path string, dev uint32, ino uint64) (uint64, bool) {
+func kernelDirtyPages(path string, dev string, ino uint64) (uint64, bool) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Ino != ino || kernel.UserDev(st.Dev) != dev {
+	if unix.Fstat(fd, &st) != nil || st.Ino != ino || kernel.Dev(kernel.UserDev(st.Dev)) != dev {
 		return 0, false
 	}
 	var cs unix.Cachestat_t
@@ -638,7 +665,7 @@ func logEvent(raw []byte) {
 	case bpf.IopathEvTypeEV_WB_BIO:
 		ev := (*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0]))
 		fmt.Fprintf(debugEvents, "wbbio bio=%x part=%d n=%d pages=%d ts=%d", ev.Bio, ev.Part, ev.NrMatch, ev.Pages, ev.Ts)
-		for i := 0; i < int(min(ev.NrMatch, 16)); i++ {
+		for i := 0; i < min(int(ev.NrMatch), len(ev.Match)); i++ {
 			fmt.Fprintf(debugEvents, " [%x %d+%d/%d]", ev.Match[i].OpId, ev.Match[i].Index, ev.Match[i].Nr, ev.Match[i].BioPages)
 		}
 		fmt.Fprintln(debugEvents)
@@ -646,7 +673,7 @@ func logEvent(raw []byte) {
 		var ev bpf.IopathRqIssueEv // cut after its owned bios: copy, do not cast
 		fill(bytesOf(&ev), raw)
 		fmt.Fprintf(debugEvents, "issue rq=%x ts=%d bytes=%d nbios=%d own=%d", ev.Rq, ev.Ts, ev.Bytes, ev.NrBios, ev.NrOwn)
-		for i := 0; i < int(min(ev.NrOwn, 32)); i++ {
+		for i := 0; i < min(int(ev.NrOwn), len(ev.Own)); i++ {
 			fmt.Fprintf(debugEvents, " [%x op=%x f=%d b=%d]", ev.Own[i].Bio, ev.Own[i].OpId, ev.Own[i].Flags, ev.Own[i].Bytes)
 		}
 		fmt.Fprintln(debugEvents)

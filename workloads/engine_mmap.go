@@ -72,12 +72,12 @@ func (s *Spec) validateMmap() error {
 	return nil
 }
 
-// madvise applies Spec.Madvise to the mapping.
-func (p *Prepared) madvise() error {
+// madvise applies Spec.Madvise to a job's mapping.
+func (p *Prepared) madvise(m []byte) error {
 	if p.Spec.Madvise == "" {
 		return nil
 	}
-	if err := unix.Madvise(p.mapping, madvices[p.Spec.Madvise]); err != nil {
+	if err := unix.Madvise(m, madvices[p.Spec.Madvise]); err != nil {
 		return fmt.Errorf("madvise(MADV_%s) on the mapping of %s: %w", strings.ToUpper(p.Spec.Madvise), p.Path, errnoOf(err))
 	}
 	return nil

@@ -9,8 +9,9 @@ import (
 func TestParseSize(t *testing.T) {
 	good := map[string]int64{
 		"0": 0, "1": 1, "512": 512, "4k": 4096, "4K": 4096, "4KiB": 4096, "4kb": 4096,
-		"64M": 64 << 20, "64m": 64 << 20, "1g": 1 << 30, "1GiB": 1 << 30, "2t": 2 << 40, " 8k ": 8192, "100b": 100,
+		"64M": 64 << 20, "64m": 64 << 20, "1g": 1 << 30, "1GiB": 1 << 30, "2t": 2 << 40, "100b": 100,
 	}
+	good[" 8k "] = 8192 // spaces around a size are trimmed
 	for in, want := range good {
 		got, err := ParseSize(in)
 		if err != nil || got != want {
@@ -64,9 +65,14 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindRandWrite, Overwrite: true}, "--overwrite applies to small-write and seq-write"},
 		{Spec{Kind: KindSeqRead, FsyncEvery: 1}, "apply to write workloads"},
 		{Spec{Kind: KindSeqWrite, FsyncEvery: 1, FdatasyncEvery: 1}, "not both"},
-		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineMmap}, "O_DIRECT needs the psync or sync engine"},
-		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineStdio}, "O_DIRECT needs the psync or sync engine"},
+		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineMmap}, "O_DIRECT needs the psync, sync, libaio or io_uring engine"},
+		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineStdio}, "O_DIRECT needs the psync, sync, libaio or io_uring engine"},
 		{Spec{Kind: KindSeqRead, Fadvise: "willneed"}, "choose random or sequential"},
+		{Spec{Kind: KindRandRead, Engine: EngineLibaio, IODepth: 100000}, "--iodepth 100000 is out of range: give 1 to 1024"},
+		{Spec{Kind: KindRandRead, Engine: EngineIOUring, IODepth: -1}, "--iodepth -1 is out of range"},
+		{Spec{Kind: KindRandRead, IODepth: 16}, "--iodepth 16 needs --engine libaio or io_uring"},
+		{Spec{Kind: KindRandRead, NumJobs: 1000}, "--numjobs 1000 is out of range"},
+		{Spec{Kind: KindSeqWrite, NumJobs: 2}, "use --overwrite (or rand-write), or --numjobs 1"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
 		{Spec{Kind: KindSeqRead, Engine: EngineMmap, Madvise: "dontneed"}, `unknown --madvise "dontneed": choose random, sequential or willneed`},
 		{Spec{Kind: KindSeqRead, Madvise: MadviseRandom}, "--madvise applies to --engine mmap"},

@@ -35,6 +35,7 @@ type traceFlags struct {
 	noWriteback   bool
 	quiet         bool
 	workload      string // trace_workload.go
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -71,11 +72,16 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
-func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args)
 	}
@@ -122,7 +128,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	}
 	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
 	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.Record)
+		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, activeTimeline.tee(out.Record))
 	if err != nil {
 		return err
 	}
@@ -140,7 +146,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	if f.readyFile != "" {
 		rf, err := os.OpenFile(f.readyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return fmt.Errorf("--ready-file: %v: give a path that does not exist yet", err)
+			return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
 		}
 		fmt.Fprintln(rf, os.Getpid())
 		rf.Close()
@@ -171,7 +177,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		go func() {
 			defer close(childDone)
 			err := child.Wait()
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				exitCode = ee.ExitCode()
 				if exitCode < 0 {
 					exitCode = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
@@ -220,7 +226,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	out.Summary(t.Summary())
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	out.Summary(sum)
 	if exitCode != 0 {
 		return exitError{code: exitCode}
 	}
@@ -239,7 +247,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := c.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %v: its #! interpreter line names a program that does not exist", args[0], err)
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", args[0], err)
 		}
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
@@ -248,7 +256,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		c.Process.Kill()
 		c.Wait()
-		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %v)", args[0], ws, err)
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", args[0], ws, err)
 	}
 	if err := t.AddPid(pid); err != nil {
 		c.Process.Kill()

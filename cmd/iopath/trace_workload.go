@@ -58,7 +58,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, fmt.Errorf("the flags after -- are those of `iopath workload %s`: see iopath workload --help", kind)
 		}
-		return nil, fmt.Errorf("workload flags after --: %v: see iopath workload --help", err)
+		return nil, fmt.Errorf("workload flags after --: %w: see iopath workload --help", err)
 	}
 	if fl.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q after --: give only workload flags there (the kind goes in --workload)", fl.Arg(0))
@@ -135,7 +135,7 @@ func prepareWorkloadFile(spec workloads.Spec) (*workloadFile, error) {
 		}
 		d, err := os.MkdirTemp(base, "iopath-workload-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %v: set TMPDIR, or give --dir after --", base, err)
+			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %w: set TMPDIR, or give --dir after --", base, err)
 		}
 		wf.tmpDir, ps.Dir = d, d
 	}
@@ -267,7 +267,7 @@ func (c *workloadChild) wait() (rep *workloads.Report, code int, err error) {
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		rep = &workloads.Report{}
 		if err := json.Unmarshal(out[i:], rep); err != nil {
-			return nil, code, fmt.Errorf("reading the workload's report: %v", err)
+			return nil, code, fmt.Errorf("reading the workload's report: %w", err)
 		}
 	}
 	return rep, code, nil
@@ -312,7 +312,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 		force[k] = tracer.Mechanism(v)
 	}
 	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
-	tally := &persistTally{out: out.Record}
+	tally := &persistTally{out: activeTimeline.tee(out.Record)}
 	t, err := tracer.New(tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
 		Force: force, NoWriteback: f.noWriteback}, tally.record)
 	if err != nil {
@@ -384,6 +384,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 			res.rep.WriteText(wout)
 		}
 	}
+	activeTimeline.summary(sum)
 	out.Summary(sum)
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
@@ -655,7 +656,7 @@ type workloadRun struct {
 func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Summary, []tracer.HookStatus, error) {
 	p := render.NewPrinter(io.Discard, false, true)
 	p.Collect = true
-	t, err := tracer.New(opts, p.Record)
+	t, err := tracer.New(opts, activeTimeline.tee(p.Record))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -678,7 +679,9 @@ func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Su
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p.Collected, t.Summary(), t.Hooks, nil
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	return p.Collected, sum, t.Hooks, nil
 }
 
 // trace runs the workload as a traced child of t and waits for it.

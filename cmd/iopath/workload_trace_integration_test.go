@@ -151,7 +151,11 @@ func TestTraceWorkloadRead1Byte(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	sec := stdout[strings.Index(stdout, "--- workload under trace ---"):]
+	i := strings.Index(stdout, "--- workload under trace ---")
+	if i < 0 {
+		t.Fatalf("no workload section in:\n%s", stdout)
+	}
+	sec := stdout[i:]
 	for _, want := range []string{"ops:           100 (the workload's report)\ncalls:         100 reads and 0 writes on the file;",
 		"hit ratio 100.00% (100 hits / 100 pages requested", "writeback:     0 pages dirtied, 0 persisted, 0 pending"} {
 		if !strings.Contains(sec, want) {

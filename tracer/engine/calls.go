@@ -244,6 +244,12 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 	}
 	rec.Advice = adviceName(o)
 	first, beyond := pageCache(rec, o, blk)
+	if sysClass(o.Sys) == record.ClassWrite && kernel.MemoryOnly(rec.FS) {
+		// tmpfs pages are memory, not cached disk blocks (shmem adds
+		// them without the page-cache tracepoint): no hit, no miss.
+		rec.MemoryOnly = true
+		rec.Cache.PagesHit, rec.Cache.PagesMissed = 0, 0
+	}
 	readahead(rec, o, first, beyond)
 	return rec
 }

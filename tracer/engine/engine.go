@@ -72,6 +72,7 @@ type Engine struct {
 	lastTs       uint64
 	firstTs      uint64
 	counters     Counters
+	notItemized  []record.HitsNotItemized // see AddHitsNotItemized (hits.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem

@@ -8,7 +8,7 @@ import (
 	"github.com/iopath/iopath/record"
 )
 
-// sysNames names the calls of enum op_sys (bpf/common.h) as records spell
+// sysNames names the calls of enum op_sys (bpf/events.h) as records spell
 // them (record.Syscall.Syscall).
 var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_READ): "read", uint32(bpf.IopathOpSysSYS_PREAD64): "pread64",
@@ -21,16 +21,21 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_SYNCFS): "syncfs", uint32(bpf.IopathOpSysSYS_VFS_READ): "vfs_read",
 	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write", uint32(bpf.IopathOpSysSYS_SENDFILE): "sendfile",
 	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
+	uint32(bpf.IopathOpSysSYS_RENAME): "rename",
 	uint32(bpf.IopathOpSysSYS_MSYNC): "msync", uint32(bpf.IopathOpSysSYS_MADVISE): "madvise",
 	uint32(bpf.IopathOpSysSYS_FADVISE64): "fadvise64", uint32(bpf.IopathOpSysSYS_READAHEAD): "readahead",
 }
 
+// raw_sys_mask has one bit per enum op_sys value: a compile error here
+// when the enum outgrows its 64 bits.
+var _ [64 - bpf.IopathOpSysSYS_MAX]struct{}
+
 // sysNameTab and sysClassTab are sysNames, and its names' classes
 // (record.ClassOf), as arrays: a call's name and class are an index, not a
 // map lookup or a string switch, on the per-event path.
-var sysNameTab, sysClassTab = func() (names [32]string, classes [32]record.Class) {
+var sysNameTab, sysClassTab = func() (names [bpf.IopathOpSysSYS_MAX]string, classes [bpf.IopathOpSysSYS_MAX]record.Class) {
 	for nr, name := range sysNames {
-		names[nr%32], classes[nr%32] = name, record.ClassOf(name)
+		names[nr], classes[nr] = name, record.ClassOf(name)
 	}
 	return names, classes
 }()
@@ -96,6 +101,6 @@ func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
 // OpPath joins the dentry names the kernel recorded (deepest first).
 func OpPath(o *bpf.IopathOp) string { return string(appendOpPath(nil, o)) }
 
-// pathBufLen holds the longest path a record can carry: ".../", 8 names of
-// up to 47 bytes, their separators and "…".
-const pathBufLen = 4 + 8*48 + 3
+// pathBufLen holds the longest path a record can carry: ".../", its names
+// (PATH_PARTS of up to PART_LEN - 1 bytes), their separators and "…".
+const pathBufLen = 4 + len(bpf.IopathOp{}.Path)*len(bpf.IopathOp{}.Path[0]) + len("…")

@@ -5,10 +5,11 @@ import (
 	"github.com/iopath/iopath/record"
 )
 
-// Page-range flags (struct page_range.flags), mirrored from bpf/common.h.
+// Page-range flags (struct page_range.flags): bpf/events.h's enum
+// range_flag, through bpf2go (renumbered in C, they follow at go generate).
 const (
-	RangeAdded   = 1 // folios inserted into the page cache during the call
-	RangeDirtied = 2 // folios turned dirty (clean->dirty) by the call
+	RangeAdded   = uint32(bpf.IopathRangeFlagRANGE_ADDED)   // folios inserted into the page cache during the call
+	RangeDirtied = uint32(bpf.IopathRangeFlagRANGE_DIRTIED) // folios turned dirty (clean->dirty) by the call
 )
 
 // pageCache fills a call's page-cache fields from its kernel record.

@@ -5,11 +5,12 @@ import (
 	"github.com/iopath/iopath/record"
 )
 
-// Readahead kinds (struct ra_ev.kind), mirrored from bpf/common.h.
+// Readahead kinds (struct ra_ev.kind): bpf/events.h's enum ra_kind,
+// through bpf2go.
 const (
-	RASync  = 1 // page_cache_sync_ra
-	RAAsync = 2 // page_cache_async_ra
-	RAOrder = 3 // window seen only at page_cache_ra_order: kind unknown
+	RASync  = uint32(bpf.IopathRaKindRA_SYNC)  // page_cache_sync_ra
+	RAAsync = uint32(bpf.IopathRaKindRA_ASYNC) // page_cache_async_ra
+	RAOrder = uint32(bpf.IopathRaKindRA_ORDER) // window seen only at page_cache_ra_order: kind unknown
 )
 
 // readahead attributes the call's readahead windows: the decisions the

@@ -72,10 +72,11 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 	e.rqs[ev.Rq] = rq
 }
 
-// Bio ownership flags (struct issue_own.flags), mirrored from bpf/common.h.
+// Bio ownership flags (struct issue_own.flags): bpf/events.h's enum
+// own_flag, through bpf2go.
 const (
-	OwnWriteback = 1 // the bio carries tracked dirty pages
-	OwnJournal   = 2 // queued by jbd2 while a traced fsync-family call waited on its device
+	OwnWriteback = uint32(bpf.IopathOwnFlagOWN_WRITEBACK) // the bio carries tracked dirty pages
+	OwnJournal   = uint32(bpf.IopathOwnFlagOWN_JOURNAL)   // queued by jbd2 while a traced fsync-family call waited on its device
 )
 
 // HandleRequeue takes an EV_RQ_REQUEUE record.

@@ -3,7 +3,6 @@ package engine
 import (
 	"sort"
 
-	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer/kernel"
 )
@@ -60,46 +59,21 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 		t.DirtiedPages += uint64(rec.DirtiedPages)
 		t.ThrottleNs += rec.ThrottleNs
 		t.BlockedNs += rec.BlockedNs
-		if class == record.ClassRead {
+		switch class {
+		case record.ClassRead:
 			t.ReadCalls++
 			req := rec.RequestedBytes
 			if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
 				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
 			}
 			t.ReadBytesReq += req
-		} else if class == record.ClassWrite {
+		case record.ClassWrite:
 			t.WriteCalls++
 		}
 	}
 	add(&e.pid(rec.Pid, rec.Comm).Totals)
 	if rec.Ino != 0 {
 		add(&e.file(fkey(kdev, rec.Ino)).Totals)
-	}
-}
-
-// AddHits folds the kernel's aggregate of calls that were not streamed
-// (pure cache hits: no insertion, no bio, no wait) into the summary.
-func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
-	add := func(t *record.Totals) {
-		t.Calls += v.Calls
-		t.BytesRequested += v.BytesRequested
-		t.BytesReturned += v.BytesReturned
-		if k.Write == 0 {
-			t.PagesHit += v.Pages
-			t.ReadCalls += v.Calls
-			t.ReadBytesReq += v.BytesRequested
-		} else {
-			t.WriteCalls += v.Calls
-		}
-	}
-	add(&e.pid(k.Pid, "").Totals)
-	if ps := e.pids[k.Pid]; ps.Comm == "" {
-		ps.Comm = cString(v.Comm[:])
-	}
-	fs := e.file(fkey(k.Dev, k.Ino))
-	add(&fs.Totals)
-	if fs.Path == "" && v.Name[0] != 0 {
-		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
 	}
 }
 
@@ -134,6 +108,7 @@ func (e *Engine) Summary() *record.Summary {
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()
+	s.HitsNotItemized = e.hitsNotItemized()
 	return s
 }
 
