@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -124,11 +125,11 @@ func openPerf(target string, cpu int) (int, error) {
 func probePerf(target string) error {
 	fd, err := openPerf(target, 0)
 	if err != nil {
-		return fmt.Errorf("perf event %s: %v", target, err)
+		return fmt.Errorf("perf event %s: %w", target, err)
 	}
 	defer unix.Close(fd)
 	if err := features.HaveProgramType(ebpf.PerfEvent); err != nil {
-		return fmt.Errorf("perf_event programs: %v", err)
+		return fmt.Errorf("perf_event programs: %w", err)
 	}
 	return nil
 }
@@ -142,7 +143,7 @@ func attachPerf(target string, prog *ebpf.Program) ([]link.Link, error) {
 	}
 	for cpu := 0; cpu < n; cpu++ {
 		fd, err := openPerf(target, cpu)
-		if err == unix.ENODEV || err == unix.EINVAL && cpu > 0 {
+		if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EINVAL) && cpu > 0 {
 			continue // an offline CPU
 		}
 		if err != nil {
@@ -174,7 +175,7 @@ func helperOK(helper asm.BuiltinFunc) error {
 		return nil
 	}
 	if err := features.HaveProgramHelper(ebpf.TracePoint, helper); err != nil {
-		return fmt.Errorf("helper %s: %v", helper, err)
+		return fmt.Errorf("helper %s: %w", helper, err)
 	}
 	return nil
 }

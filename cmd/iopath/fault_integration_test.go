@@ -6,6 +6,7 @@ package main
 // of major faults (getrusage ru_majflt around the loop).
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -302,7 +303,8 @@ func traceText(t *testing.T, args ...string) string {
 	cmd := iopathCmd(os.TempDir(), append([]string{"trace"}, args...)...)
 	out, err := cmd.Output()
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			t.Fatalf("iopath trace: %v\n%s", err, ee.Stderr)
 		}
 		t.Fatal(err)
