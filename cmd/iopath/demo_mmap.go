@@ -101,7 +101,7 @@ func runDemoMmap(cmd *cobra.Command, f *demoFlags, _ []string) error {
 
 func summarizeMmapRun(name string, recs []any, dev uint32, ino uint64) *mmapRun {
 	r := &mmapRun{name: name, raKinds: map[record.ReadaheadKind]int{}}
-	var first, last uint64
+	var first, last, firstRA uint64 // records come in completion order: the first is the earliest
 	see := func(start, d, blocked uint64, bios []record.Bio, ra []record.Readahead) {
 		if first == 0 || start < first {
 			first = start
@@ -119,8 +119,8 @@ func summarizeMmapRun(name string, recs []any, dev uint32, ino uint64) *mmapRun 
 			}
 			r.maxBio = max(r.maxBio, b.Bytes)
 		}
-		if r.firstRA == nil && len(ra) > 0 {
-			r.firstRA = &ra[0]
+		if len(ra) > 0 && (r.firstRA == nil || start < firstRA) {
+			r.firstRA, firstRA = &ra[0], start
 		}
 		for _, d := range ra {
 			r.raKinds[d.Kind]++
@@ -162,13 +162,13 @@ func sub(a, b uint64) uint64 {
 
 func explainMmapRuns(w io.Writer, runs []*mmapRun, fs fsInfo) {
 	pages := uint64(mmapDemoSize / 4096)
-	fmt.Fprintf(w, "%-12s %6s %7s %6s %6s %10s %12s %10s %10s\n", "way", "calls", "faults", "major", "bios", "disk read", "pages/access", "bio sizes", "time")
+	fmt.Fprintf(w, "%-12s %6s %7s %6s %6s %10s %12s %18s %10s\n", "way", "calls", "faults", "major", "bios", "disk read", "pages/access", "bio sizes", "time")
 	for _, r := range runs {
 		sizes := "-"
 		if r.bios > 0 {
 			sizes = human(uint64(r.minBio)) + "-" + human(uint64(r.maxBio))
 		}
-		fmt.Fprintf(w, "%-12s %6d %7d %6d %6d %10s %12.2f %10s %10s\n", r.name, r.calls, r.faults, r.major, r.bios, human(r.bioBytes),
+		fmt.Fprintf(w, "%-12s %6d %7d %6d %6d %10s %12.2f %18s %10s\n", r.name, r.calls, r.faults, r.major, r.bios, human(r.bioBytes),
 			float64(r.bioBytes)/4096/float64(pages), sizes, dur(r.spanNs))
 	}
 	fmt.Fprintln(w)
