@@ -27,6 +27,9 @@ enum op_sys {
 	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
 	SYS_SENDFILE, SYS_SPLICE, SYS_COPY_FILE_RANGE, /* in-kernel copies: read side traced, pages dirtied on the output followed */
 	SYS_RENAME, /* rename, renameat, renameat2: no record, counted in rename_gen (hook "rename") */
+	/* issue 14 (bpf/fault.c): a page fault on a file mapping, and the calls
+	 * that change what faults do or read ahead themselves */
+	SYS_FAULT, SYS_MSYNC, SYS_MADVISE, SYS_FADVISE64, SYS_READAHEAD,
 	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
 };
 _Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");
@@ -62,6 +65,9 @@ enum counter {
 	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
 	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
 	CNT_HIT_OTHER_FULL,     /* hit_other full too: hits counted in hit_unowned (no process) */
+	/* issue 14 (bpf/fault.c) */
+	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
+	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_MAX,
 };
 
@@ -175,6 +181,14 @@ struct op {
 	__u32 nr_ranges;
 	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
 	__u32 pad1;
+	/* issue 14: faults (sys SYS_FAULT, bpf/fault.c); offset is the page's
+	 * file offset, count one page */
+	__u64 fault_addr;   /* user address that faulted */
+	__u64 around_index; /* first page fault-around (filemap_map_pages) tried to map from the cache */
+	__u32 around_pages; /* pages of that window (0: no fault-around) */
+	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
+	__u32 advice;       /* madvise/fadvise64: the advice argument */
+	__u32 fault_pad;
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */

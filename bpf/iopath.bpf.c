@@ -7,6 +7,7 @@
 #include "rename.c"
 #include "vfs_read.c"
 #include "vfs_write.c"
+#include "fault.c" /* before syscalls.c: msync finds its file with vma_file */
 #include "syscalls.c"
 #include "filemap.c"
 #include "readahead.c"
@@ -18,3 +19,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Keeps the contract's types in BTF for bpf2go -type (events.h). */
 const struct contract *unused_contract __attribute__((unused));
+/* The fault aggregate (bpf/fault.c), for bpf2go -type. */
+const struct fault_key *unused_fault_key __attribute__((unused));
+const struct fault_stat *unused_fault_stat __attribute__((unused));

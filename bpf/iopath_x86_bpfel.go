@@ -35,23 +35,25 @@ type IopathBioSplitEv struct {
 type IopathCounter uint32
 
 const (
-	IopathCounterCNT_RINGBUF_LOST   IopathCounter = 0
-	IopathCounterCNT_OPS_FULL       IopathCounter = 1
-	IopathCounterCNT_BIO_OWNER_FULL IopathCounter = 2
-	IopathCounterCNT_DIRTY_FULL     IopathCounter = 3
-	IopathCounterCNT_INFLIGHT_FULL  IopathCounter = 4
-	IopathCounterCNT_RQ_CHAIN_TRUNC IopathCounter = 5
-	IopathCounterCNT_RQ_OWN_TRUNC   IopathCounter = 6
-	IopathCounterCNT_RANGES_TRUNC   IopathCounter = 7
-	IopathCounterCNT_BVEC_TRUNC     IopathCounter = 8
-	IopathCounterCNT_WB_MATCH_TRUNC IopathCounter = 9
-	IopathCounterCNT_TASK_OPS_FULL  IopathCounter = 10
-	IopathCounterCNT_WALK_FOLIOS    IopathCounter = 11
-	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
-	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
-	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
-	IopathCounterCNT_HIT_OTHER_FULL IopathCounter = 15
-	IopathCounterCNT_MAX            IopathCounter = 16
+	IopathCounterCNT_RINGBUF_LOST     IopathCounter = 0
+	IopathCounterCNT_OPS_FULL         IopathCounter = 1
+	IopathCounterCNT_BIO_OWNER_FULL   IopathCounter = 2
+	IopathCounterCNT_DIRTY_FULL       IopathCounter = 3
+	IopathCounterCNT_INFLIGHT_FULL    IopathCounter = 4
+	IopathCounterCNT_RQ_CHAIN_TRUNC   IopathCounter = 5
+	IopathCounterCNT_RQ_OWN_TRUNC     IopathCounter = 6
+	IopathCounterCNT_RANGES_TRUNC     IopathCounter = 7
+	IopathCounterCNT_BVEC_TRUNC       IopathCounter = 8
+	IopathCounterCNT_WB_MATCH_TRUNC   IopathCounter = 9
+	IopathCounterCNT_TASK_OPS_FULL    IopathCounter = 10
+	IopathCounterCNT_WALK_FOLIOS      IopathCounter = 11
+	IopathCounterCNT_WALK_MATCHED     IopathCounter = 12
+	IopathCounterCNT_WALK_BIOS        IopathCounter = 13
+	IopathCounterCNT_TARGETS_FULL     IopathCounter = 14
+	IopathCounterCNT_HIT_OTHER_FULL   IopathCounter = 15
+	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
+	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
+	IopathCounterCNT_MAX              IopathCounter = 18
 )
 
 type IopathDirtyGoneEv struct {
@@ -96,6 +98,23 @@ const (
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 	IopathEvTypeEV_PATH        IopathEvType = 10
 )
+
+type IopathFaultKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Pid uint32
+	Dev uint32
+}
+
+type IopathFaultStat struct {
+	_           structs.HostLayout
+	Faults      uint64
+	WriteFaults uint64
+	AroundPages uint64
+	FsMagic     uint64
+	Comm        [16]int8
+	Name        [48]int8
+}
 
 type IopathIssueOwn struct {
 	_       structs.HostLayout
@@ -174,6 +193,12 @@ type IopathOp struct {
 	NrRanges          uint32
 	PathSeq           uint32
 	Pad1              uint32
+	FaultAddr         uint64
+	AroundIndex       uint64
+	AroundPages       uint32
+	FaultFlags        uint32
+	Advice            uint32
+	FaultPad          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -221,7 +246,12 @@ const (
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
 	IopathOpSysSYS_RENAME          IopathOpSys = 21
-	IopathOpSysSYS_MAX             IopathOpSys = 22
+	IopathOpSysSYS_FAULT           IopathOpSys = 22
+	IopathOpSysSYS_MSYNC           IopathOpSys = 23
+	IopathOpSysSYS_MADVISE         IopathOpSys = 24
+	IopathOpSysSYS_FADVISE64       IopathOpSys = 25
+	IopathOpSysSYS_READAHEAD       IopathOpSys = 26
+	IopathOpSysSYS_MAX             IopathOpSys = 27
 )
 
 type IopathOtherKey struct {
@@ -381,6 +411,7 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
+	IopathMapFaultStats                   = "fault_stats"
 	IopathMapFreeSlots                    = "free_slots"
 	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
@@ -392,11 +423,14 @@ const (
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapTidSlot                      = "tid_slot"
 	IopathMapWbScratch                    = "wb_scratch"
+	IopathProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
+	IopathProgBtfFilemapMapPages          = "btf_filemap_map_pages"
 	IopathProgBtfPageCacheAdd             = "btf_page_cache_add"
 	IopathProgBtfPageCacheAsyncRa         = "btf_page_cache_async_ra"
 	IopathProgBtfPageCacheRaOrder         = "btf_page_cache_ra_order"
 	IopathProgBtfPageCacheSyncRa          = "btf_page_cache_sync_ra"
+	IopathProgBtfPageFaultUser            = "btf_page_fault_user"
 	IopathProgBtfWritebackStart           = "btf_writeback_start"
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
@@ -404,6 +438,7 @@ const (
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
+	IopathProgFexitFilemapFault           = "fexit_filemap_fault"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -417,9 +452,12 @@ const (
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
+	IopathProgKretprobeFilemapFault       = "kretprobe_filemap_fault"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
 	IopathProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
+	IopathProgPerfFaultMajor              = "perf_fault_major"
+	IopathProgPerfFaultMinor              = "perf_fault_minor"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathProgRawSysExit                  = "raw_sys_exit"
@@ -448,13 +486,16 @@ const (
 	IopathProgTpEnterWrite                = "tp_enter_write"
 	IopathProgTpEnterWritev               = "tp_enter_writev"
 	IopathProgTpExitOp                    = "tp_exit_op"
+	IopathProgTpFilemapFault              = "tp_filemap_fault"
 	IopathProgTpFilemapGetPages           = "tp_filemap_get_pages"
+	IopathProgTpFilemapMapPages           = "tp_filemap_map_pages"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
 	IopathProgTpPageCacheDeletePage       = "tp_page_cache_delete_page"
 	IopathProgTpPageCacheRaOrder          = "tp_page_cache_ra_order"
 	IopathProgTpPageCacheSyncRa           = "tp_page_cache_sync_ra"
+	IopathProgTpPageFaultUser             = "tp_page_fault_user"
 	IopathProgTpSchedProcessExec          = "tp_sched_process_exec"
 	IopathProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
@@ -465,6 +506,7 @@ const (
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
+	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathVarFilterComm                   = "filter_comm"
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
@@ -476,6 +518,8 @@ const (
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
 	IopathVarUnusedContract               = "unused_contract"
+	IopathVarUnusedFaultKey               = "unused_fault_key"
+	IopathVarUnusedFaultStat              = "unused_fault_stat"
 	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -521,11 +565,14 @@ type IopathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathProgramSpecs struct {
+	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
+	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
 	BtfPageCacheAdd             *ebpf.ProgramSpec `ebpf:"btf_page_cache_add"`
 	BtfPageCacheAsyncRa         *ebpf.ProgramSpec `ebpf:"btf_page_cache_async_ra"`
 	BtfPageCacheRaOrder         *ebpf.ProgramSpec `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.ProgramSpec `ebpf:"btf_page_cache_sync_ra"`
+	BtfPageFaultUser            *ebpf.ProgramSpec `ebpf:"btf_page_fault_user"`
 	BtfWritebackStart           *ebpf.ProgramSpec `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
@@ -533,6 +580,7 @@ type IopathProgramSpecs struct {
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -546,9 +594,12 @@ type IopathProgramSpecs struct {
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.ProgramSpec `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
+	PerfFaultMajor              *ebpf.ProgramSpec `ebpf:"perf_fault_major"`
+	PerfFaultMinor              *ebpf.ProgramSpec `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
@@ -577,13 +628,16 @@ type IopathProgramSpecs struct {
 	TpEnterWrite                *ebpf.ProgramSpec `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
+	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
+	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
 	TpPageCacheDeletePage       *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.ProgramSpec `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.ProgramSpec `ebpf:"tp_page_cache_sync_ra"`
+	TpPageFaultUser             *ebpf.ProgramSpec `ebpf:"tp_page_fault_user"`
 	TpSchedProcessExec          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
@@ -602,6 +656,7 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -619,20 +674,23 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
-	DirtyTracked   *ebpf.VariableSpec `ebpf:"dirty_tracked"`
-	EmitAll        *ebpf.VariableSpec `ebpf:"emit_all"`
-	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
-	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
-	PathSerial     *ebpf.VariableSpec `ebpf:"path_serial"`
-	RawSysMask     *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
-	RenameGen      *ebpf.VariableSpec `ebpf:"rename_gen"`
-	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SyncsActive    *ebpf.VariableSpec `ebpf:"syncs_active"`
-	TargetComm     *ebpf.VariableSpec `ebpf:"target_comm"`
-	TargetsGen     *ebpf.VariableSpec `ebpf:"targets_gen"`
-	TrackDirty     *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedContract *ebpf.VariableSpec `ebpf:"unused_contract"`
-	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
+	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
+	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
+	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
+	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
+	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
+	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
+	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
+	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
+	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
+	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathObjects contains all objects after they have been loaded into the kernel.
@@ -659,6 +717,7 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
+	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
@@ -678,6 +737,7 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FaultStats,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -696,31 +756,37 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
-	DirtyTracked   *ebpf.Variable `ebpf:"dirty_tracked"`
-	EmitAll        *ebpf.Variable `ebpf:"emit_all"`
-	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
-	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
-	PathSerial     *ebpf.Variable `ebpf:"path_serial"`
-	RawSysMask     *ebpf.Variable `ebpf:"raw_sys_mask"`
-	RenameGen      *ebpf.Variable `ebpf:"rename_gen"`
-	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
-	SyncsActive    *ebpf.Variable `ebpf:"syncs_active"`
-	TargetComm     *ebpf.Variable `ebpf:"target_comm"`
-	TargetsGen     *ebpf.Variable `ebpf:"targets_gen"`
-	TrackDirty     *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedContract *ebpf.Variable `ebpf:"unused_contract"`
-	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
+	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
+	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
+	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
+	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
+	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
+	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
+	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
+	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
+	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
+	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`
+	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathPrograms struct {
+	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
+	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
 	BtfPageCacheAdd             *ebpf.Program `ebpf:"btf_page_cache_add"`
 	BtfPageCacheAsyncRa         *ebpf.Program `ebpf:"btf_page_cache_async_ra"`
 	BtfPageCacheRaOrder         *ebpf.Program `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.Program `ebpf:"btf_page_cache_sync_ra"`
+	BtfPageFaultUser            *ebpf.Program `ebpf:"btf_page_fault_user"`
 	BtfWritebackStart           *ebpf.Program `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
@@ -728,6 +794,7 @@ type IopathPrograms struct {
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -741,9 +808,12 @@ type IopathPrograms struct {
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.Program `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
+	PerfFaultMajor              *ebpf.Program `ebpf:"perf_fault_major"`
+	PerfFaultMinor              *ebpf.Program `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
@@ -772,13 +842,16 @@ type IopathPrograms struct {
 	TpEnterWrite                *ebpf.Program `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
+	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
+	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
 	TpPageCacheDeletePage       *ebpf.Program `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.Program `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.Program `ebpf:"tp_page_cache_sync_ra"`
+	TpPageFaultUser             *ebpf.Program `ebpf:"tp_page_fault_user"`
 	TpSchedProcessExec          *ebpf.Program `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
@@ -791,11 +864,14 @@ type IopathPrograms struct {
 
 func (p *IopathPrograms) Close() error {
 	return _IopathClose(
+		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
+		p.BtfFilemapMapPages,
 		p.BtfPageCacheAdd,
 		p.BtfPageCacheAsyncRa,
 		p.BtfPageCacheRaOrder,
 		p.BtfPageCacheSyncRa,
+		p.BtfPageFaultUser,
 		p.BtfWritebackStart,
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
@@ -803,6 +879,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
+		p.FexitFilemapFault,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,
@@ -816,9 +893,12 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
+		p.KretprobeFilemapFault,
 		p.KretprobeVfsRead,
 		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
+		p.PerfFaultMajor,
+		p.PerfFaultMinor,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
@@ -847,13 +927,16 @@ func (p *IopathPrograms) Close() error {
 		p.TpEnterWrite,
 		p.TpEnterWritev,
 		p.TpExitOp,
+		p.TpFilemapFault,
 		p.TpFilemapGetPages,
+		p.TpFilemapMapPages,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,
 		p.TpPageCacheDeletePage,
 		p.TpPageCacheRaOrder,
 		p.TpPageCacheSyncRa,
+		p.TpPageFaultUser,
 		p.TpSchedProcessExec,
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,

@@ -39,6 +39,23 @@ type IopathCompatDirtyVal struct {
 	Nr   uint32
 }
 
+type IopathCompatFaultKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Pid uint32
+	Dev uint32
+}
+
+type IopathCompatFaultStat struct {
+	_           structs.HostLayout
+	Faults      uint64
+	WriteFaults uint64
+	AroundPages uint64
+	FsMagic     uint64
+	Comm        [16]int8
+	Name        [48]int8
+}
+
 type IopathCompatOp struct {
 	_                 structs.HostLayout
 	SleepStart        uint64
@@ -104,6 +121,12 @@ type IopathCompatOp struct {
 	NrRanges          uint32
 	PathSeq           uint32
 	Pad1              uint32
+	FaultAddr         uint64
+	AroundIndex       uint64
+	AroundPages       uint32
+	FaultFlags        uint32
+	Advice            uint32
+	FaultPad          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -227,6 +250,7 @@ const (
 	IopathCompatMapCounters                     = "counters"
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
+	IopathCompatMapFaultStats                   = "fault_stats"
 	IopathCompatMapFreeSlots                    = "free_slots"
 	IopathCompatMapHitOther                     = "hit_other"
 	IopathCompatMapHitStats                     = "hit_stats"
@@ -238,11 +262,14 @@ const (
 	IopathCompatMapTaskOps                      = "task_ops"
 	IopathCompatMapTidSlot                      = "tid_slot"
 	IopathCompatMapWbScratch                    = "wb_scratch"
+	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
+	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
 	IopathCompatProgBtfPageCacheAdd             = "btf_page_cache_add"
 	IopathCompatProgBtfPageCacheAsyncRa         = "btf_page_cache_async_ra"
 	IopathCompatProgBtfPageCacheRaOrder         = "btf_page_cache_ra_order"
 	IopathCompatProgBtfPageCacheSyncRa          = "btf_page_cache_sync_ra"
+	IopathCompatProgBtfPageFaultUser            = "btf_page_fault_user"
 	IopathCompatProgBtfWritebackStart           = "btf_writeback_start"
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
@@ -250,6 +277,7 @@ const (
 	IopathCompatProgFentryVfsRead               = "fentry_vfs_read"
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
+	IopathCompatProgFexitFilemapFault           = "fexit_filemap_fault"
 	IopathCompatProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathCompatProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathCompatProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -263,9 +291,12 @@ const (
 	IopathCompatProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathCompatProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathCompatProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
+	IopathCompatProgKretprobeFilemapFault       = "kretprobe_filemap_fault"
 	IopathCompatProgKretprobeVfsRead            = "kretprobe_vfs_read"
 	IopathCompatProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathCompatProgKretprobeVfsWrite           = "kretprobe_vfs_write"
+	IopathCompatProgPerfFaultMajor              = "perf_fault_major"
+	IopathCompatProgPerfFaultMinor              = "perf_fault_minor"
 	IopathCompatProgRawSysEnter                 = "raw_sys_enter"
 	IopathCompatProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathCompatProgRawSysExit                  = "raw_sys_exit"
@@ -294,13 +325,16 @@ const (
 	IopathCompatProgTpEnterWrite                = "tp_enter_write"
 	IopathCompatProgTpEnterWritev               = "tp_enter_writev"
 	IopathCompatProgTpExitOp                    = "tp_exit_op"
+	IopathCompatProgTpFilemapFault              = "tp_filemap_fault"
 	IopathCompatProgTpFilemapGetPages           = "tp_filemap_get_pages"
+	IopathCompatProgTpFilemapMapPages           = "tp_filemap_map_pages"
 	IopathCompatProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathCompatProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathCompatProgTpPageCacheDelete           = "tp_page_cache_delete"
 	IopathCompatProgTpPageCacheDeletePage       = "tp_page_cache_delete_page"
 	IopathCompatProgTpPageCacheRaOrder          = "tp_page_cache_ra_order"
 	IopathCompatProgTpPageCacheSyncRa           = "tp_page_cache_sync_ra"
+	IopathCompatProgTpPageFaultUser             = "tp_page_fault_user"
 	IopathCompatProgTpSchedProcessExec          = "tp_sched_process_exec"
 	IopathCompatProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathCompatProgTpSchedProcessFork          = "tp_sched_process_fork"
@@ -311,6 +345,7 @@ const (
 	IopathCompatProgTpWritebackStart            = "tp_writeback_start"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
 	IopathCompatVarEmitAll                      = "emit_all"
+	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathCompatVarFilterComm                   = "filter_comm"
 	IopathCompatVarNextSlot                     = "next_slot"
 	IopathCompatVarNrCpus                       = "nr_cpus"
@@ -323,6 +358,8 @@ const (
 	IopathCompatVarTargetsGen                   = "targets_gen"
 	IopathCompatVarTrackDirty                   = "track_dirty"
 	IopathCompatVarUnusedContract               = "unused_contract"
+	IopathCompatVarUnusedFaultKey               = "unused_fault_key"
+	IopathCompatVarUnusedFaultStat              = "unused_fault_stat"
 	IopathCompatVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -368,11 +405,14 @@ type IopathCompatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatProgramSpecs struct {
+	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
+	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
 	BtfPageCacheAdd             *ebpf.ProgramSpec `ebpf:"btf_page_cache_add"`
 	BtfPageCacheAsyncRa         *ebpf.ProgramSpec `ebpf:"btf_page_cache_async_ra"`
 	BtfPageCacheRaOrder         *ebpf.ProgramSpec `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.ProgramSpec `ebpf:"btf_page_cache_sync_ra"`
+	BtfPageFaultUser            *ebpf.ProgramSpec `ebpf:"btf_page_fault_user"`
 	BtfWritebackStart           *ebpf.ProgramSpec `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
@@ -380,6 +420,7 @@ type IopathCompatProgramSpecs struct {
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -393,9 +434,12 @@ type IopathCompatProgramSpecs struct {
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.ProgramSpec `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
+	PerfFaultMajor              *ebpf.ProgramSpec `ebpf:"perf_fault_major"`
+	PerfFaultMinor              *ebpf.ProgramSpec `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
@@ -424,13 +468,16 @@ type IopathCompatProgramSpecs struct {
 	TpEnterWrite                *ebpf.ProgramSpec `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
+	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
+	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
 	TpPageCacheDeletePage       *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.ProgramSpec `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.ProgramSpec `ebpf:"tp_page_cache_sync_ra"`
+	TpPageFaultUser             *ebpf.ProgramSpec `ebpf:"tp_page_fault_user"`
 	TpSchedProcessExec          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
@@ -450,6 +497,7 @@ type IopathCompatMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
 	FreeSlots     *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther      *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats      *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -467,21 +515,24 @@ type IopathCompatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatVariableSpecs struct {
-	DirtyTracked   *ebpf.VariableSpec `ebpf:"dirty_tracked"`
-	EmitAll        *ebpf.VariableSpec `ebpf:"emit_all"`
-	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
-	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
-	NrCpus         *ebpf.VariableSpec `ebpf:"nr_cpus"`
-	PathSerial     *ebpf.VariableSpec `ebpf:"path_serial"`
-	RawSysMask     *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
-	RenameGen      *ebpf.VariableSpec `ebpf:"rename_gen"`
-	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SyncsActive    *ebpf.VariableSpec `ebpf:"syncs_active"`
-	TargetComm     *ebpf.VariableSpec `ebpf:"target_comm"`
-	TargetsGen     *ebpf.VariableSpec `ebpf:"targets_gen"`
-	TrackDirty     *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedContract *ebpf.VariableSpec `ebpf:"unused_contract"`
-	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
+	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
+	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
+	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
+	NrCpus             *ebpf.VariableSpec `ebpf:"nr_cpus"`
+	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
+	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
+	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
+	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
+	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
+	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
+	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathCompatObjects contains all objects after they have been loaded into the kernel.
@@ -509,6 +560,7 @@ type IopathCompatMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
+	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
 	FreeSlots     *ebpf.Map `ebpf:"free_slots"`
 	HitOther      *ebpf.Map `ebpf:"hit_other"`
 	HitStats      *ebpf.Map `ebpf:"hit_stats"`
@@ -529,6 +581,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FaultStats,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -547,32 +600,38 @@ func (m *IopathCompatMaps) Close() error {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatVariables struct {
-	DirtyTracked   *ebpf.Variable `ebpf:"dirty_tracked"`
-	EmitAll        *ebpf.Variable `ebpf:"emit_all"`
-	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
-	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
-	NrCpus         *ebpf.Variable `ebpf:"nr_cpus"`
-	PathSerial     *ebpf.Variable `ebpf:"path_serial"`
-	RawSysMask     *ebpf.Variable `ebpf:"raw_sys_mask"`
-	RenameGen      *ebpf.Variable `ebpf:"rename_gen"`
-	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
-	SyncsActive    *ebpf.Variable `ebpf:"syncs_active"`
-	TargetComm     *ebpf.Variable `ebpf:"target_comm"`
-	TargetsGen     *ebpf.Variable `ebpf:"targets_gen"`
-	TrackDirty     *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedContract *ebpf.Variable `ebpf:"unused_contract"`
-	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
+	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
+	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
+	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
+	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
+	NrCpus             *ebpf.Variable `ebpf:"nr_cpus"`
+	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
+	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
+	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
+	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
+	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
+	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`
+	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathCompatPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatPrograms struct {
+	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
+	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
 	BtfPageCacheAdd             *ebpf.Program `ebpf:"btf_page_cache_add"`
 	BtfPageCacheAsyncRa         *ebpf.Program `ebpf:"btf_page_cache_async_ra"`
 	BtfPageCacheRaOrder         *ebpf.Program `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.Program `ebpf:"btf_page_cache_sync_ra"`
+	BtfPageFaultUser            *ebpf.Program `ebpf:"btf_page_fault_user"`
 	BtfWritebackStart           *ebpf.Program `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
@@ -580,6 +639,7 @@ type IopathCompatPrograms struct {
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
+	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -593,9 +653,12 @@ type IopathCompatPrograms struct {
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
+	KretprobeFilemapFault       *ebpf.Program `ebpf:"kretprobe_filemap_fault"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
 	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
+	PerfFaultMajor              *ebpf.Program `ebpf:"perf_fault_major"`
+	PerfFaultMinor              *ebpf.Program `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
@@ -624,13 +687,16 @@ type IopathCompatPrograms struct {
 	TpEnterWrite                *ebpf.Program `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
+	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
+	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
 	TpPageCacheDeletePage       *ebpf.Program `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.Program `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.Program `ebpf:"tp_page_cache_sync_ra"`
+	TpPageFaultUser             *ebpf.Program `ebpf:"tp_page_fault_user"`
 	TpSchedProcessExec          *ebpf.Program `ebpf:"tp_sched_process_exec"`
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
@@ -643,11 +709,14 @@ type IopathCompatPrograms struct {
 
 func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
+		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
+		p.BtfFilemapMapPages,
 		p.BtfPageCacheAdd,
 		p.BtfPageCacheAsyncRa,
 		p.BtfPageCacheRaOrder,
 		p.BtfPageCacheSyncRa,
+		p.BtfPageFaultUser,
 		p.BtfWritebackStart,
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
@@ -655,6 +724,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
+		p.FexitFilemapFault,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,
@@ -668,9 +738,12 @@ func (p *IopathCompatPrograms) Close() error {
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
+		p.KretprobeFilemapFault,
 		p.KretprobeVfsRead,
 		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
+		p.PerfFaultMajor,
+		p.PerfFaultMinor,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
@@ -699,13 +772,16 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpEnterWrite,
 		p.TpEnterWritev,
 		p.TpExitOp,
+		p.TpFilemapFault,
 		p.TpFilemapGetPages,
+		p.TpFilemapMapPages,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,
 		p.TpPageCacheDeletePage,
 		p.TpPageCacheRaOrder,
 		p.TpPageCacheSyncRa,
+		p.TpPageFaultUser,
 		p.TpSchedProcessExec,
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,

@@ -70,7 +70,7 @@ static __always_inline struct file *fd_file(int fd, const int access)
 
 static __always_inline bool is_sync_sys(__u32 sys)
 {
-	return sys >= SYS_FSYNC && sys <= SYS_SYNCFS;
+	return (sys >= SYS_FSYNC && sys <= SYS_SYNCFS) || sys == SYS_MSYNC;
 }
 
 static __always_inline bool is_write_sys(__u32 sys)
@@ -283,7 +283,9 @@ static __always_inline bool interesting_untouched(struct op *op)
 	 * be written back (no dirty-page event fires for shmem). */
 	if (is_write_sys(op->sys) && op->ret > 0 && (op->fs_magic == TMPFS_MAGIC || op->fs_magic == RAMFS_MAGIC))
 		return true;
-	return emit_all || op->ret < 0 || is_sync_sys(op->sys);
+	/* madvise/fadvise64/readahead (issue 14) are rare and change what
+	 * later reads and faults do: always streamed. */
+	return emit_all || op->ret < 0 || is_sync_sys(op->sys) || (op->sys >= SYS_MADVISE && op->sys <= SYS_READAHEAD);
 }
 
 static __always_inline bool interesting(struct op *op)
@@ -370,6 +372,67 @@ static __always_inline void op_release(__u32 tid)
 	bpf_map_push_elem(&free_slots, &slot, 0);
 }
 
+/* op_stream sends a finished call's record (EV_OP), preceded by its file's
+ * EV_PATH when the thread's last one named another file. */
+static __always_inline void op_stream(struct op *op)
+{
+	op_touch(op);
+	op->end_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(op->comm, sizeof(op->comm));
+	/* The dentry walk costs ~25 helper calls: a thread's records
+	 * on the name its last EV_PATH sent get none (userspace reuses
+	 * it, matched by number), except every PATH_RESEND records (a
+	 * directory above may have been renamed). */
+	op->path_seq = 0;
+	struct file *file = (struct file *)op->file;
+	if (file) {
+		__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
+		struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+		struct dentry *parent = BPF_CORE_READ(d, d_parent);
+		/* Freed dentries and inodes come back at the same
+		 * addresses: the grandparent and the inode's generation
+		 * (new for every new inode) tell a recreated tree apart. */
+		__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
+		__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
+				 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+		__u64 renames = rename_gen;
+		if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
+		    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
+		    ++op->path_reuse < PATH_RESEND) {
+			op->path_seq = op->path_no;
+		} else {
+			fill_path(op);
+			/* Numbers unique across threads and slots: a path
+			 * record of a tid's earlier life (a reused tid)
+			 * never matches. */
+			op->path_no = FETCH_INC(path_serial, 1) + 1; /* compat.h */
+			__u32 depth = op->path_depth;
+			if (depth > PATH_PARTS)
+				depth = PATH_PARTS;
+			if (emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) +
+							 depth * PART_LEN) == 0) {
+				op->path_seq = op->path_no;
+				op->c_path_mnt = mnt;
+				op->c_path_dentry = (__u64)d;
+				op->c_path_parent = (__u64)parent;
+				op->c_path_up2 = up2;
+				op->c_path_hash_len = hash_len;
+				op->c_path_renames = renames;
+				op->path_reuse = 0;
+			} else {
+				/* Lost (counted): userspace counts the record's
+				 * path as missing; sent again next time. */
+				op->path_seq = op->path_no;
+				op->c_path_dentry = 0;
+			}
+		}
+	}
+	__u32 n = op->nr_ranges;
+	if (n > MAX_RANGES)
+		n = MAX_RANGES;
+	emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
+}
+
 /* op_end closes the current call: stream it if it touched the disk, waited,
  * dirtied pages or failed; otherwise fold it into the thread's hit sums. */
 static __always_inline void op_end(__s64 ret)
@@ -388,61 +451,7 @@ static __always_inline void op_end(__s64 ret)
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */
 	if (op->touched ? interesting(op) : interesting_untouched(op)) {
-		op_touch(op);
-		op->end_ns = bpf_ktime_get_ns();
-		bpf_get_current_comm(op->comm, sizeof(op->comm));
-		/* The dentry walk costs ~25 helper calls: a thread's records
-		 * on the name its last EV_PATH sent get none (userspace reuses
-		 * it, matched by number), except every PATH_RESEND records (a
-		 * directory above may have been renamed). */
-		op->path_seq = 0;
-		struct file *file = (struct file *)op->file;
-		if (file) {
-			__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
-			struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-			struct dentry *parent = BPF_CORE_READ(d, d_parent);
-			/* Freed dentries and inodes come back at the same
-			 * addresses: the grandparent and the inode's generation
-			 * (new for every new inode) tell a recreated tree apart. */
-			__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
-			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
-					 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
-			__u64 renames = rename_gen;
-			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
-			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
-			    ++op->path_reuse < PATH_RESEND) {
-				op->path_seq = op->path_no;
-			} else {
-				fill_path(op);
-				/* Numbers unique across threads and slots: a path
-				 * record of a tid's earlier life (a reused tid)
-				 * never matches. */
-				op->path_no = FETCH_INC(path_serial, 1) + 1; /* compat.h */
-				__u32 depth = op->path_depth;
-				if (depth > PATH_PARTS)
-					depth = PATH_PARTS;
-				if (emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) +
-								 depth * PART_LEN) == 0) {
-					op->path_seq = op->path_no;
-					op->c_path_mnt = mnt;
-					op->c_path_dentry = (__u64)d;
-					op->c_path_parent = (__u64)parent;
-					op->c_path_up2 = up2;
-					op->c_path_hash_len = hash_len;
-					op->c_path_renames = renames;
-					op->path_reuse = 0;
-				} else {
-					/* Lost (counted): userspace counts the record's
-					 * path as missing; sent again next time. */
-					op->path_seq = op->path_no;
-					op->c_path_dentry = 0;
-				}
-			}
-		}
-		__u32 n = op->nr_ranges;
-		if (n > MAX_RANGES)
-			n = MAX_RANGES;
-		emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
+		op_stream(op);
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);

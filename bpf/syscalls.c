@@ -40,6 +40,10 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 82:  /* rename */
 	case 264: /* renameat */
 	case 316: return SYS_RENAME; /* renameat2 */
+	case 26: return SYS_MSYNC; /* issue 14 */
+	case 28: return SYS_MADVISE;
+	case 221: return SYS_FADVISE64;
+	case 187: return SYS_READAHEAD;
 	}
 	return 0;
 }
@@ -106,6 +110,20 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_SYNC:
 		op_begin_in(op, sys, NULL, -1, 0, 0, access);
 		return 0;
+	case SYS_MSYNC: /* (addr, len, flags): the file mapped at addr (bpf/fault.c) */
+	case SYS_MADVISE: /* (addr, len, advice) */
+		map_call_begin(op, sys, a0, a1, a2);
+		return 0;
+	case SYS_FADVISE64: /* (fd, offset, len, advice) */
+		off = a1;
+		count = a2;
+		if (op_begin_in(op, sys, fd_file(fd, access), fd, off, count, access))
+			op->advice = a3;
+		return 0;
+	case SYS_READAHEAD: /* (fd, offset, count) */
+		off = a1;
+		count = a2;
+		break;
 	case SYS_SENDFILE: /* (out_fd, in_fd, loff_t *offset, count) */
 		fd = (int)a1;
 		off = user_off((void *)a2);

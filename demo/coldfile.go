@@ -32,12 +32,12 @@ func makeColdFile(path string, size int64) (int, error) {
 	if err := unix.Fsync(fd); err != nil {
 		return 0, fmt.Errorf("fsync %s: %w", path, err)
 	}
-	return evict(path)
+	return Evict(path)
 }
 
-// evict drops a file's clean pages (posix_fadvise DONTNEED) and returns how
+// Evict drops a file's clean pages (posix_fadvise DONTNEED) and returns how
 // many remain cached.
-func evict(path string) (int, error) {
+func Evict(path string) (int, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err

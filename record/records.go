@@ -50,6 +50,8 @@ type Syscall struct {
 	// only copy, not a cache of a disk, so they are neither hits nor misses
 	// (cache.pages_hit and pages_missed are 0) and never written back.
 	MemoryOnly bool `json:"memory_only,omitempty"`
+	// Advice: madvise and fadvise64 calls' advice (willneed, random, ...).
+	Advice string `json:"advice,omitempty"`
 }
 
 // Cache is what the call did in the page cache.
@@ -211,6 +213,10 @@ type Totals struct {
 	ThrottleNs         uint64  `json:"throttle_ns"`
 	BlockedNs          uint64  `json:"blocked_ns"`
 	Unattributed       uint64  `json:"unattributed_bios"`
+	// Page faults on file mappings (record.Fault), streamed or not.
+	Faults             uint64 `json:"faults"`
+	MajorFaults        uint64 `json:"major_faults"`
+	FaultDiskBytesRead uint64 `json:"fault_disk_bytes_read"` // bytes of bios of faults (also in disk_bytes_read)
 }
 
 // PidSummary totals one process.
@@ -225,5 +231,8 @@ type FileSummary struct {
 	Dev  string `json:"dev"`
 	Ino  uint64 `json:"ino"`
 	Path string `json:"path,omitempty"`
+	// FS is the file's filesystem type where a fault named it (tmpfs:
+	// faults of its mappings never read a disk).
+	FS string `json:"fs,omitempty"`
 	Totals
 }

@@ -7,10 +7,11 @@ type Class uint8
 
 // Classes of calls.
 const (
-	ClassOther Class = iota // a name iopath does not trace (sys_N)
-	ClassRead               // read family, vfs_read, and in-kernel copies (read side of their source)
-	ClassWrite              // write family and vfs_write
-	ClassSync               // fsync, fdatasync, sync_file_range, sync, syncfs
+	ClassOther  Class = iota // a name iopath does not trace (sys_N)
+	ClassRead                // read family, vfs_read, and in-kernel copies (read side of their source)
+	ClassWrite               // write family and vfs_write
+	ClassSync                // fsync, fdatasync, sync_file_range, sync, syncfs, msync
+	ClassAdvice              // madvise, fadvise64, readahead: hints about later access (WILLNEED and readahead read ahead)
 )
 
 // ClassOf classifies a syscall record's "syscall" name.
@@ -20,8 +21,10 @@ func ClassOf(syscall string) Class {
 		return ClassRead
 	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
 		return ClassWrite
-	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs":
+	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs", "msync":
 		return ClassSync
+	case "madvise", "fadvise64", "readahead":
+		return ClassAdvice
 	}
 	return ClassOther
 }

@@ -64,6 +64,14 @@ func write(seq, off uint64, n int64, start, index uint64, pages uint32) *bpf.Iop
 	return o
 }
 
+// fault is a page fault of "app" at addr on page index of
+// /var/tmp/data/file (ext4), started at start and lasting d ns.
+func fault(seq, index, addr uint64, flags uint32, start, d uint64) *bpf.IopathOp {
+	o := enginetest.Fault(id(seq), index, addr, flags, start, start+d)
+	o.FsMagic = ext4
+	return enginetest.Named(o, "app", "/var/tmp/data/file")
+}
+
 // worker names the task that submitted a writeback bio.
 func worker(ev *bpf.IopathWbBioEv, comm string) *bpf.IopathWbBioEv {
 	ev.Comm = [16]int8{}
@@ -232,6 +240,55 @@ var stories = []struct {
 		s.E.HandleOp(write(3, 512*4096, 4096, t0+3*ms, 512, 256))
 		s.E.HandleWBBio(enginetest.WBBio(0xb2, 42, flush, 0, t0+31e9, enginetest.Match{Op: id(3), Index: 512, Nr: 256, Dirtied: t0 + 3*ms, BioPages: 64}))
 		bio(s, 0xb, t0+31e9+20*µs, 2*ms, enginetest.FlWrite, enginetest.Own{Bio: 0xb2, Sector: 4096, Bytes: 262144, Flags: engine.OwnWriteback})
+	}},
+	{name: "fault", feed: func(s *enginetest.Stream) {
+		// A cold read fault on a mapping: read-around of 2048 pages in
+		// two bios, the task asleep on the page, the fault redone.
+		o := fault(1, 0, 0x7f3a00000000, engine.FaultMajor|engine.FaultFilemap|engine.FaultRetried, t0, 2*ms)
+		o.BlockedNs, o.BiosQueued = 1900*µs, 2
+		enginetest.AddRange(o, 0, 2048, engine.RangeAdded)
+		readahead(o, engine.RAOrder, 0, 2048, 512)
+		o.AroundIndex, o.AroundPages = 0, 16
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+20*µs, enginetest.FlRead|enginetest.FlRahead,
+			enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 73711616, Bytes: 1 << 20, Queue: t0 + 15*µs},
+			enginetest.Own{Op: id(1), Bio: 0xb2, Sector: 73713664, Bytes: 1 << 20, Queue: t0 + 16*µs}))
+		s.E.HandleOp(o)
+		s.E.HandleComplete(enginetest.Done(0xa, t0+1900*µs, 0))
+		// A fault on a page of that window still being read: no IO of its own.
+		o = fault(2, 256, 0x7f3a00100000, engine.FaultFilemap|engine.FaultRetried, t0+3*ms, 500*µs)
+		o.BlockedNs = 450 * µs
+		o.AroundIndex, o.AroundPages = 256, 16
+		s.E.HandleOp(o)
+		// A store to a clean cached page: dirtied through the mapping.
+		o = fault(3, 5, 0x7f3a00005000, engine.FaultWrite|engine.FaultFilemap, t0+4*ms, 6*µs)
+		enginetest.AddRange(o, 5, 1, engine.RangeDirtied)
+		s.E.HandleOp(o)
+		// MADV_RANDOM: only the faulting page is read.
+		bio(s, 0xb, t0+5*ms+10*µs, 120*µs, enginetest.FlRead, enginetest.Own{Op: id(4), Bio: 0xb3, Sector: 80000, Bytes: 4096})
+		o = fault(4, 10000, 0x7f3a02710000, engine.FaultMajor|engine.FaultFilemap|engine.FaultRetried, t0+5*ms, 140*µs)
+		o.BiosQueued, o.BlockedNs = 1, 125*µs
+		enginetest.AddRange(o, 10000, 1, engine.RangeAdded)
+		s.E.HandleOp(o)
+		// A mapping of a tmpfs file: a fault that never reads a disk (--all).
+		o = fault(5, 0, 0x7f3b00000000, engine.FaultFilemap, t0+6*ms, 3*µs)
+		o.FsMagic, o.Ino, o.Dev = tmpfs, 77, 45
+		enginetest.Named(o, "app", "/dev/shm/buf")
+		s.E.HandleOp(o)
+		// madvise(MADV_WILLNEED) reads the range ahead itself; msync
+		// (MS_SYNC) writes the page the store dirtied.
+		bio(s, 0xc, t0+7*ms+10*µs, 900*µs, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id(6), Bio: 0xb4, Sector: 16384, Bytes: 1 << 20})
+		o = call(6, bpf.IopathOpSysSYS_MADVISE, 0, 1<<20, 0, t0+7*ms, 30*µs)
+		o.Fd, o.Advice, o.BiosQueued = -1, 3, 1
+		enginetest.AddRange(o, 0, 256, engine.RangeAdded)
+		s.E.HandleOp(o)
+		s.E.HandleWBBio(worker(enginetest.WBBio(0xb5, 42, tid, id(7), t0+9*ms, enginetest.Match{Op: id(3), Index: 5, Nr: 1, Dirtied: t0 + 4*ms, BioPages: 1}), "app"))
+		bio(s, 0xd, t0+9*ms+10*µs, 200*µs, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: id(7), Bio: 0xb5, Sector: 4136, Bytes: 4096, Flags: engine.OwnWriteback})
+		o = call(7, bpf.IopathOpSysSYS_MSYNC, 0, 1<<20, 0, t0+9*ms, 250*µs)
+		o.Fd, o.Advice, o.BiosQueued, o.BlockedNs = -1, 4, 1, 210*µs
+		s.E.HandleOp(o)
+		var st bpf.IopathFaultStat
+		st.Faults = 40
+		s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
 	}},
 	{name: "summary", feed: func(s *enginetest.Stream) {
 		// A miss, a write, a bio outside any call, the kernel's count of

@@ -95,6 +95,8 @@ func (p *Printer) Record(rec any) {
 		p.cur.WriteString(WritebackStory(r))
 	case *record.Persisted:
 		p.cur.WriteString(PersistedStory(r))
+	case *record.Fault:
+		p.cur.WriteString(FaultStory(r))
 	}
 }
 

@@ -26,6 +26,7 @@ func SummaryText(s *record.Summary) string {
 			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
 	}
 	tw.Flush()
+	faultTable(&b, s)
 	if len(s.Files) > 0 {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)

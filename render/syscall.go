@@ -35,6 +35,13 @@ func SyscallStory(r *record.Syscall) string {
 	switch r.Syscall {
 	case "fsync", "fdatasync", "syncfs":
 		args = "fd=" + num(r.Fd)
+	case "msync", "madvise":
+		args = Bytes(r.RequestedBytes) + " of a mapping, from file offset " + unum(r.Offset)
+		if r.Advice != "" {
+			args = "MADV_" + strings.ToUpper(r.Advice) + ", " + args
+		}
+	case "fadvise64":
+		args = "fd=" + num(r.Fd) + ", POSIX_FADV_" + strings.ToUpper(r.Advice) + ", " + asked + " at offset " + unum(r.Offset)
 	case "sync":
 		args, target = "", "all filesystems"
 	}
@@ -52,6 +59,8 @@ func SyscallStory(r *record.Syscall) string {
 		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
 	case r.MemoryOnly:
 		b.WriteString("  memory-only write: " + Count(c.PagesRequested, "page") + " of " + r.FS + " memory (not a cache of a disk: neither hit nor miss)\n")
+	case record.ClassOf(r.Syscall) == record.ClassAdvice && c.PagesAdded > 0:
+		b.WriteString("  page cache: " + Count(c.PagesAdded, "page") + " read ahead on request (index " + Ranges(c.AddedRanges) + ")\n")
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
 		b.WriteString("  page cache: " + Count(c.PagesRequested, "page") + " requested: " + unum(c.PagesHit) + " hit, " + unum(c.PagesMissed) + " missed")
 		if c.PagesAdded > 0 {

@@ -19,6 +19,7 @@ const (
 	Kprobe     Mechanism = "kprobe"
 	TPBTF      Mechanism = "tp_btf"
 	Tracepoint Mechanism = "tracepoint"
+	PerfEvent  Mechanism = "perf_event" // a BPF program run by a perf software event (fault_hooks.go)
 	None       Mechanism = "none"
 )
 
@@ -31,10 +32,11 @@ const (
 	akKretprobe
 	akTracepoint // target "group/name"
 	akTPBTF      // target: event name
+	akPerfEvent  // target: a perf software event (fault_hooks.go), on every CPU
 )
 
 func (k attachKind) String() string {
-	return [...]string{"fentry", "fexit", "kprobe", "kretprobe", "tracepoint", "tp_btf"}[k]
+	return [...]string{"fentry", "fexit", "kprobe", "kretprobe", "tracepoint", "tp_btf", "perf_event"}[k]
 }
 
 type attachment struct {
@@ -138,7 +140,7 @@ func Unavailable(st []HookStatus) []string {
 // do_writepages, balance_dirty_pages); each has a tracepoint stand-in
 // (see docs/hooks.md and ../shared/KERNEL-HOOKS.md).
 func Hooks() []Hook {
-	return []Hook{
+	return append([]Hook{
 		{Name: "vfs_read", candidates: []candidate{
 			{mech: Fentry, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
 			{mech: Kprobe, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
@@ -240,5 +242,5 @@ func Hooks() []Hook {
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfWritebackStart, akTPBTF, "writeback_start")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpWritebackStart, akTracepoint, "writeback/writeback_start")}},
 		}},
-	}
+	}, faultHooks()...)
 }

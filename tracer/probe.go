@@ -106,6 +106,8 @@ func (p *prober) probeAttach(a attachment) error {
 			return fmt.Errorf("tracepoint %s does not exist on this kernel", a.target)
 		}
 		return nil
+	case akPerfEvent:
+		return probePerf(a.target)
 	case akTPBTF:
 		var td *btf.Typedef
 		if err := p.kspec.TypeByName("btf_trace_"+a.target, &td); err != nil {

@@ -141,6 +141,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
+	dropFaults(chosen, statuses)
 	t.Hooks = statuses
 	for _, h := range Hooks() {
 		if h.Loses == "" {
@@ -178,6 +179,10 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := configure(spec, opts, sysMask); err != nil {
 		return nil, err
 	}
+	_, filemapFault := chosen["filemap_fault"]
+	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
+		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
+	}
 	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -207,11 +212,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 				continue
 			}
 			attached[a] = true
-			l, err := attach(a, progs[a.prog])
+			ls, err := attach(a, progs[a.prog])
 			if err != nil {
 				return nil, fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err)
 			}
-			t.links = append(t.links, l)
+			t.links = append(t.links, ls...)
 		}
 	}
 	rd, err := ringbuf.NewReader(t.events)
@@ -221,6 +226,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.rd = rd
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
+	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
 	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
 		// The hook exists but is left out (above); where it has no
 		// mechanism (5.10) Unavailable says so already.
@@ -325,10 +331,21 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 	return nil
 }
 
-func attach(a attachment, prog *ebpf.Program) (link.Link, error) {
+func attach(a attachment, prog *ebpf.Program) ([]link.Link, error) {
 	if prog == nil {
 		return nil, fmt.Errorf("program %s was not loaded", a.prog)
 	}
+	if a.kind == akPerfEvent {
+		return attachPerf(a.target, prog)
+	}
+	l, err := attachOne(a, prog)
+	if err != nil {
+		return nil, err
+	}
+	return []link.Link{l}, nil
+}
+
+func attachOne(a attachment, prog *ebpf.Program) (link.Link, error) {
 	switch a.kind {
 	case akFentry, akFexit, akTPBTF:
 		return link.AttachTracing(link.TracingOptions{Program: prog})
@@ -478,6 +495,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
+	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -511,11 +529,12 @@ func (t *Tracer) Summary() *record.Summary {
 		t.Engine.AddHits(k, sumHits(per))
 	}
 	t.addHitsNotItemized()
+	t.addFaultStats()
 	s := t.Engine.Summary()
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
@@ -546,7 +565,9 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DirtyPending = t.Engine.DirtyPending()
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"],
 		// Records whose omitted path was never received (its record was lost).
-		"paths_missing": t.dec.MissingPaths}
+		"paths_missing": t.dec.MissingPaths,
+		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
+		"faults_unended": c["faults_unended"]}
 	return s
 }
 

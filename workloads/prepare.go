@@ -422,6 +422,9 @@ func (p *Prepared) openJob() (j job, err error) {
 				return j, fmt.Errorf("madvise on the mapping of %s: %w", p.Path, errnoOf(err))
 			}
 		}
+		if err := p.madvise(j.mapping); err != nil {
+			return j, err
+		}
 		j.eng = &mmapEngine{m: j.mapping, write: write}
 	case EngineLibaio:
 		j.aeng, err = newAioEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize)

@@ -53,6 +53,10 @@ type Report struct {
 	CPUSys      time.Duration `json:"cpu_sys_ns"`
 	MinorFaults int64         `json:"minor_faults"` // page faults served from memory
 	MajorFaults int64         `json:"major_faults"` // page faults that waited for storage
+	// Faults: the mmap engine's faults, bytes read per major fault and the
+	// read-around window (nil for other engines).
+	Faults  *Faults `json:"mmap_faults,omitempty"`
+	Madvise string  `json:"madvise,omitempty"` // Spec.Madvise
 
 	// Syscalls are the calls the engine issued, counted by iopath.
 	Syscalls []SyscallCount `json:"syscalls"`
@@ -98,7 +102,7 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	r := &Report{
 		Kind: s.Kind, Engine: s.Engine, File: p.Path, BlockSize: s.BlockSize,
 		FileSize: s.FileSize, Base: p.Base, Random: s.random(), Direct: s.Direct,
-		Cold: s.Cold, Fadvise: s.Fadvise, IODepth: s.IODepth, Batch: s.IODepthBatch, NumJobs: 1,
+		Cold: s.Cold, Fadvise: s.Fadvise, Madvise: s.Madvise, IODepth: s.IODepth, Batch: s.IODepthBatch, NumJobs: 1,
 		Ops: st.ops, Bytes: st.bytes, Runtime: st.elapsed, Interrupted: st.stopped,
 		Latency:     summarize(st.lat),
 		CPUUser:     tv(ru1.Utime) - tv(ru0.Utime),

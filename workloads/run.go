@@ -112,6 +112,7 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 	} else {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no kernel IO accounting (/proc/thread-self/io): %v", pioErr))
 	}
+	rep.Faults = p.mmapFaults(rep)
 	if err != nil {
 		return rep, p.runError(err, rep)
 	}
@@ -186,6 +187,9 @@ func (p *Prepared) loop(ctx context.Context, j *job, st *runState, offs *Offsets
 	syncEvery, dataSync := s.FsyncEvery, false
 	if s.FdatasyncEvery > 0 {
 		syncEvery, dataSync = s.FdatasyncEvery, true
+	}
+	if s.MsyncEvery > 0 {
+		syncEvery = s.MsyncEvery // the mmap engine's sync is msync(MS_SYNC)
 	}
 	toSync := syncEvery
 	done := ctx.Done()

@@ -109,6 +109,12 @@ type Spec struct {
 	// Fadvise is "", FadviseRandom or FadviseSequential: the access pattern
 	// advice given to the kernel before the run.
 	Fadvise string
+	// Madvise is "" or one of MadviseRandom, MadviseSequential,
+	// MadviseWillneed: madvise(2) advice on the mmap engine's mapping.
+	Madvise string
+	// MsyncEvery calls msync(MS_SYNC) after every MsyncEvery writes of the
+	// mmap engine; 0 never.
+	MsyncEvery int64
 	// Prealloc reserves the file's blocks with fallocate(2) instead of
 	// writing real data into it. Reads of such a file return zeros without
 	// touching the disk.
@@ -245,6 +251,9 @@ func (s Spec) Validate() error {
 	}
 	if s.Fadvise != "" && s.Fadvise != FadviseRandom && s.Fadvise != FadviseSequential {
 		return fmt.Errorf("unknown --fadvise %q: choose random or sequential", s.Fadvise)
+	}
+	if err := s.validateMmap(); err != nil {
+		return err
 	}
 	if s.Dir != "" && s.File != "" {
 		return fmt.Errorf("give either --dir or --file, not both: --file already names the directory")

@@ -74,6 +74,12 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindRandRead, NumJobs: 1000}, "--numjobs 1000 is out of range"},
 		{Spec{Kind: KindSeqWrite, NumJobs: 2}, "use --overwrite (or rand-write), or --numjobs 1"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
+		{Spec{Kind: KindSeqRead, Engine: EngineMmap, Madvise: "dontneed"}, `unknown --madvise "dontneed": choose random, sequential or willneed`},
+		{Spec{Kind: KindSeqRead, Madvise: MadviseRandom}, "--madvise applies to --engine mmap"},
+		{Spec{Kind: KindSeqRead, Engine: EngineMmap, MsyncEvery: 1}, "--msync applies to write workloads"},
+		{Spec{Kind: KindSeqWrite, MsyncEvery: 1}, "--msync applies to write workloads with --engine mmap"},
+		{Spec{Kind: KindSeqWrite, Engine: EngineMmap, MsyncEvery: -1}, "positive number"},
+		{Spec{Kind: KindSeqWrite, Engine: EngineMmap, MsyncEvery: 1, FsyncEvery: 1}, "choose one of --msync"},
 	}
 	for _, c := range bad {
 		err := c.spec.Validate()

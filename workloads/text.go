@@ -26,7 +26,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.IODepth > 1 || r.SubmitLatency != nil, fmt.Sprintf("iodepth %d", r.IODepth)}, {r.NumJobs > 1, fmt.Sprintf("%d jobs (%s)", r.NumJobs, jobKind(r.Thread))}, {r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Interrupted, "INTERRUPTED"}} {
+	}{{r.IODepth > 1 || r.SubmitLatency != nil, fmt.Sprintf("iodepth %d", r.IODepth)}, {r.NumJobs > 1, fmt.Sprintf("%d jobs (%s)", r.NumJobs, jobKind(r.Thread))}, {r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Madvise != "", "madvise " + r.Madvise}, {r.Interrupted, "INTERRUPTED"}} {
 		if f.on {
 			desc = append(desc, f.name)
 		}
@@ -40,6 +40,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "bandwidth\t%.1f MiB/s\n", r.Bandwidth)
 	fmt.Fprintf(tw, "cpu\tuser %s, sys %s\n", r.CPUUser, r.CPUSys)
 	fmt.Fprintf(tw, "page faults\tminor %d, major %d\n", r.MinorFaults, r.MajorFaults)
+	if f := r.Faults; f != nil {
+		per := "-"
+		if f.Major > 0 && r.Kernel != nil {
+			per = FormatSize(int64(f.DiskBytesPerMajor))
+		}
+		ra := "unknown"
+		switch {
+		case r.Madvise == MadviseRandom:
+			ra = "off (MADV_RANDOM: a fault reads only its page)"
+		case r.Madvise == MadviseSequential:
+			ra = "none (MADV_SEQUENTIAL: faults read ahead like read(2))"
+		case f.ReadAroundPages >= 0:
+			ra = fmt.Sprintf("%d pages (%s, read_ahead_kb)", f.ReadAroundPages, FormatSize(int64(f.ReadAroundPages)*4096))
+		}
+		fmt.Fprintf(tw, "mapping\tdisk read per major fault %s; read-around window %s\n", per, ra)
+	}
 	if r.MaxInflight > 0 {
 		fmt.Fprintf(tw, "in flight\tat most %d requests per job\n", r.MaxInflight)
 	}

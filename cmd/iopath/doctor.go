@@ -147,6 +147,14 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			}
 		}
 		tw.Flush()
+		switch fields, traced := tracer.FaultUnavailable(r.Hooks); {
+		case !traced:
+			fmt.Fprintln(w, "\nfault records: not traced (see fault_entry, fault_end above)")
+		case len(fields) > 0:
+			fmt.Fprintf(w, "\nfault records: unavailable on this kernel: %s\n", strings.Join(fields, ", "))
+		default:
+			fmt.Fprintln(w, "\nfault records: every field available")
+		}
 	}
 	// Both lines appear only where they apply (older kernels).
 	if len(r.Compat) > 0 {

@@ -48,6 +48,7 @@ type traced struct {
 	calls     []record.Syscall
 	wbs       []record.Writeback
 	persisted []record.Persisted
+	faults    []record.Fault
 	summary   *record.Summary
 	stderr    string
 	code      int
@@ -91,6 +92,10 @@ func parseRecords(t *testing.T, out []byte) *traced {
 			var p record.Persisted
 			err = json.Unmarshal(line, &p)
 			tr.persisted = append(tr.persisted, p)
+		case "fault":
+			var f record.Fault
+			err = json.Unmarshal(line, &f)
+			tr.faults = append(tr.faults, f)
 		case "summary":
 			tr.summary = &record.Summary{}
 			err = json.Unmarshal(line, tr.summary)

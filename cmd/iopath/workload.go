@@ -73,6 +73,8 @@ it is left in the page cache unless --cold.`,
 	fl.BoolVar(&s.Direct, "direct", false, "open with O_DIRECT (bypass the page cache; --bs must be a multiple of the device's alignment)")
 	fl.BoolVar(&s.Cold, "cold", false, "drop the file from the page cache before the run (fdatasync + POSIX_FADV_DONTNEED), and check it worked")
 	fl.StringVar(&s.Fadvise, "fadvise", "", "access advice before the run: random or sequential")
+	fl.StringVar(&s.Madvise, "madvise", "", "--engine mmap: madvise the mapping before the run: random, sequential or willneed")
+	fl.Int64Var(&s.MsyncEvery, "msync", 0, "--engine mmap writes: call msync(MS_SYNC) after every N writes")
 	fl.BoolVar(&s.Prealloc, "prealloc", false, "reserve the file with fallocate instead of writing data into it (its reads then return zeros without disk IO)")
 	fl.StringVar(&s.Dir, "dir", "", "directory for the workload's file (default: a new directory under $TMPDIR)")
 	fl.StringVar(&s.File, "file", "", "file to use; an existing file is never removed, a new one is removed unless --keep")

@@ -14,7 +14,8 @@ import (
 
 type pendingOp struct {
 	rec     *record.Syscall
-	queued  uint32 // op.bios_queued
+	fault   *record.Fault // a page fault's record (faults.go) instead of rec
+	queued  uint32        // op.bios_queued
 	bios    []*bioRef
 	firstTs uint64
 	kdev    uint32 // kernel dev_t of the call's file
@@ -58,7 +59,7 @@ func (e *Engine) evictPending() {
 	for _, a := range ages[:len(ages)/evictShare+1] {
 		p := e.ops[a.id]
 		e.counters.EvictedCalls++
-		if p.rec != nil {
+		if p.ready() {
 			e.release(a.id, p)
 			continue
 		}
@@ -70,6 +71,10 @@ func (e *Engine) evictPending() {
 // HandleOp takes an EV_OP record (a call at its exit).
 func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	e.seen(o.EndNs)
+	if o.Sys == SysFault {
+		e.handleFault(o)
+		return
+	}
 	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
 	isWrite := sysClass(o.Sys) == record.ClassWrite
@@ -102,7 +107,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 
 // tryRelease prints a call once its record and all its bios are complete.
 func (e *Engine) tryRelease(id uint64, p *pendingOp) {
-	if p.rec == nil || uint32(len(p.bios)) < p.queued {
+	if !p.ready() || uint32(len(p.bios)) < p.queued {
 		return
 	}
 	for _, b := range p.bios {
@@ -115,8 +120,31 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 
 func (e *Engine) release(id uint64, p *pendingOp) {
 	delete(e.ops, id)
-	e.emit(p.rec, p.kdev, p.bios, p.queued, p.isWrite)
+	if p.fault != nil {
+		e.emitFault(p.fault, p.kdev, p.bios, p.queued)
+	} else {
+		e.emit(p.rec, p.kdev, p.bios, p.queued, p.isWrite)
+	}
 	e.putOp(p)
+}
+
+// ready says whether the op's record (a call's or a fault's) has arrived.
+func (p *pendingOp) ready() bool { return p.rec != nil || p.fault != nil }
+
+// startNs is when the op started (its record has arrived).
+func (p *pendingOp) startNs() uint64 {
+	if p.fault != nil {
+		return p.fault.TimeNs
+	}
+	return p.rec.TimeNs
+}
+
+// endNs is when the op ended (its record has arrived).
+func (p *pendingOp) endNs() uint64 {
+	if p.fault != nil {
+		return p.fault.TimeNs + p.fault.DurationNs
+	}
+	return p.rec.TimeNs + p.rec.DurationNs
 }
 
 // emit completes a call's record with its bios (queued: how many the
@@ -159,7 +187,7 @@ func (e *Engine) Tick(now uint64) {
 		e.lastTs = now
 	}
 	for id, p := range e.ops {
-		if p.rec != nil && e.lastTs > p.rec.TimeNs+p.rec.DurationNs+e.HoldNs {
+		if p.ready() && e.lastTs > p.endNs()+e.HoldNs {
 			e.release(id, p)
 		}
 	}
@@ -169,11 +197,11 @@ func (e *Engine) Tick(now uint64) {
 func (e *Engine) Flush() {
 	ids := make([]uint64, 0, len(e.ops))
 	for id, p := range e.ops {
-		if p.rec != nil {
+		if p.ready() {
 			ids = append(ids, id)
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return e.ops[ids[i]].rec.TimeNs < e.ops[ids[j]].rec.TimeNs })
+	sort.Slice(ids, func(i, j int) bool { return e.ops[ids[i]].startNs() < e.ops[ids[j]].startNs() })
 	for _, id := range ids {
 		e.release(id, e.ops[id])
 	}
@@ -214,6 +242,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 		rec.Cache.Readahead = blk.ra[:0]
 		rec.Bios = blk.bio[:0] // completed by emit
 	}
+	rec.Advice = adviceName(o)
 	first, beyond := pageCache(rec, o, blk)
 	if sysClass(o.Sys) == record.ClassWrite && kernel.MemoryOnly(rec.FS) {
 		// tmpfs pages are memory, not cached disk blocks (shmem adds

@@ -41,6 +41,8 @@ type Engine struct {
 	// Unavailable lists record fields this kernel cannot measure (a hook
 	// with no mechanism); they are reported as such, not as zeros.
 	Unavailable []string
+	// FaultUnavailable: the same for fault records (record.Fault).
+	FaultUnavailable []string
 	// HoldNs is how long a call waits for its bios before it is released
 	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
 	// hold a request for seconds under load).

@@ -22,6 +22,8 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write", uint32(bpf.IopathOpSysSYS_SENDFILE): "sendfile",
 	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
 	uint32(bpf.IopathOpSysSYS_RENAME): "rename",
+	uint32(bpf.IopathOpSysSYS_MSYNC):  "msync", uint32(bpf.IopathOpSysSYS_MADVISE): "madvise",
+	uint32(bpf.IopathOpSysSYS_FADVISE64): "fadvise64", uint32(bpf.IopathOpSysSYS_READAHEAD): "readahead",
 }
 
 // raw_sys_mask has one bit per enum op_sys value: a compile error here

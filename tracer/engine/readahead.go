@@ -46,7 +46,7 @@ func readahead(rec *record.Syscall, o *bpf.IopathOp, first, beyond uint64) {
 		}
 		rec.Cache.Readahead = append(rec.Cache.Readahead, ra)
 	}
-	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && sysClass(o.Sys) != record.ClassWrite {
+	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && sysClass(o.Sys) == record.ClassRead {
 		// No readahead hook on this kernel: pages inserted past the request
 		// were read ahead (sync if the call also missed, else async).
 		kind := record.ReadaheadAsync

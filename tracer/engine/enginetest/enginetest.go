@@ -195,3 +195,16 @@ func Gone(opID, index uint64, nr uint32, ts uint64) *bpf.IopathDirtyGoneEv {
 func WBStart(tid uint32, reason uint32, ts uint64) *bpf.IopathWbStartEv {
 	return &bpf.IopathWbStartEv{Type: uint32(bpf.IopathEvTypeEV_WB_START), Tid: tid, Reason: reason, Ts: ts}
 }
+
+// Faults returns the fault records emitted so far.
+func (s *Stream) Faults() []*record.Fault { return only[*record.Fault](s.Recs) }
+
+// Fault returns the EV_OP record of a page fault (bpf/fault.c) of thread
+// id>>32 of pid 100 at user address addr, mapping page index of inode 42
+// of Dev, with fault flags (engine.Fault*), from start to end (ns). Its
+// request is the faulting page, as fault_begin sets it.
+func Fault(id uint64, index, addr uint64, flags uint32, start, end uint64) *bpf.IopathOp {
+	o := Op(id, bpf.IopathOpSysSYS_FAULT, index<<12, 4096, 0, start, end)
+	o.Fd, o.FaultAddr, o.FaultFlags = -1, addr, flags|engine.FaultEnded|engine.FaultFilemapSeen
+	return o
+}

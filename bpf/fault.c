@@ -1,0 +1,297 @@
+//go:build ignore
+
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Page faults on file mappings (issue 14). A fault is an op of kind
+ * SYS_FAULT in the thread's slot, so the hooks that attribute page-cache
+ * insertions, readahead decisions, bios, iowait sleeps and dirtied pages to
+ * the thread's current op attribute them to the fault.
+ *
+ * How a fault is bracketed (seen with bpftrace on 6.18, a cold ext4 file,
+ * read_ahead_kb 8192):
+ *   exceptions:page_fault_user  entry (address, error_code); the file and
+ *       page come from the VMA (bpf_find_vma, 5.17+). Opens the op.
+ *   filemap:mm_filemap_fault    filemap_fault ran (6.11+), before any IO.
+ *       A cold page: read-around (page_cache_ra_order alone, 2048 pages),
+ *       the bios, an iowait sleep, then VM_FAULT_RETRY: the fault is redone
+ *       (the retry shows as a second mm_filemap_fault or, usually, a
+ *       mm_filemap_map_pages that finds the page).
+ *   filemap:mm_filemap_map_pages  fault-around mapped cached pages of
+ *       [index, last_index] without IO (fires only when it found some).
+ *   perf software events page-faults-maj / page-faults-min: the end, once,
+ *       after any retry (mm_account_fault; a fault that failed, SIGBUS or
+ *       SIGSEGV, has none). Major is what the task's maj_flt counts:
+ *       VM_FAULT_MAJOR, or a retry after a major first pass.
+ * A fault that ends unstreamed (minor, no IO, no sleep, no readahead) is
+ * counted in fault_stats per process and file. */
+#include "op.h"
+
+#define FAULT_WRITE   1  /* error_code X86_PF_WRITE */
+#define FAULT_MAJOR   2  /* ended as a major fault */
+#define FAULT_RETRIED 4  /* the kernel redid the fault after filemap_fault (VM_FAULT_RETRY) */
+#define FAULT_FILEMAP 8  /* filemap_fault ran */
+#define FAULT_ENDED   16 /* the end was seen: FAULT_MAJOR is known */
+#define FAULT_FILEMAP_SEEN 32 /* a filemap_fault hook is attached: FAULT_RETRIED is known */
+
+#define X86_PF_WRITE 2
+
+/* Set by the loader when a mm_filemap_fault program is attached. */
+const volatile __u8 fault_filemap_hooked = 0;
+
+struct fault_key {
+	__u64 ino;
+	__u32 pid;
+	__u32 dev;
+};
+
+/* Faults not streamed (minor, no IO, no wait), per process and file. */
+struct fault_stat {
+	__u64 faults;
+	__u64 write_faults;
+	__u64 around_pages; /* pages offered to fault-around */
+	__u64 fs_magic;     /* the file's superblock s_magic (tmpfs: no block IO) */
+	char comm[16];
+	char name[PART_LEN]; /* the file's name (last path component) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct fault_key);
+	__type(value, struct fault_stat);
+} fault_stats SEC(".maps");
+
+struct vma_ctx {
+	__u64 file;
+	__u64 start;
+	__u64 pgoff;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct vma_ctx *c)
+{
+	c->file = (__u64)vma->vm_file;
+	c->start = vma->vm_start;
+	c->pgoff = vma->vm_pgoff;
+	return 0;
+}
+
+/* vma_file returns the file mapped at addr in the current task (NULL for an
+ * anonymous mapping) and the page index of addr in it. bpf_find_vma takes
+ * the mmap lock with a trylock: a contended lock gives NULL. */
+static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
+{
+	struct vma_ctx c = {};
+	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_cb, &c, 0) || !c.file)
+		return NULL;
+	*index = ((addr - c.start) >> PAGE_SHIFT) + c.pgoff;
+	return (struct file *)c.file;
+}
+
+/* map_call_begin starts an msync(addr, len, flags) or madvise(addr, len,
+ * advice) call on the file mapped at addr (its offset: addr's place in the
+ * mapping). A range over several mappings is named by its first; an
+ * anonymous mapping is not traced. */
+static __always_inline void map_call_begin(struct op *op, __u32 sys, __u64 addr, __u64 len, __u64 arg)
+{
+	__u64 index = 0;
+	struct file *file = vma_file(addr, &index);
+	if (file && op_begin_in(op, sys, file, -1, (index << PAGE_SHIFT) | (addr & ((1 << PAGE_SHIFT) - 1)), len, FILE_PROBE))
+		op->advice = arg;
+}
+
+static __always_inline void fault_begin(__u64 addr, __u64 error_code)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct op *op = op_slot((__u32)id, id >> 32);
+	if (!op)
+		return;
+	if (op->active && op->sys == SYS_FAULT) {
+		/* The thread faults again and the last fault never ended. */
+		op->active = 0;
+		count_event(CNT_FAULT_UNENDED);
+	}
+	__u64 index = 0;
+	struct file *file = vma_file(addr, &index);
+	if (!file)
+		return;
+	if (!op_begin_in(op, SYS_FAULT, file, -1, index << PAGE_SHIFT, 1 << PAGE_SHIFT, FILE_PROBE))
+		return;
+	op->fault_addr = addr;
+	op->fault_flags = (error_code & X86_PF_WRITE) ? FAULT_WRITE : 0;
+	if (fault_filemap_hooked)
+		op->fault_flags |= FAULT_FILEMAP_SEEN;
+	op->around_index = 0;
+	op->around_pages = 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(btf_page_fault_user, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	fault_begin(address, error_code);
+	return 0;
+}
+
+/* The classic tracepoint's record (tracefs format; vmlinux.h has no type). */
+struct page_fault_user_tp {
+	__u64 common;
+	__u64 address;
+	__u64 ip;
+	__u64 error_code;
+};
+
+SEC("tracepoint/exceptions/page_fault_user")
+int tp_page_fault_user(struct page_fault_user_tp *ctx)
+{
+	__u64 addr = ctx->address, err = ctx->error_code;
+	barrier_var(addr);
+	barrier_var(err);
+	fault_begin(addr, err);
+	return 0;
+}
+
+/* fault_op returns the current thread's fault in progress (touched). */
+static __always_inline struct op *fault_op(void)
+{
+	struct op *op = current_op();
+	if (!op || op->sys != SYS_FAULT)
+		return NULL; /* no op, or a kernel-mode fault inside a traced call */
+	return op;
+}
+
+static __always_inline void fault_filemap(void)
+{
+	struct op *op = fault_op();
+	if (!op)
+		return;
+	if (op->fault_flags & FAULT_FILEMAP)
+		op->fault_flags |= FAULT_RETRIED;
+	op->fault_flags |= FAULT_FILEMAP;
+}
+
+/* fexit/kretprobe filemap_fault: the pass's result, VM_FAULT_RETRY among
+ * its bits (enum vm_fault_reason, from BTF). Without the tracepoint (before
+ * 6.11) this is what says a fault was retried. */
+static __always_inline void fault_filemap_ret(long ret)
+{
+	struct op *op = fault_op();
+	if (!op)
+		return;
+	op->fault_flags |= FAULT_FILEMAP;
+	if (ret & bpf_core_enum_value(enum vm_fault_reason, VM_FAULT_RETRY))
+		op->fault_flags |= FAULT_RETRIED;
+}
+
+SEC("fexit/filemap_fault")
+int BPF_PROG(fexit_filemap_fault, struct vm_fault *vmf, vm_fault_t ret)
+{
+	fault_filemap_ret(ret);
+	return 0;
+}
+
+SEC("kretprobe/filemap_fault")
+int BPF_KRETPROBE(kretprobe_filemap_fault, long ret)
+{
+	fault_filemap_ret(ret);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(btf_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	fault_filemap();
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_fault")
+int tp_filemap_fault(void *ctx)
+{
+	fault_filemap();
+	return 0;
+}
+
+static __always_inline void fault_around(__u64 index, __u64 last)
+{
+	struct op *op = fault_op();
+	if (!op)
+		return;
+	/* A pass after filemap_fault ran: the kernel redid the fault. */
+	if (op->fault_flags & FAULT_FILEMAP)
+		op->fault_flags |= FAULT_RETRIED;
+	if (op->around_pages == 0 && last >= index) {
+		op->around_index = index;
+		op->around_pages = last - index + 1;
+	}
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(btf_filemap_map_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
+{
+	fault_around(index, last_index);
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_map_pages")
+int tp_filemap_map_pages(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+{
+	__u64 index = ctx->index, last = ctx->last_index;
+	barrier_var(index);
+	barrier_var(last);
+	fault_around(index, last);
+	return 0;
+}
+
+/* fault_count adds a fault that is not streamed to fault_stats. */
+static __always_inline void fault_count(struct op *op)
+{
+	struct fault_key k = { .ino = op->ino, .pid = op->pid, .dev = op->dev };
+	struct fault_stat *v = bpf_map_lookup_elem(&fault_stats, &k);
+	if (!v) {
+		struct fault_stat zero = { .fs_magic = op->fs_magic };
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		struct file *file = (struct file *)op->file;
+		bpf_probe_read_kernel_str(zero.name, sizeof(zero.name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
+		if (bpf_map_update_elem(&fault_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+			count_event(CNT_FAULT_STATS_FULL);
+			return;
+		}
+		v = bpf_map_lookup_elem(&fault_stats, &k);
+		if (!v)
+			return;
+	}
+	v->faults++;
+	if (op->fault_flags & FAULT_WRITE)
+		v->write_faults++;
+	v->around_pages += op->around_pages;
+}
+
+/* fault_end closes the thread's fault at its perf page-fault event: stream
+ * it if it was major, touched the disk, waited, read ahead or dirtied a
+ * page (or with --all), else count it. */
+static __always_inline void fault_end(bool major)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->active || op->sys != SYS_FAULT)
+		return;
+	op->active = 0;
+	op->ret = 0;
+	op->fault_flags |= FAULT_ENDED | (major ? FAULT_MAJOR : 0);
+	if (major || (op->touched ? interesting(op) || op->nr_ra : interesting_untouched(op))) {
+		op_stream(op);
+		return;
+	}
+	fault_count(op);
+}
+
+SEC("perf_event")
+int perf_fault_major(struct bpf_perf_event_data *ctx)
+{
+	fault_end(true);
+	return 0;
+}
+
+SEC("perf_event")
+int perf_fault_minor(struct bpf_perf_event_data *ctx)
+{
+	fault_end(false);
+	return 0;
+}

@@ -1,0 +1,418 @@
+package main
+
+// Privileged integration tests of fault records (issue 14): a helper
+// process maps a file and touches it; iopath traces it; the records of the
+// helper's faults on that file are checked against the kernel's own count
+// of major faults (getrusage ru_majflt around the loop).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/demo"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/tracer"
+	"golang.org/x/sys/unix"
+)
+
+// TestFaultHelperProcess is not a test: started by the fault tests (under
+// iopath trace) with IOPATH_FAULT_HELPER=1, it maps the file named after
+// "--" and touches it; it writes the task's major faults during the loop
+// (ru_majflt after - before) to the result file.
+//
+//	read FILE STRIDE RESULT   load one byte every STRIDE bytes of a private read-only mapping
+//	write FILE OFFSET RESULT  store one byte at OFFSET of a shared mapping, then msync(MS_SYNC)
+//	willneed|fadvise|readahead FILE LEN RESULT  madvise(MADV_WILLNEED) of the mapping's first LEN
+//	                          bytes, posix_fadvise(WILLNEED) or readahead(2) of them; no access
+func TestFaultHelperProcess(t *testing.T) {
+	if os.Getenv("IOPATH_FAULT_HELPER") != "1" {
+		t.Skip("helper process for the fault tests")
+	}
+	args := os.Args
+	for len(args) > 0 && args[0] != "--" {
+		args = args[1:]
+	}
+	if err := faultHelper(args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "fault helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func faultHelper(args []string) error {
+	if len(args) != 4 {
+		return fmt.Errorf("want MODE FILE N RESULT, got %q", args)
+	}
+	mode, path, result := args[0], args[1], args[3]
+	n, err := strconv.ParseInt(args[2], 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("bad number %q", args[2])
+	}
+	flags, prot, mflags := unix.O_RDONLY, unix.PROT_READ, unix.MAP_PRIVATE
+	if mode == "write" {
+		flags, prot, mflags = unix.O_RDWR, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED
+	}
+	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	m, err := unix.Mmap(fd, 0, int(st.Size), prot, mflags)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread() // RUSAGE_THREAD counts this thread's faults
+	var before, after unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &before)
+	var sum byte
+	switch mode {
+	case "read":
+		for off := int64(0); off < st.Size; off += n {
+			sum += m[off]
+		}
+	case "write":
+		m[n] = sum + 1
+	case "willneed":
+		err = unix.Madvise(m[:n], unix.MADV_WILLNEED)
+	case "fadvise":
+		err = unix.Fadvise(fd, 0, n, unix.FADV_WILLNEED)
+	case "readahead":
+		_, _, e := unix.Syscall(unix.SYS_READAHEAD, uintptr(fd), 0, uintptr(n))
+		if e != 0 {
+			err = e
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	unix.Getrusage(unix.RUSAGE_THREAD, &after)
+	runtime.KeepAlive(sum) // the loads must happen
+	if err != nil {
+		return fmt.Errorf("%s: %w", mode, err)
+	}
+	if mode == "write" {
+		if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(result, []byte(strconv.FormatInt(after.Majflt-before.Majflt, 10)), 0o644)
+}
+
+// traceFaults traces the helper in mode on file (n: stride or offset) and
+// returns the records and the helper's count of major faults in its loop.
+func traceFaults(t *testing.T, all bool, mode, file string, n int64) (*traced, int64) {
+	t.Helper()
+	result := filepath.Join(t.TempDir(), "majflt")
+	args := []string{"--"}
+	if all {
+		args = []string{"--all", "--"}
+	}
+	args = append(args, "env", "IOPATH_FAULT_HELPER=1", os.Args[0], "-test.run=^TestFaultHelperProcess$", "--",
+		mode, file, strconv.FormatInt(n, 10), result)
+	tr := traceCmd(t, args...)
+	b, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatalf("the helper wrote no result (%v); stderr:\n%s", err, tr.stderr)
+	}
+	maj, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return tr, maj
+}
+
+func (tr *traced) faultsOn(ino uint64) []record.Fault {
+	var out []record.Fault
+	for _, f := range tr.faults {
+		if f.Ino == ino {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Must-be-true 1: a cold 64 MiB file mapped and read with a 256 KiB
+// stride. Every bio of the loop is a fault's; the number of major fault
+// records is the kernel's count.
+func TestFaultColdMappingStride(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 64<<20)
+	ino := inoOf(t, f)
+	tr, kernelMajor := traceFaults(t, false, "read", f, 256<<10)
+	faults := tr.faultsOn(ino)
+	var major, bioBytes, added uint64
+	for _, fr := range faults {
+		if fr.Major {
+			major++
+		}
+		if fr.Path != f {
+			t.Errorf("fault path %q, want %q", fr.Path, f)
+		}
+		if fr.Index >= 64<<20/4096 || fr.Address == 0 || fr.Write {
+			t.Errorf("fault %+v", fr)
+		}
+		for _, b := range fr.Bios {
+			bioBytes += uint64(b.Bytes)
+			if b.CompleteNs == 0 || !strings.HasPrefix(b.Rwbs, "R") {
+				t.Errorf("bio %+v", b)
+			}
+		}
+		added += fr.Cache.PagesAdded
+	}
+	if major != uint64(kernelMajor) || major == 0 {
+		t.Errorf("%d major fault records, the kernel counted %d (ru_majflt)", major, kernelMajor)
+	}
+	if bioBytes != added*4096 || bioBytes == 0 {
+		t.Errorf("fault bios carry %d bytes, faults added %d pages", bioBytes, added)
+	}
+	if tr.summary.UnattributedBios != 0 {
+		t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+	}
+	for _, fs := range tr.summary.Files {
+		if fs.Ino == ino && (fs.MajorFaults != major || fs.FaultDiskBytesRead != bioBytes || fs.Faults < uint64(len(faults))) {
+			t.Errorf("file summary %+v; records: %d faults, %d major, %d bio bytes", fs.Totals, len(faults), major, bioBytes)
+		}
+	}
+	t.Logf("64 MiB at 256 KiB stride: %d fault records, %d major (kernel %d), %d bio bytes, %d pages added", len(faults), major, kernelMajor, bioBytes, added)
+}
+
+// Must-be-true 2: a cached mapped page faults minor, without IO, and is
+// a record only with --all.
+func TestFaultCachedPage(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	if _, err := os.ReadFile(f); err != nil { // now cached
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	tr, kernelMajor := traceFaults(t, true, "read", f, 1<<20)
+	faults := tr.faultsOn(ino)
+	if kernelMajor != 0 || len(faults) == 0 {
+		t.Fatalf("kernel major %d, fault records %+v", kernelMajor, faults)
+	}
+	for _, fr := range faults {
+		if fr.Major || len(fr.Bios) != 0 || fr.Cache.PagesMissed != 0 || fr.Cache.PagesHit != 1 {
+			t.Errorf("cached fault %+v", fr)
+		}
+	}
+	quiet, _ := traceFaults(t, false, "read", f, 1<<20)
+	if n := len(quiet.faultsOn(ino)); n != 0 {
+		t.Errorf("%d cached faults streamed without --all", n)
+	}
+	for _, fs := range quiet.summary.Files {
+		if fs.Ino == ino && (fs.Faults == 0 || fs.MajorFaults != 0) {
+			t.Errorf("summary of the cached file: %+v", fs.Totals)
+		}
+	}
+}
+
+// Must-be-true 4: a program run from a cold copy of a binary (this test
+// binary: static, megabytes of text) pages its text in through faults
+// attributed to that process.
+func TestFaultExecColdBinary(t *testing.T) {
+	needRoot(t)
+	bin := filepath.Join(diskDir(t), "exec-copy")
+	copyFile(t, os.Args[0], bin, 0o755)
+	if left, err := demo.Evict(bin); err != nil || left != 0 {
+		t.Fatalf("evicting %s: %d pages left, %v", bin, left, err)
+	}
+	ino := inoOf(t, bin)
+	tr := traceCmd(t, "--", bin, "-test.run=^$")
+	faults := tr.faultsOn(ino)
+	var bios, major int
+	pids := map[uint32]bool{}
+	for _, fr := range faults {
+		bios += len(fr.Bios)
+		pids[fr.Pid] = true
+		if fr.Major {
+			major++
+		}
+		if fr.Comm != "exec-copy" {
+			t.Errorf("fault of %q: %+v", fr.Comm, fr)
+		}
+	}
+	if major == 0 || bios == 0 || len(pids) != 1 {
+		t.Fatalf("fault records of the cold binary (%d major, %d bios): %+v", major, bios, faults)
+	}
+	// execve reads the ELF header with kernel_read (not a traced call):
+	// measured on 6.12, 1 unattributed bio; the text is paged in by faults.
+	if tr.summary.UnattributedBios > 1 {
+		t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+	}
+	t.Logf("cold exec: %d fault records, %d bios; unattributed bios %d (execve's own read of the ELF header is not a traced call)",
+		len(faults), bios, tr.summary.UnattributedBios)
+}
+
+// A mapping of a tmpfs file: the fault is said to be memory only.
+func TestFaultTmpfsSaysNoBlockIO(t *testing.T) {
+	needRoot(t)
+	if session.DescribeFS("/dev/shm").Type != "tmpfs" {
+		t.Skip("/dev/shm is not tmpfs")
+	}
+	f := filepath.Join("/dev/shm", fmt.Sprintf("iopath-fault-%d", os.Getpid()))
+	if err := os.WriteFile(f, make([]byte, 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(f) })
+	tr, _ := traceFaults(t, false, "read", f, 4096)
+	found := false
+	for _, fs := range tr.summary.Files {
+		if fs.Ino == inoOf(t, f) {
+			found = fs.Faults > 0 && fs.FS == "tmpfs"
+		}
+	}
+	if !found {
+		t.Errorf("tmpfs file missing from the summary: %+v", tr.summary.Files)
+	}
+	text := traceText(t, "--", "env", "IOPATH_FAULT_HELPER=1", os.Args[0], "-test.run=^TestFaultHelperProcess$", "--", "read", f, "4096",
+		filepath.Join(t.TempDir(), "r"))
+	if !strings.Contains(text, "memory only") {
+		t.Errorf("the text summary does not say the tmpfs mapping has no block IO:\n%s", text)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+}
+
+// traceText runs `iopath trace ARGS` (text output) and returns stdout.
+func traceText(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := iopathCmd(os.TempDir(), append([]string{"trace"}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("iopath trace: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// Must-be-true 3: a 1-byte store through a shared mapping into a clean
+// cached page, then msync(MS_SYNC): the fault dirtied the page's folio,
+// and msync wrote it (persisted inside the msync call, reason fsync).
+func TestFaultMappedWriteMsync(t *testing.T) {
+	needRoot(t)
+	f := coldFile(t, diskDir(t), 1<<20)
+	if _, err := os.ReadFile(f); err != nil { // cached and clean
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	tr, _ := traceFaults(t, false, "write", f, 8192+5)
+	var wf *record.Fault
+	for i, fr := range tr.faultsOn(ino) {
+		if fr.Write && fr.DirtiedPages > 0 {
+			if wf != nil {
+				t.Errorf("two faults dirtied pages: %+v, %+v", *wf, fr)
+			}
+			wf = &tr.faultsOn(ino)[i]
+		}
+	}
+	if wf == nil {
+		t.Fatalf("no write fault dirtied a page: %+v", tr.faultsOn(ino))
+	}
+	if wf.Index != 2 || wf.Major || len(wf.Bios) != 0 {
+		t.Errorf("write fault %+v", *wf)
+	}
+	var ms *record.Syscall
+	for i, c := range tr.forIno(ino) {
+		if c.Syscall == "msync" {
+			ms = &tr.forIno(ino)[i]
+		}
+	}
+	if ms == nil {
+		t.Fatalf("no msync record: %+v", tr.calls)
+	}
+	var pages uint32
+	for _, p := range tr.persisted {
+		if p.OpID != wf.OpID {
+			continue
+		}
+		pages += p.Pages
+		if p.ByOpID != ms.OpID || p.Reason != record.ReasonFsync || p.Outcome != record.OutcomeWritten ||
+			p.PersistedNs < ms.TimeNs || p.PersistedNs > ms.TimeNs+ms.DurationNs {
+			t.Errorf("persisted %+v, msync %+v", p, *ms)
+		}
+	}
+	if pages != wf.DirtiedPages {
+		t.Errorf("persisted %d pages of the fault's %d dirtied", pages, wf.DirtiedPages)
+	}
+	t.Logf("mapped 1-byte store: fault dirtied %d pages (index %+v); msync wrote them in %d bios", wf.DirtiedPages, wf.DirtiedRanges, len(ms.Bios))
+}
+
+// The fault hooks' mechanisms: page_fault_user and the perf page-fault
+// events everywhere (x86); filemap_fault by fexit on the VM kernels, by its
+// tracepoint here (no kprobes, fentry refused).
+func TestFaultHooksPerKernel(t *testing.T) {
+	needRoot(t)
+	m := mechanisms(doctorJSON(t))
+	if m["fault_entry"] == tracer.None || m["fault_end"] != tracer.PerfEvent {
+		t.Fatalf("fault hooks: %v", m)
+	}
+	want := tracer.TPBTF
+	if os.Getenv("IOPATH_VM_KERNEL") != "" {
+		want = tracer.Fentry
+	}
+	if m["filemap_fault"] != want {
+		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], want)
+	}
+	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"])
+}
+
+// Must-be-true (issue 14, madvise/fadvise): MADV_WILLNEED, POSIX_FADV_WILLNEED
+// and readahead(2) read ahead themselves: the pages and bios are the call's.
+func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	for _, c := range []struct{ mode, syscall, advice string }{
+		{"willneed", "madvise", "willneed"}, {"fadvise", "fadvise64", "willneed"}, {"readahead", "readahead", ""},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			f := coldFile(t, dir, 1<<20)
+			ino := inoOf(t, f)
+			tr, _ := traceFaults(t, false, c.mode, f, 1<<20)
+			var rec *record.Syscall
+			for i, r := range tr.forIno(ino) {
+				if r.Syscall == c.syscall {
+					rec = &tr.forIno(ino)[i]
+				}
+			}
+			if rec == nil {
+				t.Fatalf("no %s record: %+v", c.syscall, tr.forIno(ino))
+			}
+			if rec.Advice != c.advice || rec.Cache.PagesAdded == 0 || sumBioBytes([]record.Syscall{*rec}) != rec.Cache.PagesAdded*4096 {
+				t.Errorf("%s record: advice %q, %d pages added, bios %+v", c.syscall, rec.Advice, rec.Cache.PagesAdded, rec.Bios)
+			}
+			if tr.summary.UnattributedBios != 0 {
+				t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+			}
+			t.Logf("%s: %d pages added, %d bios", c.syscall, rec.Cache.PagesAdded, len(rec.Bios))
+		})
+	}
+}

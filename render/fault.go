@@ -1,0 +1,122 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+)
+
+// FaultStory is a page fault's text story: the access and the page it
+// maps, whether the kernel counted it major and redid it, what it did in
+// the page cache (the faulting page hit or missed, pages added, the
+// read-around or readahead window), the cached pages fault-around mapped
+// without IO, pages a store dirtied, and its bios with their device time.
+func FaultStory(r *record.Fault) string {
+	var b strings.Builder
+	b.Grow(512)
+	target := Safe(r.Path)
+	if target == "" {
+		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
+	}
+	access := "read"
+	if r.Write {
+		access = "write"
+	}
+	kind := "minor"
+	if r.Major {
+		kind = "major"
+	}
+	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, p := range []string{"fault (", access, " at 0x", strconv.FormatUint(r.Address, 16), ") ", target, " page ", unum(r.Index),
+		" [", Safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ", unum(uint64(r.Tid)), "] -> ", kind, " in ", Duration(r.DurationNs)} {
+		b.WriteString(p)
+	}
+	if r.BlockedNs > 0 {
+		b.WriteString(", blocked on IO " + Duration(r.BlockedNs))
+	}
+	b.WriteString("\n")
+	if r.Retried {
+		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock to wait for the page, then redid the fault\n")
+	}
+	c := r.Cache
+	switch {
+	case kernel.MemoryOnly(r.FS):
+		fmt.Fprintf(&b, "  %s keeps file data in memory only: mapping it never reads a disk (no block IO)\n", r.FS)
+	case c.PagesMissed > 0:
+		b.WriteString("  page cache: the page was missing; " + Count(c.PagesAdded, "page") + " added (index " + Ranges(c.AddedRanges) + ")\n")
+	case c.PagesAdded > 0:
+		b.WriteString("  page cache: the page was cached; " + Count(c.PagesAdded, "page") + " added (index " + Ranges(c.AddedRanges) + ")\n")
+	default:
+		b.WriteString("  page cache: the page was cached\n")
+	}
+	for _, ra := range c.Readahead {
+		switch ra.Kind {
+		case record.ReadaheadNone:
+			b.WriteString("  readahead: none, only the faulting page was read (MADV_RANDOM, or too many mmap misses)\n")
+			continue
+		case record.ReadaheadReadAround:
+			b.WriteString("  read-around: window " + Count(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex) + " around the faulting page")
+		default:
+			b.WriteString("  readahead: " + string(ra.Kind) + ", window " + Count(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex))
+		}
+		if ra.AsyncPages > 0 {
+			b.WriteString(" (next async readahead when " + unum(uint64(ra.AsyncPages)) + " remain)")
+		}
+		if ra.Source == record.SourceDerived {
+			b.WriteString(" [derived from pages added]")
+		}
+		b.WriteString("\n")
+	}
+	if a := r.FaultAround; a != nil {
+		b.WriteString("  fault-around: mapped cached pages of index " + Ranges([]record.PageRange{*a}) + " without IO\n")
+	}
+	if r.DirtiedPages > 0 {
+		fmt.Fprintf(&b, "  dirtied %s through the mapping (index %s); written back later\n", Count(uint64(r.DirtiedPages), "page"), Ranges(r.DirtiedRanges))
+	}
+	switch {
+	case len(r.Bios) > 0 || kernel.MemoryOnly(r.FS):
+	case r.BlockedNs > 0:
+		b.WriteString("  no IO of its own: it waited for a page still being read (an earlier fault's read-around or another task)\n")
+	case r.Major:
+		b.WriteString("  no IO of its own: another task had read the page in\n")
+	}
+	for _, bio := range r.Bios {
+		b.WriteString("  " + bioLine(bio) + "\n")
+	}
+	return b.String()
+}
+
+// faultTable prints the per-process fault counts, when any process faulted
+// on a file mapping.
+func faultTable(b *strings.Builder, s *record.Summary) {
+	any := false
+	for _, p := range s.Pids {
+		any = any || p.Faults > 0
+	}
+	if !any {
+		return
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tCOMM\tFILE FAULTS\tMAJOR\tFAULT DISK READ\tPER MAJOR FAULT")
+	for _, p := range s.Pids {
+		if p.Faults == 0 {
+			continue
+		}
+		per := "-"
+		if p.MajorFaults > 0 {
+			per = Bytes(p.FaultDiskBytesRead / p.MajorFaults)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", p.Pid, Safe(p.Comm), p.Faults, p.MajorFaults, Bytes(p.FaultDiskBytesRead), per)
+	}
+	tw.Flush()
+	for _, f := range s.Files {
+		if f.Faults > 0 && kernel.MemoryOnly(f.FS) {
+			fmt.Fprintf(b, "%s is on %s, memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), f.FS, Count(f.Faults, "fault"))
+		}
+	}
+}

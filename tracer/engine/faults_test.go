@@ -1,0 +1,162 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
+)
+
+const faultTid = 7
+
+func faultID(seq uint64) uint64 { return faultTid<<32 | seq }
+
+// A cold fault on page 0: read-around of 2048 pages (page_cache_ra_order
+// alone, as 6.18's tracepoints show it), two bios, a retry after the wait;
+// then later faults consume that window: one counted by the kernel (not
+// streamed), one that waited for a page still in flight (no bio of its
+// own). Every bio belongs to the first fault; the summary counts them all.
+func TestFaultReadAroundConsumedByLaterFaults(t *testing.T) {
+	s := enginetest.NewStream()
+	first := enginetest.Fault(faultID(1), 0, 0x7f0000000000, engine.FaultMajor|engine.FaultFilemap|engine.FaultRetried, 1000, 900_000)
+	first.BlockedNs, first.BiosQueued = 850_000, 2
+	enginetest.AddRange(first, 0, 2048, engine.RangeAdded)
+	r := &first.Ra[0]
+	r.Kind, r.Index, r.Start, r.Size, r.AsyncSize = engine.RAOrder, 0, 0, 2048, 512
+	first.NrRa = 1
+	first.AroundIndex, first.AroundPages = 0, 16
+	s.E.HandleIssue(enginetest.Issue(0xa, 2000, enginetest.FlRead|enginetest.FlRahead,
+		enginetest.Own{Op: faultID(1), Bio: 0xb1, Sector: 0, Bytes: 1 << 20, Queue: 1500},
+		enginetest.Own{Op: faultID(1), Bio: 0xb2, Sector: 2048, Bytes: 1 << 20, Queue: 1600}))
+	s.E.HandleOp(first)
+	if len(s.Faults()) != 0 {
+		t.Fatal("fault released before its bios completed")
+	}
+	s.E.HandleComplete(enginetest.Done(0xa, 800_000, 0))
+	// The kernel counted 60 minor faults in the window without streaming them.
+	var st bpf.IopathFaultStat
+	st.Faults = 60
+	s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
+	// A fault on page 1024 that slept on a page of the window still in flight.
+	wait := enginetest.Fault(faultID(2), 1024, 0x7f0000400000, engine.FaultFilemap|engine.FaultRetried, 1_000_000, 1_300_000)
+	wait.BlockedNs = 280_000
+	s.E.HandleOp(wait)
+	s.E.Flush()
+
+	fs := s.Faults()
+	if len(fs) != 2 {
+		t.Fatalf("got %d fault records, want 2", len(fs))
+	}
+	f := fs[0]
+	if !f.Major || !f.Retried || f.Write || f.Index != 0 || f.Address != 0x7f0000000000 || len(f.Bios) != 2 {
+		t.Errorf("first fault: %+v", f)
+	}
+	if f.Cache.PagesMissed != 1 || f.Cache.PagesHit != 0 || f.Cache.PagesAdded != 2048 {
+		t.Errorf("first fault cache: %+v", f.Cache)
+	}
+	if len(f.Cache.Readahead) != 1 || f.Cache.Readahead[0].Kind != record.ReadaheadReadAround || f.Cache.Readahead[0].Pages != 2048 {
+		t.Errorf("first fault readahead: %+v", f.Cache.Readahead)
+	}
+	if f.FaultAround == nil || f.FaultAround.Pages != 16 {
+		t.Errorf("fault-around: %+v", f.FaultAround)
+	}
+	w := fs[1]
+	if w.Major || len(w.Bios) != 0 || w.BlockedNs != 280_000 || w.Cache.PagesHit != 1 || len(w.Cache.Readahead) != 0 {
+		t.Errorf("waiting fault: %+v", w)
+	}
+	if c := s.E.Counters(); c.UnattributedBios != 0 || c.IncompleteBios != 0 {
+		t.Errorf("counters %+v", c)
+	}
+	sum := s.E.Summary()
+	p := sum.Pids[0]
+	if p.Faults != 62 || p.MajorFaults != 1 || p.FaultDiskBytesRead != 2<<20 || p.DiskBytesRead != 2<<20 || p.Calls != 0 {
+		t.Errorf("pid totals: %+v", p.Totals)
+	}
+	if len(sum.Files) != 1 || sum.Files[0].Faults != 62 {
+		t.Errorf("file totals: %+v", sum.Files)
+	}
+}
+
+// A fault satisfied by fault-around alone (--all streams it): no filemap
+// call, no retry, no readahead; and a fault under MADV_RANDOM that read
+// only its own page: readahead kind none.
+func TestFaultAroundAndNoReadahead(t *testing.T) {
+	s := enginetest.NewStream()
+	a := enginetest.Fault(faultID(1), 64, 0x7f0000040000, 0, 1000, 3000)
+	a.AroundIndex, a.AroundPages = 64, 16
+	s.E.HandleOp(a)
+	rnd := enginetest.Fault(faultID(2), 5000, 0x7f0001388000, engine.FaultMajor|engine.FaultFilemap|engine.FaultRetried, 10_000, 200_000)
+	rnd.BiosQueued, rnd.BlockedNs = 1, 150_000
+	enginetest.AddRange(rnd, 5000, 1, engine.RangeAdded)
+	s.E.HandleIssue(enginetest.Issue(0xb, 20_000, enginetest.FlRead, enginetest.Own{Op: faultID(2), Bio: 0xb3, Sector: 40000, Bytes: 4096, Queue: 15_000}))
+	s.E.HandleOp(rnd)
+	s.E.HandleComplete(enginetest.Done(0xb, 180_000, 0))
+	fs := s.Faults()
+	if len(fs) != 2 {
+		t.Fatalf("got %d fault records, want 2", len(fs))
+	}
+	if f := fs[0]; f.Major || f.Retried || f.Cache.PagesHit != 1 || f.FaultAround == nil || f.FaultAround.Index != 64 || len(f.Bios) != 0 {
+		t.Errorf("fault-around fault: %+v", f)
+	}
+	f := fs[1]
+	if !f.Major || len(f.Bios) != 1 || len(f.Cache.Readahead) != 1 || f.Cache.Readahead[0].Kind != record.ReadaheadNone || f.Cache.Readahead[0].Pages != 1 {
+		t.Errorf("MADV_RANDOM fault: %+v", f)
+	}
+}
+
+// A store to a clean mapped page: page_mkwrite dirtied it in the fault;
+// the flusher's bio persists it under the fault's op_id.
+func TestFaultWriteDirtiesAndPersists(t *testing.T) {
+	s := enginetest.NewStream()
+	w := enginetest.Fault(faultID(1), 3, 0x7f0000003000, engine.FaultWrite|engine.FaultFilemap, 1000, 5000)
+	enginetest.AddRange(w, 3, 1, engine.RangeDirtied)
+	s.E.HandleOp(w)
+	if got := s.E.DirtyPending(); got != 1 {
+		t.Fatalf("dirty pending %d, want 1", got)
+	}
+	s.E.HandleWBBio(enginetest.WBBio(0xc1, 42, 35, 0, 10_000, enginetest.Match{Op: faultID(1), Index: 3, Nr: 1, Dirtied: 2000, BioPages: 1}))
+	s.E.HandleIssue(enginetest.Issue(0xc, 11_000, enginetest.FlWrite, enginetest.Own{Bio: 0xc1, Sector: 24, Bytes: 4096, Queue: 10_500, Flags: engine.OwnWriteback}))
+	s.E.HandleComplete(enginetest.Done(0xc, 50_000, 0))
+	fs := s.Faults()
+	if len(fs) != 1 || !fs[0].Write || fs[0].DirtiedPages != 1 {
+		t.Fatalf("faults: %+v", fs)
+	}
+	ps := s.Persisted()
+	if len(ps) != 1 || ps[0].OpID != faultID(1) || ps[0].Outcome != record.OutcomeWritten || ps[0].Pages != 1 {
+		t.Fatalf("persisted: %+v", ps)
+	}
+	if s.E.DirtyPending() != 0 {
+		t.Errorf("dirty pending after writeback: %d", s.E.DirtyPending())
+	}
+}
+
+// madvise(MADV_WILLNEED) reads ahead itself: its pages and bios are its
+// own, its advice is named, and no readahead window is derived for it (it
+// is not a read). msync is of the fsync family.
+func TestAdviceAndMsyncCalls(t *testing.T) {
+	s := enginetest.NewStream()
+	o := enginetest.Op(faultID(1), bpf.IopathOpSysSYS_MADVISE, 0, 1<<20, 0, 1000, 400_000)
+	o.Fd, o.Advice, o.BiosQueued = -1, 3, 1
+	enginetest.AddRange(o, 0, 256, engine.RangeAdded)
+	s.E.HandleIssue(enginetest.Issue(0xa, 2000, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: faultID(1), Bio: 0xb1, Bytes: 1 << 20, Queue: 1500}))
+	s.E.HandleOp(o)
+	s.E.HandleComplete(enginetest.Done(0xa, 300_000, 0))
+	m := enginetest.Op(faultID(2), bpf.IopathOpSysSYS_MSYNC, 0, 1<<20, 0, 500_000, 600_000)
+	m.Fd, m.Advice = -1, 4 // MS_SYNC
+	s.E.HandleOp(m)
+	calls := s.Syscalls()
+	if len(calls) != 2 {
+		t.Fatalf("calls %+v", calls)
+	}
+	if c := calls[0]; c.Syscall != "madvise" || c.Advice != "willneed" || c.Cache.PagesAdded != 256 || len(c.Bios) != 1 || len(c.Cache.Readahead) != 0 {
+		t.Errorf("madvise record %+v", c)
+	}
+	if c := calls[1]; c.Syscall != "msync" || c.Advice != "" || !record.IsSync(c.Syscall) {
+		t.Errorf("msync record %+v", c)
+	}
+	if s.E.Counters().UnattributedBios != 0 {
+		t.Errorf("unattributed bios")
+	}
+}
