@@ -18,13 +18,30 @@
 #define REQ_OP_MASK 0xff
 #define REQ_OP_WRITE 1
 
-/* folio_of returns the folio containing page (compound_head low bit). */
+/* 7.x renamed page->compound_head to compound_info (fallback for
+ * kernels/issue 16: keep when restructuring). */
+struct page___info {
+	unsigned long compound_info;
+} __attribute__((preserve_access_index));
+
+/* folio_of returns the folio containing page. Bit 0 of compound_head marks a
+ * tail page; the rest is the head page's address. 7.x calls the word
+ * compound_info and, with HugeTLB vmemmap optimization on a power-of-2
+ * struct page, stores a mask instead (head = page & mask): a value whose
+ * bits above the low zeros are all ones is taken as that mask. */
 static __always_inline struct folio *folio_of(struct page *page)
 {
-	unsigned long head = BPF_CORE_READ(page, compound_head);
-	if (head & 1)
-		return (struct folio *)(head - 1);
-	return (struct folio *)page;
+	unsigned long head;
+	if (bpf_core_field_exists(page->compound_head))
+		head = BPF_CORE_READ(page, compound_head);
+	else
+		head = BPF_CORE_READ((struct page___info *)page, compound_info);
+	if (!(head & 1))
+		return (struct folio *)page;
+	unsigned long inv = ~(head - 1);
+	if ((inv & (inv + 1)) == 0)
+		return (struct folio *)((unsigned long)page & head);
+	return (struct folio *)(head - 1);
 }
 
 /* claim records one tracked dirty folio in the event, merging contiguous
@@ -97,13 +114,13 @@ static long folio_step(__u32 step, void *unused)
 	if (in_bio > left)
 		in_bio = left;
 	w->pg += left;
-	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
+	struct address_space *mapping = folio_mapping_of(folio); /* op.h: also before folios */
 	if (!mapping || ((unsigned long)mapping & 3))
 		return 0; /* anonymous, movable or no file */
 	struct inode *host = BPF_CORE_READ(mapping, host);
 	struct dirty_key k = {
 		.ino = BPF_CORE_READ(host, i_ino),
-		.index = BPF_CORE_READ(folio, index),
+		.index = folio_index_of(folio),
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
 	if (!ev->ino) {
@@ -118,6 +135,15 @@ static long folio_step(__u32 step, void *unused)
 	}
 	return 0;
 }
+
+#ifdef IOPATH_COMPAT
+/* folio_step as a global function (scalar argument only: 5.10 takes no
+ * pointers in global functions); kernels/issue 16. */
+__noinline long folio_step_global(__u32 step)
+{
+	return folio_step(step, NULL);
+}
+#endif
 
 /* walk_wb_bio joins a write bio's pages with tracked dirty folios. */
 static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pid, __u32 tid)
@@ -148,7 +174,15 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	/* One step per folio plus one per bvec; MAX_WALK_STEPS covers a 16 MiB
 	 * bio of single-page folios. Larger walks are counted as truncated. */
 	count_event(CNT_WALK_BIOS);
+#ifdef IOPATH_COMPAT
+	/* compat.h: a bounded loop over a global function, which the verifier
+	 * checks once instead of once per iteration. */
+	for (__u32 i = 0; i < COMPAT_WALK_STEPS; i++)
+		if (folio_step_global(i))
+			break;
+#else
 	bpf_loop(MAX_WALK_STEPS, folio_step, NULL, 0);
+#endif
 	if (w->i < w->vcnt || w->pg < w->bv_pages)
 		count_event(CNT_BVEC_TRUNC);
 	if (ev->nr_match == 0 && ev->part == 0)
@@ -169,8 +203,41 @@ static __always_inline bool is_jbd2(void)
 	return comm[0] == 'j' && comm[1] == 'b' && comm[2] == 'd' && comm[3] == '2' && comm[4] == '/';
 }
 
+/* Before 5.12 a bio names its disk and partition (bi_disk, bi_partno), not a
+ * block_device (kernels/issue 16). */
+struct bio___disk {
+	struct gendisk *bi_disk;
+	__u8 bi_partno;
+} __attribute__((preserve_access_index));
+
+/* bio_dev returns the kernel dev_t (major<<20 | minor) a bio is queued on. */
+static __always_inline __u32 bio_dev(struct bio *bio)
+{
+	if (bpf_core_field_exists(bio->bi_bdev))
+		return BPF_CORE_READ(bio, bi_bdev, bd_dev);
+	struct bio___disk *old = (void *)bio;
+	struct gendisk *disk = BPF_CORE_READ(old, bi_disk);
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) |
+	       ((__u32)BPF_CORE_READ(disk, first_minor) + BPF_CORE_READ(old, bi_partno));
+}
+
+static __always_inline int bio_queue(struct bio *bio);
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_block_bio_queue, struct bio *bio)
+{
+	return bio_queue(bio);
+}
+
+/* block_bio_queue(q, bio) before 5.11 (tracer/hooks.go picks the program by
+ * the tracepoint's BTF shape; kernels/issue 16). */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_block_bio_queue_q, struct request_queue *q, struct bio *bio)
+{
+	return bio_queue(bio);
+}
+
+static __always_inline int bio_queue(struct bio *bio)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
@@ -183,7 +250,7 @@ int BPF_PROG(tp_block_bio_queue, struct bio *bio)
 			goto counted;
 	}
 	if (!op && syncs_active > 0 && is_jbd2()) {
-		__u32 dev = BPF_CORE_READ(bio, bi_bdev, bd_dev);
+		__u32 dev = bio_dev(bio);
 		__u64 *waiter = bpf_map_lookup_elem(&sync_waiters, &dev);
 		if (waiter) {
 			struct bio_owner j = {
@@ -212,8 +279,22 @@ counted:
 	return 0;
 }
 
+static __always_inline int bio_split(struct bio *split);
+
 SEC("tp_btf/block_split")
 int BPF_PROG(tp_block_split, struct bio *split)
+{
+	return bio_split(split);
+}
+
+/* block_split(q, bio, new_sector) before 5.11 (kernels/issue 16). */
+SEC("tp_btf/block_split")
+int BPF_PROG(tp_block_split_q, struct request_queue *q, struct bio *split)
+{
+	return bio_split(split);
+}
+
+static __always_inline int bio_split(struct bio *split)
 {
 	/* bio_chain(split, parent) set split->bi_private = parent. */
 	__u64 parent = (__u64)BPF_CORE_READ(split, bi_private);
@@ -273,8 +354,27 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 	return 0;
 }
 
+struct request___disk {
+	struct gendisk *rq_disk;
+} __attribute__((preserve_access_index));
+
+static __always_inline int rq_issue(struct request *rq);
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue, struct request *rq)
+{
+	return rq_issue(rq);
+}
+
+/* block_rq_issue(q, rq) before 5.11 and in 5.10 stable before 5.10.137
+ * (kernels/issue 16). */
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_block_rq_issue_q, struct request_queue *q, struct request *rq)
+{
+	return rq_issue(rq);
+}
+
+static __always_inline int rq_issue(struct request *rq)
 {
 	struct rq_issue_ev *ev = scratch(&rq_scratch, &rq_issue_zero);
 	if (!ev)
@@ -282,7 +382,7 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	ev->nr_own = 0;
 	/* rq is a typed tp_btf argument: direct loads. */
 	struct rq_walk w = { .ev = ev, .bio = rq->bio };
-	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
+	LOOP(MAX_RQ_BIOS, COMPAT_RQ_BIOS, rq_bio_step, &w); /* compat.h */
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
 	__u64 rqk = (__u64)rq;
@@ -291,8 +391,19 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 	ev->type = EV_RQ_ISSUE;
 	ev->rq = rqk;
 	ev->ts = bpf_ktime_get_ns();
-	struct gendisk *disk = rq->q->disk;
-	ev->dev = disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+	/* request_queue->disk from 5.14; before, the request names it
+	 * (rq_disk; kernels/issue 16). */
+	__u32 dev = 0;
+	if (bpf_core_field_exists(rq->q->disk)) {
+		struct gendisk *disk = rq->q->disk;
+		if (disk)
+			dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
+	} else {
+		struct gendisk *disk = BPF_CORE_READ((struct request___disk *)rq, rq_disk);
+		if (disk)
+			dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	}
+	ev->dev = dev;
 	ev->sector = rq->__sector;
 	ev->bytes = rq->__data_len;
 	ev->cmd_flags = rq->cmd_flags;

@@ -92,48 +92,45 @@ int tp_filemap_get_pages(struct trace_event_raw_mm_filemap_op_page_cache_range *
 	return 0;
 }
 
-/* fentry: the first argument is the kiocb in every version (5.12+); the
- * looked-up index is its position. The last index is not known here. */
-SEC("fentry/filemap_get_pages")
-int BPF_PROG(fentry_filemap_get_pages, struct kiocb *iocb)
+/* lookup_seen counts one page lookup of the current call: the body of the
+ * fentry and kprobe programs. Their first argument is the kiocb in every
+ * version (5.12+); the looked-up index is its position. The last index is
+ * not known here. */
+static __always_inline void lookup_seen(struct kiocb *iocb)
 {
 	struct op *op = current_op();
 	if (!op)
-		return 0;
+		return;
 	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
 	if (op->lookups == 0)
 		op->lookup_first = index;
 	op->lookup_last = index;
 	op->lookups++;
+}
+
+SEC("fentry/filemap_get_pages")
+int BPF_PROG(fentry_filemap_get_pages, struct kiocb *iocb)
+{
+	lookup_seen(iocb);
 	return 0;
 }
 
 SEC("kprobe/filemap_get_pages")
 int BPF_KPROBE(kprobe_filemap_get_pages, struct kiocb *iocb)
 {
-	struct op *op = current_op();
-	if (!op)
-		return 0;
-	__u64 index = BPF_CORE_READ(iocb, ki_pos) >> PAGE_SHIFT;
-	if (op->lookups == 0)
-		op->lookup_first = index;
-	op->lookup_last = index;
-	op->lookups++;
+	lookup_seen(iocb);
 	return 0;
 }
 
-SEC("tp_btf/mm_filemap_delete_from_page_cache")
-int BPF_PROG(tp_page_cache_delete, struct folio *folio)
+/* dirty_gone forgets a tracked dirty page-cache entry being deleted. */
+static __always_inline int dirty_gone(struct address_space *mapping, __u64 index)
 {
-	if (dirty_tracked <= 0)
-		return 0;
-	struct address_space *mapping = BPF_CORE_READ(folio, mapping);
 	if (!mapping)
 		return 0;
 	struct inode *host = BPF_CORE_READ(mapping, host);
 	struct dirty_key k = {
 		.ino = BPF_CORE_READ(host, i_ino),
-		.index = BPF_CORE_READ(folio, index),
+		.index = index,
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
@@ -147,4 +144,22 @@ int BPF_PROG(tp_page_cache_delete, struct folio *folio)
 		__sync_fetch_and_add(&dirty_tracked, -1);
 	emit(&ev, sizeof(ev));
 	return 0;
+}
+
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(tp_page_cache_delete, struct folio *folio)
+{
+	if (dirty_tracked <= 0)
+		return 0;
+	return dirty_gone(BPF_CORE_READ(folio, mapping), BPF_CORE_READ(folio, index));
+}
+
+/* (struct page *) up to 5.15 (tracer/hooks.go picks it by BTF shape;
+ * kernels/issue 16). */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(tp_page_cache_delete_page, struct page *page)
+{
+	if (dirty_tracked <= 0)
+		return 0;
+	return dirty_gone(BPF_CORE_READ(page, mapping), BPF_CORE_READ((struct page___index *)page, index));
 }

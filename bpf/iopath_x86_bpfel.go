@@ -50,7 +50,8 @@ const (
 	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
-	IopathCounterCNT_MAX            IopathCounter = 15
+	IopathCounterCNT_HIT_OTHER_FULL IopathCounter = 15
+	IopathCounterCNT_MAX            IopathCounter = 16
 )
 
 type IopathDirtyGoneEv struct {
@@ -123,6 +124,7 @@ type IopathOp struct {
 	C_pathParent      uint64
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
+	C_pathRenames     uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -218,6 +220,21 @@ const (
 	IopathOpSysSYS_SENDFILE        IopathOpSys = 18
 	IopathOpSysSYS_SPLICE          IopathOpSys = 19
 	IopathOpSysSYS_COPY_FILE_RANGE IopathOpSys = 20
+	IopathOpSysSYS_RENAME          IopathOpSys = 21
+	IopathOpSysSYS_MAX             IopathOpSys = 22
+)
+
+type IopathOtherKey struct {
+	_     structs.HostLayout
+	Pid   uint32
+	Write uint32
+}
+
+type IopathOwnFlag uint32
+
+const (
+	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
 )
 
 type IopathPageRange struct {
@@ -226,6 +243,21 @@ type IopathPageRange struct {
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathRaKind uint32
+
+const (
+	IopathRaKindRA_SYNC  IopathRaKind = 1
+	IopathRaKindRA_ASYNC IopathRaKind = 2
+	IopathRaKindRA_ORDER IopathRaKind = 3
+)
+
+type IopathRangeFlag uint32
+
+const (
+	IopathRangeFlagRANGE_ADDED   IopathRangeFlag = 1
+	IopathRangeFlagRANGE_DIRTIED IopathRangeFlag = 2
+)
 
 type IopathRqDoneEv struct {
 	_     structs.HostLayout
@@ -350,7 +382,9 @@ const (
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
 	IopathMapFreeSlots                    = "free_slots"
+	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
+	IopathMapHitUnowned                   = "hit_unowned"
 	IopathMapInflight                     = "inflight"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
@@ -371,8 +405,11 @@ const (
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
+	IopathProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
+	IopathProgFexitPageCacheSyncRaRa      = "fexit_page_cache_sync_ra_ra"
 	IopathProgFexitVfsRead                = "fexit_vfs_read"
+	IopathProgFexitVfsRename              = "fexit_vfs_rename"
 	IopathProgFexitVfsWrite               = "fexit_vfs_write"
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
@@ -381,16 +418,20 @@ const (
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
 	IopathProgKretprobeVfsRead            = "kretprobe_vfs_read"
+	IopathProgKretprobeVfsRename          = "kretprobe_vfs_rename"
 	IopathProgKretprobeVfsWrite           = "kretprobe_vfs_write"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathProgRawSysExit                  = "raw_sys_exit"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
+	IopathProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
 	IopathProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathProgTpBlockRqIssue              = "tp_block_rq_issue"
+	IopathProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
 	IopathProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathProgTpBlockSplit                = "tp_block_split"
+	IopathProgTpBlockSplitQ               = "tp_block_split_q"
 	IopathProgTpEnterFdatasync            = "tp_enter_fdatasync"
 	IopathProgTpEnterFsync                = "tp_enter_fsync"
 	IopathProgTpEnterPread64              = "tp_enter_pread64"
@@ -411,6 +452,7 @@ const (
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
+	IopathProgTpPageCacheDeletePage       = "tp_page_cache_delete_page"
 	IopathProgTpPageCacheRaOrder          = "tp_page_cache_ra_order"
 	IopathProgTpPageCacheSyncRa           = "tp_page_cache_sync_ra"
 	IopathProgTpSchedProcessExec          = "tp_sched_process_exec"
@@ -418,6 +460,7 @@ const (
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathProgTpSchedSwitch               = "tp_sched_switch"
 	IopathProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
+	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathVarDirtyTracked                 = "dirty_tracked"
@@ -426,19 +469,13 @@ const (
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
+	IopathVarRenameGen                    = "rename_gen"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTrackDirty                   = "track_dirty"
-	IopathVarUnusedBioSplitEv             = "unused_bio_split_ev"
-	IopathVarUnusedCounter                = "unused_counter"
-	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
-	IopathVarUnusedEvType                 = "unused_ev_type"
-	IopathVarUnusedOpSys                  = "unused_op_sys"
-	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
-	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
-	IopathVarUnusedWbStartEv              = "unused_wb_start_ev"
+	IopathVarUnusedContract               = "unused_contract"
 	IopathVarWakeupBytes                  = "wakeup_bytes"
 )
 
@@ -497,8 +534,11 @@ type IopathProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
+	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
+	FexitPageCacheSyncRaRa      *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra_ra"`
 	FexitVfsRead                *ebpf.ProgramSpec `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.ProgramSpec `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.ProgramSpec `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
@@ -507,16 +547,20 @@ type IopathProgramSpecs struct {
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.ProgramSpec `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
+	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
+	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
+	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
 	TpEnterFdatasync            *ebpf.ProgramSpec `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.ProgramSpec `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.ProgramSpec `ebpf:"tp_enter_pread64"`
@@ -537,6 +581,7 @@ type IopathProgramSpecs struct {
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
+	TpPageCacheDeletePage       *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.ProgramSpec `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.ProgramSpec `ebpf:"tp_page_cache_sync_ra"`
 	TpSchedProcessExec          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exec"`
@@ -544,6 +589,7 @@ type IopathProgramSpecs struct {
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
+	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
 }
@@ -557,7 +603,9 @@ type IopathMapSpecs struct {
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
+	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
@@ -571,26 +619,20 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
-	DirtyTracked      *ebpf.VariableSpec `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.VariableSpec `ebpf:"emit_all"`
-	FilterComm        *ebpf.VariableSpec `ebpf:"filter_comm"`
-	NextSlot          *ebpf.VariableSpec `ebpf:"next_slot"`
-	PathSerial        *ebpf.VariableSpec `ebpf:"path_serial"`
-	RawSysMask        *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
-	SelfTgid          *ebpf.VariableSpec `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.VariableSpec `ebpf:"syncs_active"`
-	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
-	TargetsGen        *ebpf.VariableSpec `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.VariableSpec `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.VariableSpec `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.VariableSpec `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.VariableSpec `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.VariableSpec `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.VariableSpec `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.VariableSpec `ebpf:"emit_all"`
+	FilterComm     *ebpf.VariableSpec `ebpf:"filter_comm"`
+	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
+	PathSerial     *ebpf.VariableSpec `ebpf:"path_serial"`
+	RawSysMask     *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.VariableSpec `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.VariableSpec `ebpf:"syncs_active"`
+	TargetComm     *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetsGen     *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedContract *ebpf.VariableSpec `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // IopathObjects contains all objects after they have been loaded into the kernel.
@@ -618,7 +660,9 @@ type IopathMaps struct {
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
+	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
+	HitUnowned  *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
@@ -635,7 +679,9 @@ func (m *IopathMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.FreeSlots,
+		m.HitOther,
 		m.HitStats,
+		m.HitUnowned,
 		m.Inflight,
 		m.RqScratch,
 		m.SyncWaiters,
@@ -650,26 +696,20 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
-	DirtyTracked      *ebpf.Variable `ebpf:"dirty_tracked"`
-	EmitAll           *ebpf.Variable `ebpf:"emit_all"`
-	FilterComm        *ebpf.Variable `ebpf:"filter_comm"`
-	NextSlot          *ebpf.Variable `ebpf:"next_slot"`
-	PathSerial        *ebpf.Variable `ebpf:"path_serial"`
-	RawSysMask        *ebpf.Variable `ebpf:"raw_sys_mask"`
-	SelfTgid          *ebpf.Variable `ebpf:"self_tgid"`
-	SyncsActive       *ebpf.Variable `ebpf:"syncs_active"`
-	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
-	TargetsGen        *ebpf.Variable `ebpf:"targets_gen"`
-	TrackDirty        *ebpf.Variable `ebpf:"track_dirty"`
-	UnusedBioSplitEv  *ebpf.Variable `ebpf:"unused_bio_split_ev"`
-	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
-	UnusedDirtyGoneEv *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
-	UnusedEvType      *ebpf.Variable `ebpf:"unused_ev_type"`
-	UnusedOpSys       *ebpf.Variable `ebpf:"unused_op_sys"`
-	UnusedRqDoneEv    *ebpf.Variable `ebpf:"unused_rq_done_ev"`
-	UnusedWbInodeEv   *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
-	UnusedWbStartEv   *ebpf.Variable `ebpf:"unused_wb_start_ev"`
-	WakeupBytes       *ebpf.Variable `ebpf:"wakeup_bytes"`
+	DirtyTracked   *ebpf.Variable `ebpf:"dirty_tracked"`
+	EmitAll        *ebpf.Variable `ebpf:"emit_all"`
+	FilterComm     *ebpf.Variable `ebpf:"filter_comm"`
+	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
+	PathSerial     *ebpf.Variable `ebpf:"path_serial"`
+	RawSysMask     *ebpf.Variable `ebpf:"raw_sys_mask"`
+	RenameGen      *ebpf.Variable `ebpf:"rename_gen"`
+	SelfTgid       *ebpf.Variable `ebpf:"self_tgid"`
+	SyncsActive    *ebpf.Variable `ebpf:"syncs_active"`
+	TargetComm     *ebpf.Variable `ebpf:"target_comm"`
+	TargetsGen     *ebpf.Variable `ebpf:"targets_gen"`
+	TrackDirty     *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedContract *ebpf.Variable `ebpf:"unused_contract"`
+	WakeupBytes    *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // IopathPrograms contains all programs after they have been loaded into the kernel.
@@ -689,8 +729,11 @@ type IopathPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
+	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
+	FexitPageCacheSyncRaRa      *ebpf.Program `ebpf:"fexit_page_cache_sync_ra_ra"`
 	FexitVfsRead                *ebpf.Program `ebpf:"fexit_vfs_read"`
+	FexitVfsRename              *ebpf.Program `ebpf:"fexit_vfs_rename"`
 	FexitVfsWrite               *ebpf.Program `ebpf:"fexit_vfs_write"`
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
@@ -699,16 +742,20 @@ type IopathPrograms struct {
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
 	KretprobeVfsRead            *ebpf.Program `ebpf:"kretprobe_vfs_read"`
+	KretprobeVfsRename          *ebpf.Program `ebpf:"kretprobe_vfs_rename"`
 	KretprobeVfsWrite           *ebpf.Program `ebpf:"kretprobe_vfs_write"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
+	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
+	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
+	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
 	TpEnterFdatasync            *ebpf.Program `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.Program `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.Program `ebpf:"tp_enter_pread64"`
@@ -729,6 +776,7 @@ type IopathPrograms struct {
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
+	TpPageCacheDeletePage       *ebpf.Program `ebpf:"tp_page_cache_delete_page"`
 	TpPageCacheRaOrder          *ebpf.Program `ebpf:"tp_page_cache_ra_order"`
 	TpPageCacheSyncRa           *ebpf.Program `ebpf:"tp_page_cache_sync_ra"`
 	TpSchedProcessExec          *ebpf.Program `ebpf:"tp_sched_process_exec"`
@@ -736,6 +784,7 @@ type IopathPrograms struct {
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
+	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
 }
@@ -755,8 +804,11 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitPageCacheAsyncRa,
+		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,
+		p.FexitPageCacheSyncRaRa,
 		p.FexitVfsRead,
+		p.FexitVfsRename,
 		p.FexitVfsWrite,
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
@@ -765,16 +817,20 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
 		p.KretprobeVfsRead,
+		p.KretprobeVfsRename,
 		p.KretprobeVfsWrite,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
+		p.TpBlockBioQueueQ,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
+		p.TpBlockRqIssueQ,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
+		p.TpBlockSplitQ,
 		p.TpEnterFdatasync,
 		p.TpEnterFsync,
 		p.TpEnterPread64,
@@ -795,6 +851,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,
+		p.TpPageCacheDeletePage,
 		p.TpPageCacheRaOrder,
 		p.TpPageCacheSyncRa,
 		p.TpSchedProcessExec,
@@ -802,6 +859,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
 		p.TpWritebackDirtyFolio,
+		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
 	)

@@ -7,7 +7,8 @@
 #ifndef IOPATH_OP_H
 #define IOPATH_OP_H
 
-#include "common.h"
+#include "helpers.h"
+#include "compat.h" /* FETCH_INC, LOOP: the compat build for 5.10+ (issue 16) */
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000
@@ -35,6 +36,20 @@ extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id) __ksym __weak;
  * pointer. */
 static __always_inline struct file *fd_file(int fd, const int access)
 {
+#ifdef IOPATH_COMPAT
+	if (access == FILE_PROBE) {
+		/* No bpf_get_current_task_btf before 5.11 (compat.h): the
+		 * task's file table is read with probe reads too. */
+		struct task_struct *cur = (void *)bpf_get_current_task();
+		struct fdtable *cfdt = BPF_CORE_READ(cur, files, fdt);
+		if (!cfdt || fd < 0 || (unsigned int)fd >= BPF_CORE_READ(cfdt, max_fds))
+			return NULL;
+		struct file **cfds = BPF_CORE_READ(cfdt, fd);
+		struct file *cf = NULL;
+		bpf_probe_read_kernel(&cf, sizeof(cf), &cfds[fd]);
+		return cf;
+	}
+#endif
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct files_struct *files = task->files;
 	if (!files || fd < 0)
@@ -100,7 +115,7 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	}
 	__u32 fresh = 0;
 	if (bpf_map_pop_elem(&free_slots, &fresh)) {
-		fresh = __sync_fetch_and_add(&next_slot, 1) + 1;
+		fresh = FETCH_INC(next_slot, 0) + 1; /* compat.h */
 		if (fresh > MAX_SLOTS) {
 			count_event(CNT_TASK_OPS_FULL);
 			return NULL;
@@ -279,7 +294,32 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
-/* flush_hits folds a thread's summed cache hits into hit_stats. */
+/* other_hits returns the bucket for a thread's hits that hit_stats had no
+ * room for: its process's entry in hit_other, or, if that map is full too,
+ * hit_unowned (never full). */
+static __always_inline struct stat_val *other_hits(struct op *op)
+{
+	struct other_key k = {.pid = op->pid, .write = op->agg_write};
+	struct stat_val *v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	struct stat_val zero = {};
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+	long err = bpf_map_update_elem(&hit_other, &k, &zero, BPF_NOEXIST);
+	if (err && err != -EEXIST)
+		count_event(CNT_HIT_OTHER_FULL);
+	v = bpf_map_lookup_elem(&hit_other, &k);
+	if (v)
+		return v;
+	__u32 idx = op->agg_write ? 1 : 0;
+	return bpf_map_lookup_elem(&hit_unowned, &idx);
+}
+
+/* flush_hits folds a thread's summed cache hits into hit_stats, or into
+ * its process's "other files" bucket when hit_stats refuses the file (full,
+ * or no memory): every sum is reset either way, so nothing carries over to
+ * the thread's next file. Atomic adds: another task on this CPU may flush
+ * into the same per-CPU value if this program is preempted. */
 static __always_inline void flush_hits(struct op *op)
 {
 	struct stat_key k = {
@@ -290,19 +330,19 @@ static __always_inline void flush_hits(struct op *op)
 		struct stat_val zero = {};
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
-		if (bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
+		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
+		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
 			count_event(CNT_OPS_FULL);
-			op->agg_calls = 0;
-			return;
-		}
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
-			return;
+			v = other_hits(op);
 	}
-	v->calls += op->agg_calls;
-	v->bytes_requested += op->agg_bytes_requested;
-	v->bytes_returned += op->agg_bytes_returned;
-	v->pages += op->agg_pages;
+	if (v) {
+		__sync_fetch_and_add(&v->calls, op->agg_calls);
+		__sync_fetch_and_add(&v->bytes_requested, op->agg_bytes_requested);
+		__sync_fetch_and_add(&v->bytes_returned, op->agg_bytes_returned);
+		__sync_fetch_and_add(&v->pages, op->agg_pages);
+	}
 	op->agg_calls = 0;
 	op->agg_bytes_requested = 0;
 	op->agg_bytes_returned = 0;
@@ -367,15 +407,17 @@ static __always_inline void op_end(__s64 ret)
 			__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
 			__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
 					 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+			__u64 renames = rename_gen;
 			if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
-			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && ++op->path_reuse < PATH_RESEND) {
+			    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
+			    ++op->path_reuse < PATH_RESEND) {
 				op->path_seq = op->path_no;
 			} else {
 				fill_path(op);
 				/* Numbers unique across threads and slots: a path
 				 * record of a tid's earlier life (a reused tid)
 				 * never matches. */
-				op->path_no = __sync_fetch_and_add(&path_serial, 1) + 1;
+				op->path_no = FETCH_INC(path_serial, 1) + 1; /* compat.h */
 				__u32 depth = op->path_depth;
 				if (depth > PATH_PARTS)
 					depth = PATH_PARTS;
@@ -387,6 +429,7 @@ static __always_inline void op_end(__s64 ret)
 					op->c_path_parent = (__u64)parent;
 					op->c_path_up2 = up2;
 					op->c_path_hash_len = hash_len;
+					op->c_path_renames = renames;
 					op->path_reuse = 0;
 				} else {
 					/* Lost (counted): userspace counts the record's
@@ -445,6 +488,18 @@ static __always_inline __u32 syscall_from_regs(bool write, __s64 *fd)
 	return write ? SYS_VFS_WRITE : SYS_VFS_READ;
 }
 
+/* vfs_enter is the entry of the vfs_read/vfs_write function hooks, shared
+ * by their fentry (access FILE_BTF) and kprobe (FILE_PROBE) programs. */
+static __always_inline void vfs_enter(bool write, struct file *file, size_t count, loff_t *pos, const int access)
+{
+	__s64 fd;
+	__u32 sys = syscall_from_regs(write, &fd);
+	__s64 off = -1;
+	if (pos)
+		bpf_probe_read_kernel(&off, sizeof(off), pos);
+	op_begin(sys, file, fd, off, count, access);
+}
+
 /* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */
 static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vlen)
 {
@@ -458,6 +513,32 @@ static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vl
 	}
 	return total;
 }
+
+/* struct page's index (renamed __folio_index in 6.18; only read on kernels
+ * without folios or whose tracepoints pass pages, kernels/issue 16). */
+struct page___index {
+	unsigned long index;
+} __attribute__((preserve_access_index));
+
+/* folio_mapping_of and folio_index_of read a folio's mapping and index, or
+ * those of the (head) page on kernels without struct folio (before 5.16). */
+static __always_inline struct address_space *folio_mapping_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, mapping);
+	return BPF_CORE_READ((struct page *)folio, mapping);
+}
+
+static __always_inline __u64 folio_index_of(struct folio *folio)
+{
+	if (bpf_core_type_exists(struct folio))
+		return BPF_CORE_READ(folio, index);
+	return BPF_CORE_READ((struct page___index *)folio, index);
+}
+
+struct page___compound {
+	unsigned char compound_order; /* up to 5.17, in the first tail page */
+} __attribute__((preserve_access_index));
 
 struct folio___old {
 	unsigned char _folio_order; /* 5.17 - 6.5: the order had its own byte */
@@ -476,7 +557,12 @@ static __always_inline __u32 folio_pages(struct folio *folio)
 		return 1;
 	unsigned int order = 0;
 	struct folio___old *old = (void *)folio;
-	if (bpf_core_field_exists(old->_folio_order)) {
+	if (!bpf_core_type_exists(struct folio)) {
+		/* Before 5.16 (no folios; kernels/issue 16): a compound page's
+		 * order is in its first tail page. */
+		struct page___compound *tail = (void *)((char *)folio + bpf_core_type_size(struct page));
+		order = BPF_CORE_READ(tail, compound_order);
+	} else if (bpf_core_field_exists(old->_folio_order)) {
 		order = BPF_CORE_READ(old, _folio_order);
 	} else {
 		unsigned long f1 = BPF_CORE_READ(folio, _flags_1);

@@ -36,18 +36,29 @@ static __always_inline void ra_entry(__u32 kind, __u64 index, __u32 req)
 		ra_push(op, kind, index, req);
 }
 
-static __always_inline void ra_fexit(struct readahead_control *ractl, __u32 kind, __u64 req)
+/* ra_fexit_ra records a decision whose window is in ra. */
+static __always_inline void ra_fexit_ra(struct readahead_control *ractl, struct file_ra_state *ra, __u32 kind, __u64 req)
 {
 	struct op *op = current_op();
 	if (!op)
 		return;
-	struct file_ra_state *ra = BPF_CORE_READ(ractl, ra);
 	struct ra_decision *r = ra_push(op, kind, BPF_CORE_READ(ractl, _index), req);
 	if (!r)
 		return;
 	r->start = BPF_CORE_READ(ra, start);
 	r->size = BPF_CORE_READ(ra, size);
 	r->async_size = BPF_CORE_READ(ra, async_size);
+}
+
+/* 5.18+: the window is ractl->ra. The ractl___ra flavor keeps the field
+ * access relocatable on kernels without it (their programs are not loaded). */
+struct readahead_control___ra {
+	struct file_ra_state *ra;
+} __attribute__((preserve_access_index));
+
+static __always_inline void ra_fexit(struct readahead_control *ractl, __u32 kind, __u64 req)
+{
+	ra_fexit_ra(ractl, BPF_CORE_READ((struct readahead_control___ra *)ractl, ra), kind, req);
 }
 
 SEC("fexit/page_cache_sync_ra")
@@ -61,6 +72,24 @@ SEC("fexit/page_cache_async_ra")
 int BPF_PROG(fexit_page_cache_async_ra, struct readahead_control *ractl, struct folio *folio, unsigned long req_count)
 {
 	ra_fexit(ractl, RA_ASYNC, req_count);
+	return 0;
+}
+
+/* Before 5.18 the window is an argument: page_cache_sync_ra(ractl, ra,
+ * req_count) and page_cache_async_ra(ractl, ra, page, req_count) (5.10;
+ * tracer/hooks.go picks these by the function's BTF shape; kernels/issue 16). */
+SEC("fexit/page_cache_sync_ra")
+int BPF_PROG(fexit_page_cache_sync_ra_ra, struct readahead_control *ractl, struct file_ra_state *ra, unsigned long req_count)
+{
+	ra_fexit_ra(ractl, ra, RA_SYNC, req_count);
+	return 0;
+}
+
+SEC("fexit/page_cache_async_ra")
+int BPF_PROG(fexit_page_cache_async_ra_ra, struct readahead_control *ractl, struct file_ra_state *ra, struct page *page,
+	     unsigned long req_count)
+{
+	ra_fexit_ra(ractl, ra, RA_ASYNC, req_count);
 	return 0;
 }
 

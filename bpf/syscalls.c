@@ -37,6 +37,9 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 40: return SYS_SENDFILE;
 	case 275: return SYS_SPLICE;
 	case 326: return SYS_COPY_FILE_RANGE;
+	case 82:  /* rename */
+	case 264: /* renameat */
+	case 316: return SYS_RENAME; /* renameat2 */
 	}
 	return 0;
 }
@@ -54,7 +57,7 @@ static __always_inline __s64 user_off(const void *p)
 static __always_inline int sys_enter(struct pt_regs *regs, long id, const int access)
 {
 	__u32 sys = sys_from_nr(id);
-	if (!sys || !(raw_sys_mask & (1ULL << sys)))
+	if (!sys || sys == SYS_RENAME || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
 	/* Untraced processes stop here, before any fd lookup. */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -149,6 +152,10 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 	__u32 sys = sys_from_nr(regs->orig_ax);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
+	if (sys == SYS_RENAME) { /* any process's: a traced file's directory may be renamed by anyone */
+		renamed(ret);
+		return 0;
+	}
 	op_end(ret);
 	return 0;
 }

@@ -11,12 +11,7 @@
 SEC("fentry/vfs_read")
 int BPF_PROG(fentry_vfs_read, struct file *file, char *buf, size_t count, loff_t *pos)
 {
-	__s64 fd;
-	__u32 sys = syscall_from_regs(false, &fd);
-	__s64 off = -1;
-	if (pos)
-		bpf_probe_read_kernel(&off, sizeof(off), pos);
-	op_begin(sys, file, fd, off, count, FILE_BTF);
+	vfs_enter(false, file, count, pos, FILE_BTF);
 	return 0;
 }
 
@@ -30,12 +25,7 @@ int BPF_PROG(fexit_vfs_read, struct file *file, char *buf, size_t count, loff_t 
 SEC("kprobe/vfs_read")
 int BPF_KPROBE(kprobe_vfs_read, struct file *file, char *buf, size_t count, loff_t *pos)
 {
-	__s64 fd;
-	__u32 sys = syscall_from_regs(false, &fd);
-	__s64 off = -1;
-	if (pos)
-		bpf_probe_read_kernel(&off, sizeof(off), pos);
-	op_begin(sys, file, fd, off, count, FILE_PROBE);
+	vfs_enter(false, file, count, pos, FILE_PROBE);
 	return 0;
 }
 

@@ -10,12 +10,7 @@
 SEC("fentry/vfs_write")
 int BPF_PROG(fentry_vfs_write, struct file *file, const char *buf, size_t count, loff_t *pos)
 {
-	__s64 fd;
-	__u32 sys = syscall_from_regs(true, &fd);
-	__s64 off = -1;
-	if (pos)
-		bpf_probe_read_kernel(&off, sizeof(off), pos);
-	op_begin(sys, file, fd, off, count, FILE_BTF);
+	vfs_enter(true, file, count, pos, FILE_BTF);
 	return 0;
 }
 
@@ -29,12 +24,7 @@ int BPF_PROG(fexit_vfs_write, struct file *file, const char *buf, size_t count, 
 SEC("kprobe/vfs_write")
 int BPF_KPROBE(kprobe_vfs_write, struct file *file, const char *buf, size_t count, loff_t *pos)
 {
-	__s64 fd;
-	__u32 sys = syscall_from_regs(true, &fd);
-	__s64 off = -1;
-	if (pos)
-		bpf_probe_read_kernel(&off, sizeof(off), pos);
-	op_begin(sys, file, fd, off, count, FILE_PROBE);
+	vfs_enter(true, file, count, pos, FILE_PROBE);
 	return 0;
 }
 

@@ -13,11 +13,30 @@
  * "writeback_start": writeback:writeback_start, the work item and its reason. */
 #include "op.h"
 
+static __always_inline int dirtied(struct address_space *mapping, __u64 index, __u32 nr);
+
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	if (!track_dirty || !mapping)
 		return 0;
+	return dirtied(mapping, BPF_CORE_READ(folio, index), folio_pages(folio));
+}
+
+/* writeback_dirty_page(page, mapping) up to 5.15: one page (kernels/issue 16). */
+
+SEC("tp_btf/writeback_dirty_page")
+int BPF_PROG(tp_writeback_dirty_page, struct page *page, struct address_space *mapping)
+{
+	if (!track_dirty || !mapping)
+		return 0;
+	/* page___index (filemap.c): 6.18 renamed index to __folio_index */
+	return dirtied(mapping, BPF_CORE_READ((struct page___index *)page, index), 1);
+}
+
+/* dirtied tracks nr pages from index of mapping turned dirty by the current task. */
+static __always_inline int dirtied(struct address_space *mapping, __u64 index, __u32 nr)
+{
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	struct op *op = current_op();
@@ -28,15 +47,14 @@ int BPF_PROG(tp_writeback_dirty_folio, struct folio *folio, struct address_space
 		/* Filesystem metadata in the block device's page cache (inode
 		 * tables, directories): it goes to disk through the journal. */
 		if (op)
-			op->other_dirtied += folio_pages(folio);
+			op->other_dirtied += nr;
 		return 0;
 	}
 	struct dirty_key k = {
 		.ino = BPF_CORE_READ(host, i_ino),
-		.index = BPF_CORE_READ(folio, index),
+		.index = index,
 		.dev = BPF_CORE_READ(host, i_sb, s_dev),
 	};
-	__u32 nr = folio_pages(folio);
 	bool copy = op && op->sys >= SYS_SENDFILE && op->sys <= SYS_COPY_FILE_RANGE;
 	if (op && op->ino && !copy && (op->ino != k.ino || op->dev != k.dev)) {
 		/* Not the call's file: e.g. ext4 dirtying an inode-table block of

@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# scripts/vmtest.sh - run test programs as root inside Debian 12 distro kernels under qemu.
+# scripts/vmtest.sh - run test programs as root inside Debian distro kernels under qemu.
 #
 # Usage:
 #   scripts/vmtest.sh [OPTION]... -- [-C DIR] PROG [ARG]... [--- [-C DIR] PROG [ARG]...]...
 #   scripts/vmtest.sh [-k SERIES]... --prepare
 #
-# For each kernel (default: 6.1 and 6.12, one after the other) this boots Debian's generic
-# linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches a
-# fresh ext4 disk (/dev/vda, mounted at /mnt/disk), and runs every PROG, in order, in one boot.
+# For each kernel (default: 5.10, 6.1, 6.12 and 7.2, one after the other) this boots Debian's
+# generic linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches
+# a fresh ext4 disk (/dev/vda, mounted at /mnt/disk) and a small unmounted ext4 disk (/dev/vdb,
+# for stacked-device tests; loop and dm_mod are loaded), and runs every PROG, in order, in one boot.
+# Kernels are fetched by scripts/fetch-kernel.sh (private apt state, the machine's Debian mirror).
 # PROG is a host file (copied in; must be static: CGO_ENABLED=0 go test -c) or a busybox applet.
 #
 # Options:
-#   -k, --kernel SPEC   6.1 | 6.12 | PKG=VERSION (an exact Debian linux-image package). Repeatable.
-#                       Default: 6.1 6.12 (pins below; override with VMTEST_KERNEL_6_1/_6_12).
+#   -k, --kernel SPEC   5.10 | 6.1 | 6.12 | 7.2 | [SUITE:]PKG=VERSION (an exact Debian linux-image
+#                       package; SUITE defaults to that of the pin of its series). Repeatable.
+#                       Default: all four (pins below; override with VMTEST_KERNEL_5_10 etc.,
+#                       value SUITE:PKG=VERSION).
 #   -t, --timeout SECS  wall-clock limit per kernel, boot + all programs (default 600).
 #                       Programs still running at SECS-20 get SIGQUIT (Go dumps goroutines).
 #   -m, --mem MIB       guest memory (default 2048)        --smp N   vCPUs (default 2)
@@ -31,6 +35,7 @@
 # binaries of several packages and runs them all in one boot per kernel.
 # Environment given to the programs:
 #   TMPDIR=/mnt/disk/tmp  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
+#   IOPATH_STACKDISK=/dev/vdb
 # Mounted: proc, sysfs, devtmpfs, tmpfs /tmp, tracefs /sys/kernel/tracing, debugfs, bpffs
 # /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
 #
@@ -47,10 +52,15 @@
 # VMTEST_PVH (auto: boot xz-packed kernels from their vmlinux via PVH, 0 never, 1 also zstd).
 set -euo pipefail
 
-# ---- pinned kernels (Debian 12 bookworm-security, amd64 generic flavour) --------------------
-: "${VMTEST_KERNEL_6_1:=linux-image-6.1.0-57-amd64=6.1.192-3}"
-: "${VMTEST_KERNEL_6_12:=linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1}"
-: "${VMTEST_MODULES:=virtio_pci virtio_blk crc32c_generic ext4 9pnet_virtio 9p}"
+# ---- pinned kernels (Debian, amd64 generic flavour): SUITE:PKG=VERSION --------------------------
+# 5.10: Debian 11 bullseye; 6.1 and 6.12: Debian 12 bookworm-security; 7.2: sid. sid moves on: when
+# its pin is gone, scripts/fetch-kernel.sh takes the newest 7.2 and says so on stderr.
+: "${VMTEST_KERNEL_5_10:=bullseye:linux-image-5.10.0-32-amd64=5.10.223-1}"
+: "${VMTEST_KERNEL_6_1:=bookworm-security:linux-image-6.1.0-57-amd64=6.1.192-3}"
+: "${VMTEST_KERNEL_6_12:=bookworm-security:linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1}"
+: "${VMTEST_KERNEL_7_2:=sid:linux-image-7.2.13+deb14-amd64=7.2.13-1}"
+VMTEST_SERIES="5.10 6.1 6.12 7.2"
+: "${VMTEST_MODULES:=virtio_pci virtio_blk crc32c_generic|crc32c-cryptoapi ext4 9pnet_virtio 9p loop dm_mod}"
 
 export PATH="$PATH:/usr/sbin:/sbin"
 SELF=$(realpath "${BASH_SOURCE[0]}")
@@ -86,7 +96,7 @@ while [ $# -gt 0 ]; do
 	*) die "unknown option '$1' (programs go after --; see --help)" ;;
 	esac
 done
-[ ${#KSPECS[@]} -gt 0 ] || KSPECS=(6.1 6.12)
+[ ${#KSPECS[@]} -gt 0 ] || read -ra KSPECS <<<"$VMTEST_SERIES"
 [ "$TIMEOUT" -ge 30 ] || die "--timeout must be at least 30 s"
 [ $PREPARE = 1 ] || [ $# -gt 0 ] || die "no program given (usage: vmtest.sh [OPTION]... -- PROG [ARG]...; see --help)"
 
@@ -132,48 +142,26 @@ trap 'msg "interrupted"; exit 130' INT TERM HUP
 mkdir -p "$CACHE"/{debs,kernels,initramfs}
 
 # ---- kernels: download, extract, initramfs -------------------------------------------------------
-resolve_spec() { # SPEC -> "PKG=VERSION"
+resolve_spec() { # SPEC -> "SUITE:PKG=VERSION"
+	local s v
 	case $1 in
-	6.1) echo "$VMTEST_KERNEL_6_1" ;;
-	6.12) echo "$VMTEST_KERNEL_6_12" ;;
-	linux-image-*=*) echo "$1" ;;
-	*) die "--kernel $1: want 6.1, 6.12 or linux-image-PKG=VERSION" ;;
+	*:linux-image-*=*) echo "$1" ;;
+	linux-image-*=*) # the suite of the pinned kernel of the same series
+		s=$(grep -oE '^[0-9]+\.[0-9]+' <<<"${1#linux-image-}") || true
+		v=VMTEST_KERNEL_${s//./_}
+		[ -n "$s" ] && [ -n "${!v:-}" ] || die "--kernel $1: give the Debian suite too: SUITE:$1"
+		echo "${!v%%:*}:$1" ;;
+	*) v=VMTEST_KERNEL_${1//./_}
+		[[ $1 =~ ^[0-9]+\.[0-9]+$ ]] && [ -n "${!v:-}" ] || die "--kernel $1: want one of $VMTEST_SERIES or [SUITE:]linux-image-PKG=VERSION"
+		echo "${!v}" ;;
 	esac
 }
 
-deb_for() { # PKG VERSION -> path of a cached .deb with exactly that package and version
-	local f
-	for f in "$CACHE"/debs/"$1"_*.deb; do
-		[ -f "$f" ] || continue
-		[ "$(dpkg-deb -f "$f" Package)" = "$1" ] && [ "$(dpkg-deb -f "$f" Version)" = "$2" ] && { echo "$f"; return 0; }
-	done
-	return 1
-}
-
-fetch_kernel() { # PKG VERSION -> sets KTREE KVER
-	local pkg=$1 ver=$2 deb p out
-	KVER=${pkg#linux-image-}; KVER=${KVER%-unsigned}
-	KTREE=$CACHE/kernels/${pkg}_$ver
-	[ -f "$KTREE/.vmtest-ok" ] && return 0
-	deb=$(deb_for "$pkg" "$ver") || {
-		for p in "$pkg" "${pkg%-unsigned}-unsigned"; do
-			msg "downloading $p=$ver"
-			if out=$(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root "$p=$ver" 2>&1); then
-				deb=$(deb_for "$p" "$ver") && break
-			fi
-			[ "$p" = "${pkg%-unsigned}-unsigned" ] && break
-		done
-		[ -n "$deb" ] || die "cannot download $pkg=$ver: ${out##*$'\n'}
-  (run 'apt-get update'; list candidates with: apt-cache policy $pkg ; apt-cache search linux-image-${KVER%%-*};
-   override the pin with VMTEST_KERNEL_6_1=PKG=VERSION / VMTEST_KERNEL_6_12=... or --kernel PKG=VERSION)"
-	}
-	msg "extracting $(basename "$deb")"
-	rm -rf "$KTREE.tmp"
-	dpkg-deb -x "$deb" "$KTREE.tmp"
-	[ -f "$KTREE.tmp/boot/vmlinuz-$KVER" ] || die "$deb has no boot/vmlinuz-$KVER"
-	[ -d "$KTREE.tmp/lib/modules/$KVER" ] || die "$deb has no lib/modules/$KVER"
-	depmod -b "$KTREE.tmp" "$KVER"
-	rm -rf "$KTREE"; mv "$KTREE.tmp" "$KTREE"; touch "$KTREE/.vmtest-ok"
+fetch_kernel() { # SUITE:PKG=VERSION -> sets KTREE KVER KPV (the package used, PKG=VERSION)
+	local out
+	out=$("$REPO/scripts/fetch-kernel.sh" -c "$CACHE" "${1%%:*}" "${1#*:}") || exit 2
+	KPV=${out%% *} KTREE=${out#* }
+	KVER=${KPV%%=*}; KVER=${KVER#linux-image-}; KVER=${KVER%-unsigned}
 }
 
 write_init() { cat <<'INIT'
@@ -209,6 +197,7 @@ echo 10 > /proc/sys/vm/dirty_background_ratio
 echo 20 > /proc/sys/vm/dirty_ratio
 ulimit -l unlimited
 export HOME=/root TMPDIR=/mnt/disk/tmp IOPATH_TESTDISK=/mnt/disk IOPATH_VM=1 IOPATH_VM_KERNEL="$(uname -r)"
+[ -b /dev/vdb ] && export IOPATH_STACKDISK=/dev/vdb
 mkdir -p $HOME
 echo "$(cut -d' ' -f1 /proc/uptime) $IOPATH_VM_KERNEL" > $V/res/booted
 say "up: $IOPATH_VM_KERNEL, $(nproc) cpus, vda $(cat /sys/block/vda/queue/scheduler) ra=$(cat /sys/block/vda/queue/read_ahead_kb)KiB"
@@ -271,8 +260,11 @@ kernel_image() { # KTREE KVER -> sets KIMAGE
 
 build_initramfs() { # KTREE KVER -> sets INITRD
 	local ktree=$1 kver=$2 mods=() m line key i ir b
-	for m in $VMTEST_MODULES; do
-		out=$(modprobe -d "$ktree" -S "$kver" --show-depends "$m" 2>&1) || die "$kver: module $m: $out"
+	for alts in $VMTEST_MODULES; do
+		# A|B: the first of these modules the kernel has (7.x renamed crc32c_generic)
+		for m in ${alts//|/ }; do
+			out=$(modprobe -d "$ktree" -S "$kver" --show-depends "$m" 2>&1) && break
+		done || die "$kver: module ${alts//|/ or }: $out"
 		while read -r line; do
 			case $line in insmod\ *) line=${line#insmod }; line=${line%% *}
 				[[ " ${mods[*]} " == *" $line "* ]] || mods+=("$line") ;; esac
@@ -280,7 +272,7 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	done
 	key=$( { write_init; printf '%s\n' "${mods[@]##*/}"; sha256sum < "$BUSYBOX"; } | sha256sum | cut -c1-12)
 	INITRD=$CACHE/initramfs/$kver-$key.cpio.gz
-	[ -f "$INITRD" ] && return 0
+	[ -f "$INITRD" ] && { touch "$INITRD"; return 0; }  # mtime = last use (stale-build cleanup)
 	msg "building initramfs for $kver (${#mods[@]} modules)"
 	ir=$WORK/ir-$kver; rm -rf "$ir"
 	mkdir -p "$ir"/{bin,dev,proc,sys,tmp,host,root,lib/vmtest}
@@ -298,7 +290,9 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	done
 	(cd "$ir" && find . | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0 | gzip -1) > "$INITRD.tmp"
 	mv "$INITRD.tmp" "$INITRD"; rm -rf "$ir"
-	for b in "$CACHE/initramfs/$kver"-*.cpio.gz; do [ "$b" = "$INITRD" ] || rm -f "$b"; done  # stale builds
+	# stale builds: other keys of this kernel not used for a day (a concurrent run from another
+	# checkout may be about to boot one)
+	find "$CACHE/initramfs" -name "$kver-*.cpio.gz" ! -path "$INITRD" -mtime +0 -delete 2>/dev/null || true
 }
 
 KPKGS=() KVERS=() KIMAGES=() KINITRDS=()
@@ -306,10 +300,10 @@ exec 9>"$CACHE/.lock"
 flock 9
 for spec in "${KSPECS[@]}"; do
 	pv=$(resolve_spec "$spec") || exit 2
-	fetch_kernel "${pv%%=*}" "${pv#*=}"
+	fetch_kernel "$pv"
 	kernel_image "$KTREE" "$KVER"
 	build_initramfs "$KTREE" "$KVER"
-	KPKGS+=("$pv") KVERS+=("$KVER") KIMAGES+=("$KIMAGE") KINITRDS+=("$INITRD")
+	KPKGS+=("$KPV") KVERS+=("$KVER") KIMAGES+=("$KIMAGE") KINITRDS+=("$INITRD")
 done
 flock -u 9
 if [ $PREPARE = 1 ]; then
@@ -362,6 +356,9 @@ for i in "${!KVERS[@]}"; do
 	disk=$WORK/disk.img; console=$WORK/console-$kver.log
 	rm -f "$disk"; truncate -s "${DISK_MB}M" "$disk"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
+	# /dev/vdb: a small journaled ext4 for stacked-device tests (dm-linear over it)
+	stack=$WORK/stack.img; rm -f "$stack"; truncate -s 64M "$stack"
+	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$stack"
 	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
 	msg "booting ${KPKGS[$i]} ($boot_how, $ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
@@ -370,7 +367,7 @@ for i in "${!KVERS[@]}"; do
 		"${accel[@]}" -smp "$SMP" -m "$MEM" -serial "file:$console" \
 		-kernel "${KIMAGES[$i]}" -initrd "${KINITRDS[$i]}" \
 		-append "console=ttyS0 panic=-1 quiet ${VMTEST_APPEND:-}" \
-		-drive "file=$disk,format=raw,if=virtio" \
+		-drive "file=$disk,format=raw,if=virtio" -drive "file=$stack,format=raw,if=virtio" \
 		-fsdev "local,id=vmtest,path=$SHARE,security_model=none" \
 		-device virtio-9p-pci,fsdev=vmtest,mount_tag=vmtest \
 		-fsdev "local,id=vmrepo,path=$REPO,security_model=none,readonly=on" \

@@ -24,8 +24,8 @@ package tracer
 // copy, and the copy (a sequential read of the ring) is part of the cost.
 //
 // Sinks: Discard drops the records (decoder + engine only); JSON encodes
-// each record to io.Discard the way `trace --json` does (the printer lives
-// in cmd/iopath, so this is an approximation of its cost).
+// each record to io.Discard the way `trace --json` does (without
+// render.Printer's batching, so this is an approximation of its cost).
 //
 // Metrics: events/s (per core with -cpu 1), ns/event, allocs/event and
 // B/event, plus the usual ns/op and allocs/op per call.
@@ -42,6 +42,9 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 const benchDev = 254 << 20 // kernel dev_t 254:0 (vda)
@@ -100,9 +103,9 @@ func benchMissOp(id, index, start uint64) *bpf.IopathOp {
 	o.Count, o.Ret, o.EndNs = 4096, 4096, start+120_000
 	o.PagesAdded, o.PagesInRange, o.BiosQueued, o.BioBytes, o.BlockedNs = 1, 1, 1, 4096, 110_000
 	o.NrRanges = 1
-	o.Ranges[0].Index, o.Ranges[0].Nr, o.Ranges[0].Flags = index, 1, rangeAdded
+	o.Ranges[0].Index, o.Ranges[0].Nr, o.Ranges[0].Flags = index, 1, engine.RangeAdded
 	o.NrRa = 1
-	o.Ra[0].Index, o.Ra[0].Start, o.Ra[0].ReqCount, o.Ra[0].Kind = index, index, 1, raSync
+	o.Ra[0].Index, o.Ra[0].Start, o.Ra[0].ReqCount, o.Ra[0].Kind = index, index, 1, engine.RASync
 	// A streamed call carries its path (fill_path): deepest name first.
 	for i, s := range []string{"data", "bench", "tmp", "var"} {
 		for j := 0; j < len(s); j++ {
@@ -211,7 +214,8 @@ func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
 	// Dispatch casts it in place.
 	sampleMem := make([]uint64, (unsafe.Sizeof(bpf.IopathRqIssueEv{})+unsafe.Sizeof(bpf.IopathOp{}))/8)
 	sample := unsafe.Slice((*byte)(unsafe.Pointer(&sampleMem[0])), len(sampleMem)*8)
-	e := NewEngine(Linux618(), sink)
+	e := engine.New(kernel.Linux618(), sink)
+	var d Decoder
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
@@ -226,7 +230,7 @@ func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
 			raw := sample[:n]
 			copy(raw, ring[off+8:off+8+n])
 			off += 8 + (n+7)&^7
-			if err := Dispatch(e, raw); err != nil {
+			if err := d.Dispatch(e, raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -237,8 +241,8 @@ func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
-	if len(e.ops) != 0 || len(e.rqs) != 0 {
-		b.Fatalf("engine kept %d calls and %d requests: the stream is not joined", len(e.ops), len(e.rqs))
+	if ops, rqs := e.Pending(); ops != 0 || rqs != 0 {
+		b.Fatalf("engine kept %d calls and %d requests: the stream is not joined", ops, rqs)
 	}
 	sec := b.Elapsed().Seconds()
 	if events == 0 || sec == 0 {
@@ -272,19 +276,20 @@ func BenchmarkDispatchMixedJSON(b *testing.B)    { benchDispatch(b, oneInTen, be
 // TestBenchStreamJoins checks the synthetic streams decode and join into the
 // records they describe, so the benchmarks measure real work.
 func TestBenchStreamJoins(t *testing.T) {
-	var recs []*Syscall
-	e := NewEngine(Linux618(), func(r any) {
-		if s, ok := r.(*Syscall); ok {
+	var recs []*record.Syscall
+	e := engine.New(kernel.Linux618(), func(r any) {
+		if s, ok := r.(*record.Syscall); ok {
 			recs = append(recs, s)
 		}
 	})
+	var d Decoder
 	calls, events := benchStream(t, 20, oneInTen)
 	if events != 25 {
 		t.Fatalf("20 calls (2 misses) and one path gave %d events, want 25", events)
 	}
 	for _, c := range calls {
 		for _, raw := range c {
-			if err := Dispatch(e, raw); err != nil {
+			if err := d.Dispatch(e, raw); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -299,7 +304,7 @@ func TestBenchStreamJoins(t *testing.T) {
 	if miss.Cache.PagesMissed != 1 || len(miss.Bios) != 1 || miss.Bios[0].D2CNs != 100_000 || miss.Path != "/var/tmp/bench/data" {
 		t.Errorf("miss record: cache %+v bios %+v path %q", miss.Cache, miss.Bios, miss.Path)
 	}
-	if len(e.ops) != 0 || len(e.rqs) != 0 {
-		t.Errorf("engine kept %d calls, %d requests", len(e.ops), len(e.rqs))
+	if ops, rqs := e.Pending(); ops != 0 || rqs != 0 {
+		t.Errorf("engine kept %d calls, %d requests", ops, rqs)
 	}
 }

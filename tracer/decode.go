@@ -1,270 +1,195 @@
 package tracer
 
 import (
-	"bytes"
 	"fmt"
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
-	"golang.org/x/sys/unix"
+	"github.com/iopath/iopath/tracer/engine"
 )
 
-// Range and readahead flags, mirrored from bpf/common.h.
-const (
-	rangeAdded   = 1
-	rangeDirtied = 2
-	raSync       = 1
-	raAsync      = 2
-	raOrder      = 3
+// maxPathThreads bounds Decoder.paths; past it the map is cleared
+// (the kernel resends each thread's path at least every 256 records).
+const maxPathThreads = 1 << 16
+
+// Where the two records inside struct op (bpf/events.h) begin and where
+// their variable parts start.
+var (
+	opStart   = unsafe.Offsetof(bpf.IopathOp{}.Type)
+	opFixed   = unsafe.Offsetof(bpf.IopathOp{}.Ranges) - opStart
+	pathStart = unsafe.Offsetof(bpf.IopathOp{}.PathType)
+	pathFixed = unsafe.Offsetof(bpf.IopathOp{}.Path) - pathStart
 )
 
-var sysNames = map[uint32]string{
-	uint32(bpf.IopathOpSysSYS_READ): "read", uint32(bpf.IopathOpSysSYS_PREAD64): "pread64",
-	uint32(bpf.IopathOpSysSYS_READV): "readv", uint32(bpf.IopathOpSysSYS_PREADV): "preadv",
-	uint32(bpf.IopathOpSysSYS_PREADV2): "preadv2", uint32(bpf.IopathOpSysSYS_WRITE): "write",
-	uint32(bpf.IopathOpSysSYS_PWRITE64): "pwrite64", uint32(bpf.IopathOpSysSYS_WRITEV): "writev",
-	uint32(bpf.IopathOpSysSYS_PWRITEV): "pwritev", uint32(bpf.IopathOpSysSYS_PWRITEV2): "pwritev2",
-	uint32(bpf.IopathOpSysSYS_FSYNC): "fsync", uint32(bpf.IopathOpSysSYS_FDATASYNC): "fdatasync",
-	uint32(bpf.IopathOpSysSYS_SYNC_FILE_RANGE): "sync_file_range", uint32(bpf.IopathOpSysSYS_SYNC): "sync",
-	uint32(bpf.IopathOpSysSYS_SYNCFS): "syncfs", uint32(bpf.IopathOpSysSYS_VFS_READ): "vfs_read",
-	uint32(bpf.IopathOpSysSYS_VFS_WRITE): "vfs_write", uint32(bpf.IopathOpSysSYS_SENDFILE): "sendfile",
-	uint32(bpf.IopathOpSysSYS_SPLICE): "splice", uint32(bpf.IopathOpSysSYS_COPY_FILE_RANGE): "copy_file_range",
-}
-
-// sysNameTab is sysNames as an array: a call's name is an index, not a map
-// lookup, on the per-event path.
-var sysNameTab = func() (t [32]string) {
-	for nr, name := range sysNames {
-		t[nr%32] = name
-	}
-	return t
-}()
-
-// sysName names a call (bpf enum op_sys); "" for an unknown number.
-func sysName(s uint32) string {
-	if s < uint32(len(sysNameTab)) {
-		return sysNameTab[s]
-	}
-	return ""
-}
-
-func isWriteSys(s uint32) bool {
-	return (s >= uint32(bpf.IopathOpSysSYS_WRITE) && s <= uint32(bpf.IopathOpSysSYS_PWRITEV2)) ||
-		s == uint32(bpf.IopathOpSysSYS_VFS_WRITE)
-}
-
-func isSyncSys(s uint32) bool {
-	return s >= uint32(bpf.IopathOpSysSYS_FSYNC) && s <= uint32(bpf.IopathOpSysSYS_SYNCFS)
-}
-
-func isReadName(n string) bool {
-	switch n {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
-		return true
-	}
-	return false
-}
-
-func isWriteName(n string) bool {
-	switch n {
-	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
-		return true
-	}
-	return false
-}
-
-// cBytes views a NUL-terminated C char array in place, up to its NUL (no
-// copy: lookups in the engine's caches then cost no allocation).
-func cBytes(b []int8) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b))
-	if i := bytes.IndexByte(raw, 0); i >= 0 {
-		return raw[:i]
-	}
-	return raw
-}
-
-// cString converts a NUL-terminated C char array.
-func cString(b []int8) string { return string(cBytes(b)) }
-
-// appendOpPath appends the path the kernel recorded for a call (dentry
-// names, deepest first) to dst; nothing when it recorded none. A caller
-// passing a stack buffer builds the path without allocating.
-func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
-	n := int(o.PathDepth)
-	if n == 0 {
-		return dst
-	}
-	n = min(n, len(o.Path))
-	if o.PathDone != 0 {
-		dst = append(dst, '/')
-	} else {
-		dst = append(dst, ".../"...) // the walk stopped before the root
-	}
-	for i := n - 1; i >= 0; i-- {
-		dst = append(dst, cBytes(o.Path[i][:])...)
-		if o.PathTrunc&(1<<i) != 0 {
-			dst = append(dst, "…"...) // this name was cut at PART_LEN-1 bytes
-		}
-		if i > 0 {
-			dst = append(dst, '/')
-		}
-	}
-	return dst
-}
-
-// opPath joins the dentry names the kernel recorded (deepest first).
-func opPath(o *bpf.IopathOp) string { return string(appendOpPath(nil, o)) }
-
-// pathBufLen holds the longest path a record can carry: ".../", 8 names of
-// up to 47 bytes, their separators and "…".
-const pathBufLen = 4 + 8*48 + 3
-
-// syscallRecord turns a call's kernel record into its JSON record (bios are
-// attached later by the engine). Page-cache arithmetic, per call:
-//   - pages_requested: pages spanned by the bytes the call returned
-//     (reads and writes; 0 for O_DIRECT and errors);
-//   - pages_missed: requested pages the call itself inserted into the cache;
-//   - pages_hit = requested - missed (never negative);
-//   - pages_added: every page the call inserted, readahead beyond the request included.
+// Decoder rebuilds whole structs from the slices the kernel sends to
+// save ring-buffer space and BPF time (bpf/events.h, struct op):
+//   - EV_OP is struct op from `type` to its last used page range;
+//   - EV_PATH is struct op from `path_type` to its last path name, numbered
+//     per thread (path_no); the kernel sends it when a thread's record names
+//     another file than its last EV_PATH did (another mount, dentry, parent
+//     or name: hard links and renames included), and every 256 records; an
+//     EV_OP says which of its thread's EV_PATH records names its file
+//     (path_seq, 0 for none);
+//   - EV_RQ_ISSUE ends after its nr_own owned bios.
 //
-// Strings repeated across calls (comm, dev, path) come from the engine's
-// caches; the path also updates the engine's per-file path memory.
-func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
-	var rec *Syscall
-	var blk *recordBlock
-	if o.NrRanges > 0 || o.NrRa > 0 || o.BiosQueued > 0 {
-		blk = &recordBlock{}
-		rec = &blk.rec
-	} else {
-		rec = new(Syscall)
-	}
-	*rec = Syscall{
-		Type: "syscall", OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
-		Syscall: sysName(o.Sys), Fd: o.Fd, Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic),
-		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
-		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
-		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0, kdev: o.Dev,
-		Cache: Cache{Readahead: []Readahead{}, Lookups: o.Lookups},
-	}
-	if rec.Syscall == "" {
-		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
-	}
-	if o.Ret < 0 {
-		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
-		if rec.Error == "" {
-			rec.Error = fmt.Sprintf("errno %d", -o.Ret)
-		}
-		rec.ReturnedBytes = 0
-	}
-	var first, last uint64
-	if o.Ret > 0 && !isSyncSys(o.Sys) && !rec.Direct {
-		first = o.Offset >> 12
-		last = (o.Offset + uint64(o.Ret) - 1) >> 12
-		rec.Cache.PagesRequested = last - first + 1
-	}
-	n := int(o.NrRanges)
-	if n > len(o.Ranges) {
-		n = len(o.Ranges)
-	}
-	// Counts come from the kernel's totals (exact); the ranges, which may
-	// be truncated, only say where.
-	rec.Cache.PagesAdded = uint64(o.PagesAdded)
-	if rec.Cache.PagesRequested > 0 {
-		rec.Cache.PagesMissed = uint64(o.PagesInRange)
-	}
-	if blk != nil {
-		rec.Cache.Readahead = blk.ra[:0]
-		rec.Bios = blk.bio[:0] // completed by emit
-	}
-	var beyond uint64 // first added range reaching past the request
-	haveBeyond := false
-	for i := 0; i < n; i++ {
-		r := o.Ranges[i]
-		pr := PageRange{Index: r.Index, Pages: r.Nr}
-		switch r.Flags {
-		case rangeAdded:
-			if rec.Cache.AddedRanges == nil && blk != nil {
-				rec.Cache.AddedRanges = blk.added[:0]
-			}
-			rec.Cache.AddedRanges = append(rec.Cache.AddedRanges, pr)
-			if in := overlap(r.Index, r.Index+uint64(r.Nr)-1, first, last, rec.Cache.PagesRequested > 0); in < uint64(r.Nr) && !haveBeyond {
-				beyond, haveBeyond = r.Index, true
-			}
-		case rangeDirtied:
-			rec.DirtiedRanges = append(rec.DirtiedRanges, pr)
-		}
-	}
-	if o.RangesLost > 0 {
-		rec.Truncated = &Truncations{RangePages: o.RangesLost}
-	}
-	if rec.Cache.PagesMissed > rec.Cache.PagesRequested {
-		rec.Cache.PagesMissed = rec.Cache.PagesRequested
-	}
-	rec.Cache.PagesHit = rec.Cache.PagesRequested - rec.Cache.PagesMissed
-	nra := int(o.NrRa)
-	if nra > len(o.Ra) {
-		nra = len(o.Ra)
-	}
-	for i := 0; i < nra; i++ {
-		r := o.Ra[i]
-		kind := "unknown"
-		switch r.Kind {
-		case raSync:
-			kind = "sync"
-		case raAsync:
-			kind = "async"
-		}
-		ra := Readahead{Kind: kind, StartIndex: r.Start, Pages: r.Size, AsyncPages: r.AsyncSize, Source: "kernel"}
-		if r.Size == 0 {
-			// The kernel did not size a window (e.g. 6.18's random-access
-			// path reads just the requested pages): report what it added
-			// from the trigger index on.
-			for _, a := range rec.Cache.AddedRanges {
-				if a.Index+uint64(a.Pages) > r.Start {
-					ra.Pages += a.Pages - uint32(min(a.Pages, uint32(sub(r.Start, a.Index))))
-				}
-			}
-			ra.Source = "kernel (window from pages added)"
-		}
-		rec.Cache.Readahead = append(rec.Cache.Readahead, ra)
-	}
-	if readahead := rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded); nra == 0 && readahead > 0 && !isWriteSys(o.Sys) {
-		// No readahead hook on this kernel: pages inserted past the request
-		// were read ahead (sync if the call also missed, else async).
-		kind := "async"
-		if rec.Cache.PagesMissed > 0 {
-			kind = "sync"
-		}
-		start := beyond
-		pages := uint32(readahead)
-		if rec.Cache.PagesMissed > 0 && start > first {
-			start = first
-			pages += uint32(rec.Cache.PagesMissed)
-		}
-		rec.Cache.Readahead = append(rec.Cache.Readahead, Readahead{Kind: kind, StartIndex: start, Pages: pages, Source: "derived"})
-	}
-	return rec
+// The zero Decoder is ready to use. Handlers get a pointer into the decoder's buffers, valid until the next
+// record: they must not keep it.
+type Decoder struct {
+	opBuf    bpf.IopathOp
+	pathBuf  bpf.IopathOp
+	issueBuf bpf.IopathRqIssueEv
+	// paths: the last path each thread sent, by tid.
+	paths map[uint32]*threadPath
+	// MissingPaths counts EV_OP records whose EV_PATH never arrived (the
+	// kernel sends the path again after a failed send, so only records
+	// whose path was sent but lost in userspace's view count here).
+	MissingPaths uint64
+
+	// What opBuf holds beyond the last record (so that a stream of records
+	// costs one copy each, not a clear and copy of the whole struct):
+	opLen   int         // bytes of [opStart:] the previous EV_OP filled
+	opPath  *threadPath // whose path is in opBuf's path fields (nil: none)
+	opGen   uint64      // ... at which generation
+	pathGen uint64      // bumped by every EV_PATH
 }
 
-// recordBlock is a call's record with room for the first element of each
-// list a call that missed fills (one added range, one readahead decision,
-// one bio): one allocation instead of four for the common miss. Longer
-// lists grow out of it by append as usual.
-type recordBlock struct {
-	rec   Syscall
-	added [1]PageRange
-	ra    [1]Readahead
-	bio   [1]Bio
+type threadPath struct {
+	gen   uint64 // Decoder.pathGen when it was set
+	no    uint32 // the kernel's per-thread EV_PATH number
+	depth uint32
+	done  uint32
+	trunc uint32
+	path  [8][48]int8
 }
 
-// overlap counts pages of [a0,a1] inside [b0,b1].
-func overlap(a0, a1, b0, b1 uint64, valid bool) uint64 {
-	if !valid || a1 < b0 || a0 > b1 {
-		return 0
+func bytesOf[T any](v *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
+
+// fill copies raw into buf and zeroes the rest of buf.
+func fill(buf, raw []byte) {
+	n := copy(buf, raw)
+	clear(buf[n:])
+}
+
+// path records an EV_PATH (at least pathFixed bytes).
+func (d *Decoder) path(raw []byte) {
+	p := &d.pathBuf
+	fill(bytesOf(p)[pathStart:], raw)
+	if d.paths == nil {
+		d.paths = map[uint32]*threadPath{}
 	}
-	lo, hi := max(a0, b0), min(a1, b1)
-	return hi - lo + 1
+	tp := d.paths[p.PathTid]
+	if tp == nil {
+		if len(d.paths) >= maxPathThreads {
+			clear(d.paths)
+		}
+		tp = &threadPath{}
+		d.paths[p.PathTid] = tp
+	}
+	d.pathGen++
+	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
+}
+
+// op returns the EV_OP record in raw (at least opFixed bytes) as a whole
+// struct op, with the path its thread last sent for the file.
+func (d *Decoder) op(raw []byte) *bpf.IopathOp {
+	o := &d.opBuf
+	b := bytesOf(o)[opStart:pathStart]
+	n := copy(b, raw)
+	if n < d.opLen {
+		clear(b[n:d.opLen]) // the previous record's longer tail
+	}
+	d.opLen = n
+	tp := d.paths[o.Tid]
+	if o.PathSeq == 0 || tp == nil || tp.no != o.PathSeq {
+		if o.PathSeq != 0 {
+			d.MissingPaths++
+		}
+		if d.opPath != nil {
+			o.PathDepth, o.PathDone, o.PathTrunc, o.Path = 0, 0, 0, [8][48]int8{}
+			d.opPath = nil
+		}
+		return o
+	}
+	if d.opPath != tp || d.opGen != tp.gen {
+		o.PathDepth, o.PathDone, o.PathTrunc, o.Path = tp.depth, tp.done, tp.trunc, tp.path
+		d.opPath, d.opGen = tp, tp.gen
+	}
+	return o
+}
+
+// issue returns the EV_RQ_ISSUE record in raw (at least its header).
+func (d *Decoder) issue(raw []byte) *bpf.IopathRqIssueEv {
+	if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathRqIssueEv{}) {
+		return (*bpf.IopathRqIssueEv)(unsafe.Pointer(&raw[0]))
+	}
+	ev := &d.issueBuf
+	fill(bytesOf(ev), raw)
+	return ev
+}
+
+// Dispatch decodes one raw ring-buffer record and hands it to e. It returns
+// an error for a short or unknown record.
+func (d *Decoder) Dispatch(e *engine.Engine, raw []byte) error {
+	if len(raw) < 4 {
+		return fmt.Errorf("short record (%d bytes)", len(raw))
+	}
+	typ := *(*uint32)(unsafe.Pointer(&raw[0]))
+	need := func(size uintptr) bool { return uintptr(len(raw)) >= size }
+	switch bpf.IopathEvType(typ) {
+	case bpf.IopathEvTypeEV_OP:
+		if need(opFixed) {
+			e.HandleOp(d.op(raw))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_PATH:
+		if need(pathFixed) {
+			d.path(raw)
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_ISSUE:
+		if need(unsafe.Offsetof(bpf.IopathRqIssueEv{}.Own)) {
+			e.HandleIssue(d.issue(raw))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_COMPLETE:
+		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
+			e.HandleComplete((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_RQ_REQUEUE:
+		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
+			e.HandleRequeue((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_BIO:
+		if need(unsafe.Sizeof(bpf.IopathWbBioEv{})) {
+			e.HandleWBBio((*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_START:
+		if need(unsafe.Sizeof(bpf.IopathWbStartEv{})) {
+			e.HandleWBStart((*bpf.IopathWbStartEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_WB_INODE:
+		if need(unsafe.Sizeof(bpf.IopathWbInodeEv{})) {
+			e.HandleWBInode((*bpf.IopathWbInodeEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_BIO_SPLIT:
+		if need(unsafe.Sizeof(bpf.IopathBioSplitEv{})) {
+			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_DIRTY_GONE:
+		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
+			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown record type %d (%d bytes)", typ, len(raw))
+	}
+	return fmt.Errorf("record type %d too short (%d bytes)", typ, len(raw))
 }

@@ -3,7 +3,10 @@ package tracer
 import (
 	"strings"
 
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/tracer/engine"
 )
 
 // Mechanism is how a hook is attached.
@@ -38,6 +41,12 @@ type attachment struct {
 	prog   string
 	kind   attachKind
 	target string
+	// shape, when set, is the argument list the program expects, checked
+	// against the kernel's BTF (the function's prototype, or the
+	// btf_trace_<event> typedef without its context): comma-separated
+	// struct names, * for any argument. Programs for older argument lists
+	// are other candidates (e.g. block_bio_queue(q, bio) before 5.11).
+	shape string
 }
 
 type candidate struct {
@@ -45,7 +54,14 @@ type candidate struct {
 	attach  []attachment
 	variant string // what the candidate measures differently, for doctor
 	sysMask uint64 // raw_syscalls candidates: op_sys values served (raw_sys_mask bits)
+	// needs lists BPF helpers the programs call that older kernels lack
+	// (probed with a test load; kernels/issue 16).
+	needs []asm.BuiltinFunc
 }
+
+// taskRegs are the helpers syscall_from_regs (bpf/op.h) calls:
+// bpf_get_current_task_btf (5.11) and bpf_task_pt_regs (5.15).
+var taskRegs = []asm.BuiltinFunc{asm.FnGetCurrentTaskBtf, asm.FnTaskPtRegs}
 
 // Hook is one logical attachment point of the design.
 type Hook struct {
@@ -57,6 +73,11 @@ type Hook struct {
 
 func fn(prog string, kind attachKind, target string) attachment {
 	return attachment{prog: prog, kind: kind, target: target}
+}
+
+// shaped is fn for a program that needs the given argument shape.
+func shaped(prog string, kind attachKind, target, shape string) attachment {
+	return attachment{prog: prog, kind: kind, target: target, shape: shape}
 }
 
 // syscallPair attaches an enter program and the shared exit program.
@@ -74,7 +95,7 @@ func rawSyscalls(sys ...bpf.IopathOpSys) candidate {
 	var names []string
 	for _, s := range sys {
 		mask |= 1 << uint(s)
-		names = append(names, sysNames[uint32(s)])
+		names = append(names, engine.SysName(uint32(s)))
 	}
 	return candidate{mech: TPBTF, sysMask: mask, variant: "raw_syscalls filtered to " + strings.Join(names, ","), attach: []attachment{
 		fn(bpf.IopathProgRawSysEnter, akTPBTF, "sys_enter"), fn(bpf.IopathProgRawSysExit, akTPBTF, "sys_exit")}}
@@ -119,8 +140,8 @@ func Unavailable(st []HookStatus) []string {
 func Hooks() []Hook {
 	return []Hook{
 		{Name: "vfs_read", candidates: []candidate{
-			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
-			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
+			{mech: Fentry, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgFentryVfsRead, akFentry, "vfs_read"), fn(bpf.IopathProgFexitVfsRead, akFexit, "vfs_read")}},
+			{mech: Kprobe, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgKprobeVfsRead, akKprobe, "vfs_read"), fn(bpf.IopathProgKretprobeVfsRead, akKretprobe, "vfs_read")}},
 			rawSyscalls(bpf.IopathOpSysSYS_READ, bpf.IopathOpSysSYS_PREAD64),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterRead, "read"), syscallPair(bpf.IopathProgTpEnterPread64, "pread64"))},
 		}},
@@ -129,8 +150,8 @@ func Hooks() []Hook {
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterReadv, "readv"), syscallPair(bpf.IopathProgTpEnterPreadv, "preadv"), syscallPair(bpf.IopathProgTpEnterPreadv2, "preadv2"))},
 		}},
 		{Name: "vfs_write", Loses: "write/pwrite64 calls", candidates: []candidate{
-			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryVfsWrite, akFentry, "vfs_write"), fn(bpf.IopathProgFexitVfsWrite, akFexit, "vfs_write")}},
-			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeVfsWrite, akKprobe, "vfs_write"), fn(bpf.IopathProgKretprobeVfsWrite, akKretprobe, "vfs_write")}},
+			{mech: Fentry, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgFentryVfsWrite, akFentry, "vfs_write"), fn(bpf.IopathProgFexitVfsWrite, akFexit, "vfs_write")}},
+			{mech: Kprobe, needs: taskRegs, attach: []attachment{fn(bpf.IopathProgKprobeVfsWrite, akKprobe, "vfs_write"), fn(bpf.IopathProgKretprobeVfsWrite, akKretprobe, "vfs_write")}},
 			rawSyscalls(bpf.IopathOpSysSYS_WRITE, bpf.IopathOpSysSYS_PWRITE64),
 			{mech: Tracepoint, attach: concat(syscallPair(bpf.IopathProgTpEnterWrite, "write"), syscallPair(bpf.IopathProgTpEnterPwrite64, "pwrite64"))},
 		}},
@@ -146,6 +167,11 @@ func Hooks() []Hook {
 		{Name: "copy", Loses: "sendfile/splice/copy_file_range calls", candidates: []candidate{
 			rawSyscalls(bpf.IopathOpSysSYS_SENDFILE, bpf.IopathOpSysSYS_SPLICE, bpf.IopathOpSysSYS_COPY_FILE_RANGE),
 		}},
+		{Name: "rename", Loses: "a path after a directory above its file is renamed (the old one for up to 256 records)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitVfsRename, akFexit, "vfs_rename")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},
+			rawSyscalls(bpf.IopathOpSysSYS_RENAME),
+		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},
@@ -153,24 +179,31 @@ func Hooks() []Hook {
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpFilemapGetPages, akTracepoint, "filemap/mm_filemap_get_pages")}},
 		}},
 		{Name: "page_cache_add", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfPageCacheAdd, akTPBTF, "mm_filemap_add_to_page_cache")}},
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgBtfPageCacheAdd, akTPBTF, "mm_filemap_add_to_page_cache", "folio")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheAdd, akTracepoint, "filemap/mm_filemap_add_to_page_cache")}},
 		}},
 		{Name: "readahead", Loses: "readahead windows from the kernel (derived from pages added instead)", candidates: []candidate{
-			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitPageCacheSyncRa, akFexit, "page_cache_sync_ra"), fn(bpf.IopathProgFexitPageCacheAsyncRa, akFexit, "page_cache_async_ra")}},
+			{mech: Fentry, attach: []attachment{shaped(bpf.IopathProgFexitPageCacheSyncRa, akFexit, "page_cache_sync_ra", "readahead_control,*"),
+				shaped(bpf.IopathProgFexitPageCacheAsyncRa, akFexit, "page_cache_async_ra", "readahead_control,folio,*")}},
+			{mech: Fentry, variant: "window passed as an argument (before 5.18)", attach: []attachment{
+				shaped(bpf.IopathProgFexitPageCacheSyncRaRa, akFexit, "page_cache_sync_ra", "readahead_control,file_ra_state,*"),
+				shaped(bpf.IopathProgFexitPageCacheAsyncRaRa, akFexit, "page_cache_async_ra", "readahead_control,file_ra_state,page,*")}},
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfPageCacheSyncRa, akTPBTF, "page_cache_sync_ra"),
 				fn(bpf.IopathProgBtfPageCacheAsyncRa, akTPBTF, "page_cache_async_ra"), fn(bpf.IopathProgBtfPageCacheRaOrder, akTPBTF, "page_cache_ra_order")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpPageCacheSyncRa, akTracepoint, "readahead/page_cache_sync_ra"),
 				fn(bpf.IopathProgTpPageCacheAsyncRa, akTracepoint, "readahead/page_cache_async_ra"), fn(bpf.IopathProgTpPageCacheRaOrder, akTracepoint, "readahead/page_cache_ra_order")}},
 		}},
 		{Name: "block_bio_queue", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockBioQueue, akTPBTF, "block_bio_queue")}},
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpBlockBioQueue, akTPBTF, "block_bio_queue", "bio")}},
+			{mech: TPBTF, variant: "(q, bio) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpBlockBioQueueQ, akTPBTF, "block_bio_queue", "request_queue,bio")}},
 		}},
 		{Name: "block_split", Loses: "attribution of split bios", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockSplit, akTPBTF, "block_split")}},
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpBlockSplit, akTPBTF, "block_split", "bio,*")}},
+			{mech: TPBTF, variant: "(q, bio, sector) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpBlockSplitQ, akTPBTF, "block_split", "request_queue,bio,*")}},
 		}},
 		{Name: "block_rq_issue", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqIssue, akTPBTF, "block_rq_issue")}},
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpBlockRqIssue, akTPBTF, "block_rq_issue", "request")}},
+			{mech: TPBTF, variant: "(q, rq) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpBlockRqIssueQ, akTPBTF, "block_rq_issue", "request_queue,request")}},
 		}},
 		{Name: "block_rq_complete", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqComplete, akTPBTF, "block_rq_complete")}},
@@ -187,9 +220,11 @@ func Hooks() []Hook {
 		}},
 		{Name: "dirty_folio", Loses: "dirtied pages and their writeback", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpWritebackDirtyFolio, akTPBTF, "writeback_dirty_folio")}},
+			{mech: TPBTF, variant: "writeback_dirty_page, one page per event (before 5.17)", attach: []attachment{fn(bpf.IopathProgTpWritebackDirtyPage, akTPBTF, "writeback_dirty_page")}},
 		}},
 		{Name: "page_cache_delete", Loses: "dirty pages removed before writeback", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpPageCacheDelete, akTPBTF, "mm_filemap_delete_from_page_cache")}},
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpPageCacheDelete, akTPBTF, "mm_filemap_delete_from_page_cache", "folio")}},
+			{mech: TPBTF, variant: "struct page events (before 5.17)", attach: []attachment{shaped(bpf.IopathProgTpPageCacheDeletePage, akTPBTF, "mm_filemap_delete_from_page_cache", "page")}},
 		}},
 		{Name: "balance_dirty_pages", Loses: "throttle_ns", candidates: []candidate{
 			{mech: Fentry, variant: "time inside the function", attach: []attachment{fn(bpf.IopathProgFentryBalanceDirtyPages, akFentry, "balance_dirty_pages"), fn(bpf.IopathProgFexitBalanceDirtyPages, akFexit, "balance_dirty_pages")}},

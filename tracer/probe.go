@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -39,13 +41,15 @@ type prober struct {
 func newProber(c *btf.Cache) (*prober, error) {
 	kspec, err := c.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
 	return &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}, nil
 }
 
 // TracefsDir returns the tracefs mount, mounting it at /sys/kernel/tracing
-// when no mount is found (tracepoint IDs live there). Empty if impossible.
+// when no mount is found (tracepoint IDs live there; a minimal system or a
+// container may not mount it). The mount is said on stderr and left in place,
+// as systemd would have made it. Empty if impossible.
 func TracefsDir() string {
 	for _, d := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
 		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
@@ -53,14 +57,20 @@ func TracefsDir() string {
 		}
 	}
 	if err := unix.Mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, ""); err == nil {
+		fmt.Fprintln(os.Stderr, "iopath: tracefs was not mounted: mounted it at /sys/kernel/tracing (tracepoint IDs are read there; it stays mounted)")
 		return "/sys/kernel/tracing"
 	}
 	return ""
 }
 
 func (p *prober) probe(c candidate) error {
+	for _, h := range c.needs {
+		if err := features.HaveProgramHelper(ebpf.Kprobe, h); err != nil {
+			return fmt.Errorf("needs helper %s: %s", strings.TrimPrefix(h.String(), "Fn"), probeVerdict(err))
+		}
+	}
 	for _, a := range c.attach {
-		key := fmt.Sprint(a.kind, ":", a.target)
+		key := fmt.Sprint(a.kind, ":", a.target, ":", a.shape)
 		err, ok := p.cache[key]
 		if !ok {
 			err = p.probeOne(a)
@@ -73,7 +83,16 @@ func (p *prober) probe(c candidate) error {
 	return nil
 }
 
+// probeOne checks that a attaches and then that the kernel's argument list
+// is the one its program expects (shape.go).
 func (p *prober) probeOne(a attachment) error {
+	if err := p.probeAttach(a); err != nil || a.shape == "" {
+		return err
+	}
+	return p.checkShape(a)
+}
+
+func (p *prober) probeAttach(a attachment) error {
 	switch a.kind {
 	case akFentry, akFexit:
 		return probeTracing(a.target, a.kind == akFexit, p.btf)
@@ -182,12 +201,17 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 				}
 			}
 			if len(pref) > 0 {
-				cands = append(pref, rest...)
+				pref = append(pref, rest...)
+				cands = pref
 			}
 		}
 		for _, c := range cands {
 			if err := p.probe(c); err != nil {
-				st.Rejected = append(st.Rejected, fmt.Sprintf("%s: %v", c.mech, err))
+				// Candidates for older argument lists fail the same way
+				// where the mechanism itself is refused: said once.
+				if r := fmt.Sprintf("%s: %v", c.mech, err); !slices.Contains(st.Rejected, r) {
+					st.Rejected = append(st.Rejected, r)
+				}
 				continue
 			}
 			st.Mechanism = c.mech

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,9 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/kernel"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,9 +43,11 @@ type Options struct {
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
 type Tracer struct {
-	K      *Kernel
+	K      *kernel.Kernel
 	Hooks  []HookStatus
-	Engine *Engine
+	Engine *engine.Engine
+	// Compat, when set, says why the compat BPF build was loaded (compat.go).
+	Compat []string
 	// Idle, if set, is called by Run (on its goroutine) each time it has
 	// consumed every record in the ring buffer, before it waits: the moment
 	// to flush buffered output.
@@ -57,6 +64,8 @@ type Tracer struct {
 	opts       Options
 	started    time.Time
 	out        func(any)
+	dec        Decoder
+	dirtied    dirtiedFiles // files traced calls dirtied (DirtyLeft)
 }
 
 // Error kinds callers can test with errors.Is to choose a message.
@@ -92,7 +101,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 }
 
 // New probes the kernel, loads the chosen programs and attaches them. out
-// receives records (*Syscall, *Writeback, *Persisted) from Run. On error
+// receives records (*record.Syscall, *record.Writeback, *record.Persisted) from Run. On error
 // nothing stays loaded or attached.
 func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
@@ -101,9 +110,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNoBTF, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
-	k, err := KernelFromBTF(kspec)
+	k, err := kernel.FromBTF(kspec)
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +149,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
-	spec, err := bpf.LoadIopath()
+	spec, compat, err := loadSpec() // compat.go: the compat build on kernels before 5.17 (kernels/issue 16)
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
+	t.Compat = compat
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {
@@ -161,15 +171,12 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			delete(spec.Programs, name)
 		}
 	}
-	if err := configure(spec, opts); err != nil {
-		return nil, err
-	}
 	var sysMask uint64
 	for _, c := range chosen {
 		sysMask |= c.sysMask
 	}
-	if err := spec.Variables["raw_sys_mask"].Set(sysMask); err != nil {
-		return nil, fmt.Errorf("setting raw_sys_mask: %w", err)
+	if err := configure(spec, opts, sysMask); err != nil {
+		return nil, err
 	}
 	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
@@ -212,9 +219,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	t.rd = rd
-	t.Engine = NewEngine(k, out)
+	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
-	if !opts.All {
+	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
+		// The hook exists but is left out (above); where it has no
+		// mechanism (5.10) Unavailable says so already.
 		t.Engine.Unavailable = append(t.Engine.Unavailable, "cache.lookups (--all)")
 	}
 	return t, nil
@@ -248,13 +257,17 @@ func verifierSummary(ve *ebpf.VerifierError) string {
 	return ve.Error()
 }
 
-func configure(spec *ebpf.CollectionSpec, opts Options) error {
-	set := func(name string, v any) error {
-		vs, ok := spec.Variables[name]
-		if !ok {
-			return fmt.Errorf("BPF object has no variable %s (stale generated files?)", name)
-		}
-		return vs.Set(v)
+// configure sets the object's variables and map sizes before load, through
+// the specs bpf2go generated (a renamed or removed C variable or map is a
+// compile error or an Assign error here, never a silent no-op).
+func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
+	var vars bpf.IopathVariableSpecs
+	var maps bpf.IopathMapSpecs
+	if err := spec.Assign(&vars); err != nil {
+		return fmt.Errorf("BPF object without iopath's variables (stale generated files?): %w", err)
+	}
+	if err := spec.Assign(&maps); err != nil {
+		return fmt.Errorf("BPF object without iopath's maps (stale generated files?): %w", err)
 	}
 	b := func(x bool) uint8 {
 		if x {
@@ -262,27 +275,19 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 		}
 		return 0
 	}
-	if err := set("self_tgid", uint32(os.Getpid())); err != nil {
-		return err
+	type set struct {
+		v   *ebpf.VariableSpec
+		val any
 	}
-	if err := set("emit_all", b(opts.All)); err != nil {
-		return err
-	}
-	if err := set("track_dirty", b(!opts.NoWriteback)); err != nil {
-		return err
-	}
+	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
+		{vars.RawSysMask, sysMask}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
 		}
 		var c [16]byte
 		copy(c[:], opts.Comm)
-		if err := set("filter_comm", uint8(1)); err != nil {
-			return err
-		}
-		if err := set("target_comm", c); err != nil {
-			return err
-		}
+		sets = append(sets, set{vars.FilterComm, uint8(1)}, set{vars.TargetComm, c})
 	}
 	rb := opts.RingBufBytes
 	if rb == 0 {
@@ -291,9 +296,18 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if rb < 4096 || rb&(rb-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two ≥ 4096 bytes", rb)
 	}
-	spec.Maps["events"].MaxEntries = uint32(rb)
+	maps.Events.MaxEntries = uint32(rb)
 	if opts.MaxDirtyPages > 0 {
-		spec.Maps["dirty_pages"].MaxEntries = uint32(opts.MaxDirtyPages)
+		maps.DirtyPages.MaxEntries = uint32(opts.MaxDirtyPages)
+	}
+	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map so that tests
+	// can fill it with a few hundred files.
+	if v := os.Getenv("IOPATH_HIT_STATS_ENTRIES"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n == 0 {
+			return fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a positive number of entries", v)
+		}
+		maps.HitStats.MaxEntries = uint32(n)
 	}
 	// Wake the reader once a quarter of a small ring is queued (it also
 	// polls every 100 ms): a fixed 256 KiB never woke it for a ring of
@@ -302,8 +316,11 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if q := uint64(rb) / 4; q < wake {
 		wake = q
 	}
-	if err := spec.Variables["wakeup_bytes"].Set(wake); err != nil {
-		return fmt.Errorf("setting wakeup_bytes: %w", err)
+	sets = append(sets, set{vars.WakeupBytes, wake})
+	for _, x := range sets {
+		if err := x.v.Set(x.val); err != nil {
+			return fmt.Errorf("setting BPF variable %s: %w", x.v.Name, err)
+		}
 	}
 	return nil
 }
@@ -342,7 +359,7 @@ func (t *Tracer) AddPid(pid int) error {
 	// Threads of this process may be marked untraced in tid_slot (they
 	// made a call before it was added): a new generation voids the marks.
 	t.targetsGen++
-	return t.coll.Variables["targets_gen"].Set(t.targetsGen)
+	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
 }
 
 // readTgid maps a thread id to its process id via /proc (a tid passed as -p
@@ -392,7 +409,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 			if draining {
 				if time.Now().After(drainUntil) {
 					deadline = time.Now()
-				} else if len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0 {
+				} else if t.joined() {
 					deadline = time.Now()
 				}
 			}
@@ -406,7 +423,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 				// discarded ones).
 				rec.Remaining = 0
 				t.Engine.Tick(monotonicNow())
-				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || (len(t.Engine.ops) == 0 && len(t.Engine.rqs) == 0)) {
+				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || t.joined()) {
 					t.Engine.Flush()
 					return nil
 				}
@@ -421,80 +438,22 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 	}
 }
 
+// joined reports whether the engine holds no call waiting for its record or
+// bios and no request waiting for its completion.
+func (t *Tracer) joined() bool {
+	calls, requests := t.Engine.Pending()
+	return calls == 0 && requests == 0
+}
+
 // dispatch decodes one ring-buffer record in place (no copy, no allocation
 // for the common records) and feeds the engine.
 func (t *Tracer) dispatch(raw []byte) {
 	if debugEvents != nil {
 		logEvent(raw)
 	}
-	if err := Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
+	if err := t.dec.Dispatch(t.Engine, raw); err != nil && os.Getenv("IOPATH_VERBOSE") != "" {
 		fmt.Fprintln(os.Stderr, "iopath:", err)
 	}
-}
-
-// Dispatch decodes one raw ring-buffer record and hands it to e. It returns
-// an error for a short or unknown record.
-func Dispatch(e *Engine, raw []byte) error {
-	if len(raw) < 4 {
-		return fmt.Errorf("short record (%d bytes)", len(raw))
-	}
-	typ := *(*uint32)(unsafe.Pointer(&raw[0]))
-	need := func(size uintptr) bool { return uintptr(len(raw)) >= size }
-	switch bpf.IopathEvType(typ) {
-	case bpf.IopathEvTypeEV_OP:
-		if need(opFixed) {
-			e.HandleOp(e.dec.op(raw))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_PATH:
-		if need(pathFixed) {
-			e.dec.path(raw)
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_ISSUE:
-		if need(unsafe.Offsetof(bpf.IopathRqIssueEv{}.Own)) {
-			e.HandleIssue(e.dec.issue(raw))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_COMPLETE:
-		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
-			e.HandleComplete((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_RQ_REQUEUE:
-		if need(unsafe.Sizeof(bpf.IopathRqDoneEv{})) {
-			e.HandleRequeue((*bpf.IopathRqDoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_BIO:
-		if need(unsafe.Sizeof(bpf.IopathWbBioEv{})) {
-			e.HandleWBBio((*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_START:
-		if need(unsafe.Sizeof(bpf.IopathWbStartEv{})) {
-			e.HandleWBStart((*bpf.IopathWbStartEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_WB_INODE:
-		if need(unsafe.Sizeof(bpf.IopathWbInodeEv{})) {
-			e.HandleWBInode((*bpf.IopathWbInodeEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_BIO_SPLIT:
-		if need(unsafe.Sizeof(bpf.IopathBioSplitEv{})) {
-			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	case bpf.IopathEvTypeEV_DIRTY_GONE:
-		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
-			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))
-			return nil
-		}
-	default:
-		return fmt.Errorf("unknown record type %d (%d bytes)", typ, len(raw))
-	}
-	return fmt.Errorf("record type %d too short (%d bytes)", typ, len(raw))
 }
 
 func monotonicNow() uint64 {
@@ -506,36 +465,33 @@ func monotonicNow() uint64 {
 // MonotonicNow returns CLOCK_MONOTONIC in ns, the clock of every *_ns timestamp.
 func MonotonicNow() uint64 { return monotonicNow() }
 
+// counterNames names every counter of bpf/events.h's enum counter (the
+// summary's map_evictions, truncations and diagnostics keys). Sized by
+// CNT_MAX: a counter added in C without a name here fails
+// TestCounterNames.
+var counterNames = [bpf.IopathCounterCNT_MAX]string{
+	bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
+	bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
+	bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
+	bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
+	bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
+	bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
+	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
+	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
+}
+
 // Counters sums the kernel's per-CPU loss counters by name.
 func (t *Tracer) Counters() map[string]uint64 {
-	names := map[bpf.IopathCounter]string{
-		bpf.IopathCounterCNT_RINGBUF_LOST: "ringbuf_lost", bpf.IopathCounterCNT_OPS_FULL: "hit_stats",
-		bpf.IopathCounterCNT_BIO_OWNER_FULL: "bio_owners", bpf.IopathCounterCNT_DIRTY_FULL: "dirty_pages",
-		bpf.IopathCounterCNT_INFLIGHT_FULL: "inflight", bpf.IopathCounterCNT_RQ_CHAIN_TRUNC: "rq_bio_chain",
-		bpf.IopathCounterCNT_RQ_OWN_TRUNC: "rq_owned_bios", bpf.IopathCounterCNT_RANGES_TRUNC: "page_ranges",
-		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
-		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
-		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL: "targets",
-	}
 	out := map[string]uint64{}
-	for idx, name := range names {
-		var per []uint64
-		if err := t.counter.Lookup(uint32(idx), &per); err != nil {
-			continue
-		}
-		var sum uint64
-		for _, v := range per {
-			sum += v
-		}
-		out[name] = sum
+	for idx, name := range counterNames {
+		out[name] = t.counter1(bpf.IopathCounter(idx))
 	}
 	return out
 }
 
 // Summary returns the end-of-trace summary: the engine's totals plus the
 // kernel's aggregated cache hits, loss counters and the attach report.
-func (t *Tracer) Summary() *Summary {
+func (t *Tracer) Summary() *record.Summary {
 	// Hits still summed in per-thread state (threads alive at the end).
 	var tid uint32
 	var op bpf.IopathOp
@@ -552,26 +508,14 @@ func (t *Tracer) Summary() *Summary {
 	var per []bpf.IopathStatVal
 	it := t.hits.Iterate()
 	for it.Next(&k, &per) {
-		var sum bpf.IopathStatVal
-		for _, v := range per {
-			sum.Calls += v.Calls
-			sum.BytesRequested += v.BytesRequested
-			sum.BytesReturned += v.BytesReturned
-			sum.Pages += v.Pages
-			if sum.Comm[0] == 0 {
-				sum.Comm = v.Comm
-			}
-			if sum.Name[0] == 0 {
-				sum.Name = v.Name
-			}
-		}
-		t.Engine.AddHits(k, sum)
+		t.Engine.AddHits(k, sumHits(per))
 	}
+	t.addHitsNotItemized()
 	s := t.Engine.Summary()
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
@@ -595,27 +539,62 @@ func (t *Tracer) Summary() *Summary {
 		if f.Path == "" || strings.HasPrefix(f.Path, "...") {
 			continue
 		}
-		if dirty, ok := kernelDirtyPages(f.Path, f.Dev, f.Ino); ok && dirty == 0 {
+		if dirty, ok := kernelDirtyPages(f.Path, kernel.Dev(f.Dev), f.Ino); ok && dirty == 0 {
 			s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
 		}
 	}
 	s.DirtyPending = t.Engine.DirtyPending()
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"],
 		// Records whose omitted path was never received (its record was lost).
-		"paths_missing": t.Engine.dec.MissingPaths}
+		"paths_missing": t.dec.MissingPaths}
 	return s
+}
+
+// addHitsNotItemized reads the hits the kernel could not count per file
+// (hit_stats was full) into the engine: per process from hit_other, and
+// those of no process from hit_unowned.
+func (t *Tracer) addHitsNotItemized() {
+	var k bpf.IopathOtherKey
+	var per []bpf.IopathStatVal
+	it := t.coll.Maps[bpf.IopathMapHitOther].Iterate()
+	for it.Next(&k, &per) {
+		t.Engine.AddHitsNotItemized(k.Pid, k.Write != 0, sumHits(per))
+	}
+	for write := uint32(0); write < 2; write++ {
+		if t.coll.Maps[bpf.IopathMapHitUnowned].Lookup(write, &per) == nil {
+			t.Engine.AddHitsNotItemized(0, write != 0, sumHits(per))
+		}
+	}
+}
+
+// sumHits adds up the per-CPU values of one hit aggregate.
+func sumHits(per []bpf.IopathStatVal) bpf.IopathStatVal {
+	var sum bpf.IopathStatVal
+	for _, v := range per {
+		sum.Calls += v.Calls
+		sum.BytesRequested += v.BytesRequested
+		sum.BytesReturned += v.BytesReturned
+		sum.Pages += v.Pages
+		if sum.Comm[0] == 0 {
+			sum.Comm = v.Comm
+		}
+		if sum.Name[0] == 0 {
+			sum.Name = v.Name
+		}
+	}
+	return sum
 }
 
 // kernelDirtyPages returns the dirty plus under-writeback pages of the file
 // at path (if it still is inode ino on dev), from cachestat(2).
-func kernelDirtyPages(path string, dev uint32, ino uint64) (uint64, bool) {
+func kernelDirtyPages(path string, dev string, ino uint64) (uint64, bool) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0, false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Ino != ino || UserDev(st.Dev) != dev {
+	if unix.Fstat(fd, &st) != nil || st.Ino != ino || kernel.Dev(kernel.UserDev(st.Dev)) != dev {
 		return 0, false
 	}
 	var cs unix.Cachestat_t
@@ -671,7 +650,7 @@ func logEvent(raw []byte) {
 	case bpf.IopathEvTypeEV_WB_BIO:
 		ev := (*bpf.IopathWbBioEv)(unsafe.Pointer(&raw[0]))
 		fmt.Fprintf(debugEvents, "wbbio bio=%x part=%d n=%d pages=%d ts=%d", ev.Bio, ev.Part, ev.NrMatch, ev.Pages, ev.Ts)
-		for i := 0; i < int(min(ev.NrMatch, 16)); i++ {
+		for i := 0; i < min(int(ev.NrMatch), len(ev.Match)); i++ {
 			fmt.Fprintf(debugEvents, " [%x %d+%d/%d]", ev.Match[i].OpId, ev.Match[i].Index, ev.Match[i].Nr, ev.Match[i].BioPages)
 		}
 		fmt.Fprintln(debugEvents)
@@ -679,7 +658,7 @@ func logEvent(raw []byte) {
 		var ev bpf.IopathRqIssueEv // cut after its owned bios: copy, do not cast
 		fill(bytesOf(&ev), raw)
 		fmt.Fprintf(debugEvents, "issue rq=%x ts=%d bytes=%d nbios=%d own=%d", ev.Rq, ev.Ts, ev.Bytes, ev.NrBios, ev.NrOwn)
-		for i := 0; i < int(min(ev.NrOwn, 32)); i++ {
+		for i := 0; i < min(int(ev.NrOwn), len(ev.Own)); i++ {
 			fmt.Fprintf(debugEvents, " [%x op=%x f=%d b=%d]", ev.Own[i].Bio, ev.Own[i].OpId, ev.Own[i].Flags, ev.Own[i].Bytes)
 		}
 		fmt.Fprintln(debugEvents)

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"errors"
 	"io"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ func (c *syncCounter) counts() []SyscallCount {
 // retry repeats f while it fails with EINTR.
 func retry(f func() error) error {
 	for {
-		if err := f(); err != unix.EINTR {
+		if err := f(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}
@@ -86,7 +87,7 @@ func (e *psyncEngine) op(buf []byte, off int64) (int, error) {
 		if n > 0 {
 			e.bytes += int64(n)
 		}
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			return n, err
 		}
 	}
@@ -103,7 +104,7 @@ func (e *psyncEngine) pwrite(buf []byte, off int64) (int, error) {
 			e.bytes += int64(n)
 			done += n
 		}
-		if err == unix.EINTR || err == nil && n > 0 && done < len(buf) {
+		if errors.Is(err, unix.EINTR) || err == nil && n > 0 && done < len(buf) {
 			continue
 		}
 		return done, err
@@ -144,7 +145,7 @@ func (s *fdStream) Read(p []byte) (int, error) {
 			s.readBytes += int64(n)
 			s.pos += int64(n)
 		}
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if n == 0 && err == nil && len(p) > 0 {
@@ -164,7 +165,7 @@ func (s *fdStream) Write(p []byte) (int, error) {
 			s.pos += int64(n)
 			done += n
 		}
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
@@ -222,7 +223,7 @@ func (e *syncEngine) op(buf []byte, off int64) (int, error) {
 		return e.s.Write(buf)
 	}
 	n, err := e.s.Read(buf)
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		err = nil
 	}
 	return n, err

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"bufio"
+	"errors"
 	"io"
 )
 
@@ -79,7 +80,7 @@ func (e *stdioEngine) writeAt(buf []byte, off int64) (int, error) {
 
 // eofOK turns io.EOF into a nil error: the caller sees a short count instead.
 func eofOK(err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err

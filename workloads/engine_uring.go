@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"errors"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,7 @@ func (e *uringEngine) submit(n int) (int, error) {
 	for {
 		k, err := e.r.enter(uint32(n), 0, 0, e.raw)
 		e.submits++
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		e.bytes += int64(k) * e.bs
@@ -61,7 +62,7 @@ func (e *uringEngine) wait(min int, out []completion) (int, error) {
 	for n < min {
 		_, err := e.r.enter(0, uint32(min-n), uringEnterGetEvents, e.raw)
 		e.waits++
-		if err != nil && err != unix.EINTR {
+		if err != nil && !errors.Is(err, unix.EINTR) {
 			return n, err
 		}
 		n += e.r.reap(out[n:])

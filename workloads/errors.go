@@ -22,14 +22,14 @@ func dirError(dir, flag string, err error) error {
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return fmt.Errorf("cannot create a file in %s: permission denied; choose a directory you can write to with %s", dir, flag)
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
-		return fmt.Errorf("cannot create a file in %s: no space left (%v); free space or choose another place with %s", dir, errnoOf(err), flag)
+		return fmt.Errorf("cannot create a file in %s: no space left (%w); free space or choose another place with %s", dir, errnoOf(err), flag)
 	}
 	return fmt.Errorf("cannot create a file in %s: %w", dir, err)
 }
 
 // fullError explains running out of space after written bytes, with the fix.
 func fullError(during, path string, written int64, err error) error {
-	return fmt.Errorf("disk full (%v) %s %s after writing %d bytes (%s): free space on %s (%s), use a smaller --size, or --dir on a larger filesystem",
+	return fmt.Errorf("disk full (%w) %s %s after writing %d bytes (%s): free space on %s (%s), use a smaller --size, or --dir on a larger filesystem",
 		errnoOf(err), during, path, written, FormatSize(written), filepath.Dir(path), fsName(path))
 }
 
@@ -42,7 +42,7 @@ func isFull(err error) bool {
 func errnoOf(err error) error {
 	var e unix.Errno
 	if errors.As(err, &e) {
-		return fmt.Errorf("%s: %s", unix.ErrnoName(e), e.Error())
+		return fmt.Errorf("%s: %w", unix.ErrnoName(e), e)
 	}
 	return err
 }

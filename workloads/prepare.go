@@ -466,7 +466,7 @@ func (p *Prepared) remove(force bool) error {
 		return nil
 	}
 	p.done = true
-	errs := p.job.release()
+	errs := p.release()
 	for _, j := range p.threads {
 		errs = append(errs, j.release()...)
 	}

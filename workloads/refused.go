@@ -76,12 +76,12 @@ func readSmall(path string) string {
 func aioSetupError(e unix.Errno, depth int) error {
 	switch {
 	case errors.Is(e, unix.EAGAIN):
-		return fmt.Errorf("io_setup(%d) failed with %v: the machine's AIO contexts are used up (fs.aio-nr %s of fs.aio-max-nr %s); raise it with sysctl fs.aio-max-nr=1048576, or use a smaller --iodepth",
+		return fmt.Errorf("io_setup(%d) failed with %w: the machine's AIO contexts are used up (fs.aio-nr %s of fs.aio-max-nr %s); raise it with sysctl fs.aio-max-nr=1048576, or use a smaller --iodepth",
 			depth, errnoOf(e), strings.TrimSpace(readSmall("/proc/sys/fs/aio-nr")), strings.TrimSpace(readSmall("/proc/sys/fs/aio-max-nr")))
 	case errors.Is(e, unix.ENOSYS):
-		return fmt.Errorf("io_setup failed with %v: this kernel was built without AIO (CONFIG_AIO), or a seccomp filter blocks it; use --engine io_uring or psync", errnoOf(e))
+		return fmt.Errorf("io_setup failed with %w: this kernel was built without AIO (CONFIG_AIO), or a seccomp filter blocks it; use --engine io_uring or psync", errnoOf(e))
 	case errors.Is(e, unix.EPERM):
-		return fmt.Errorf("io_setup failed with %v: a seccomp filter or security module blocks libaio; allow io_setup/io_submit/io_getevents/io_destroy, or use --engine psync", errnoOf(e))
+		return fmt.Errorf("io_setup failed with %w: a seccomp filter or security module blocks libaio; allow io_setup/io_submit/io_getevents/io_destroy, or use --engine psync", errnoOf(e))
 	}
 	return fmt.Errorf("io_setup(%d) failed: %w", depth, errnoOf(e))
 }

@@ -17,7 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 )
@@ -25,9 +28,10 @@ import (
 func init() { subcommands = append(subcommands, newDemoCmd, newDemoChildCmd) }
 
 type demoFlags struct {
-	dir  string
-	keep bool
-	json bool
+	dir      string
+	keep     bool
+	json     bool
+	timeline timelineFlags
 }
 
 // demos maps a demo name to its runner; each file adds its own.
@@ -51,15 +55,20 @@ func newDemoCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			stop := cleanupOnSignal()
 			defer stop()
+			if activeTimeline, err = openTimeline(&f.timeline, "iopath demo "+strings.Join(args, " ")); err != nil {
+				return err
+			}
+			defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 			return demos[args[0]].run(cmd, f, args[1:])
 		},
 	}
 	cmd.PersistentFlags().StringVar(&f.dir, "dir", "", "directory for the demo's file (default: a new temp dir under $TMPDIR, removed afterwards)")
 	cmd.PersistentFlags().BoolVar(&f.keep, "keep", false, "keep the demo's files")
 	cmd.PersistentFlags().BoolVar(&f.json, "json", false, "print the raw records as JSON Lines after the explanation")
+	addTimelineFlags(cmd.PersistentFlags(), &f.timeline)
 	cmd.Flags().Bool("fsync", false, "write-1byte: fsync after the write")
 	cmd.Flags().Int("expire-centisecs", 0, "write-1byte: set vm.dirty_expire_centisecs for the demo (restored afterwards)")
 	cmd.Flags().Duration("timeout", 90*time.Second, "write-1byte: how long to wait for writeback")
@@ -126,14 +135,14 @@ func demoDir(f *demoFlags) (string, func(), error) {
 	if f.dir != "" {
 		st, err := os.Stat(f.dir)
 		if err != nil {
-			return "", nil, fmt.Errorf("--dir %s: %v: create it or choose another directory", f.dir, err)
+			return "", nil, fmt.Errorf("--dir %s: %w: create it or choose another directory", f.dir, err)
 		}
 		if !st.IsDir() {
 			return "", nil, fmt.Errorf("--dir %s is not a directory", f.dir)
 		}
 		d, err := os.MkdirTemp(f.dir, "iopath-demo-")
 		if err != nil {
-			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%v): choose a writable directory", f.dir, err)
+			return "", nil, fmt.Errorf("--dir %s: cannot create files there (%w): choose a writable directory", f.dir, err)
 		}
 		atSignal(func() { os.RemoveAll(d) })
 		return d, func() {
@@ -148,7 +157,7 @@ func demoDir(f *demoFlags) (string, func(), error) {
 	}
 	d, err := os.MkdirTemp(base, "iopath-demo-")
 	if err != nil {
-		return "", nil, fmt.Errorf("creating a temp dir: %v: set TMPDIR to a writable directory", err)
+		return "", nil, fmt.Errorf("creating a temp dir: %w: set TMPDIR to a writable directory", err)
 	}
 	atSignal(func() { os.RemoveAll(d) })
 	return d, func() {
@@ -193,7 +202,7 @@ func describeFS(path string) fsInfo {
 		}
 	}
 	if unix.Stat(path, &st) == nil {
-		info.dev = tracer.UserDev(st.Dev)
+		info.dev = kernel.UserDev(st.Dev)
 		major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)
 		sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
 		if _, err := os.Stat(sys); err == nil {
@@ -288,11 +297,11 @@ func mincore(b []byte, vec []byte) error {
 
 // traceChild traces `iopath __demo-child ARGS...` and returns its records.
 // The tracer streams every call (--all) so warm hits are shown too.
-func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *tracer.Summary, []tracer.HookStatus, error) {
-	p := newPrinter(io.Discard, false, true)
-	p.collect = true
+func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, wait func(*tracer.Tracer), args ...string) ([]any, *record.Summary, []tracer.HookStatus, error) {
+	p := render.NewPrinter(io.Discard, false, true)
+	p.Collect = true
 	opts.All = true
-	t, err := tracer.New(opts, p.record)
+	t, err := tracer.New(opts, activeTimeline.tee(p.Record))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -323,7 +332,9 @@ func traceChild(cmd *cobra.Command, opts tracer.Options, settle time.Duration, w
 	if childErr != nil {
 		return nil, nil, nil, childErr
 	}
-	return p.collected, t.Summary(), t.Hooks, nil
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	return p.Collected, sum, t.Hooks, nil
 }
 
 // selfCommand returns the path and argv that run this iopath binary with
@@ -388,14 +399,14 @@ func newDemoChildCmd() *cobra.Command {
 }
 
 // fileRecords picks the syscall records of one file, in call order.
-func fileRecords(recs []any, dev uint32, ino uint64) []*tracer.Syscall {
-	var out []*tracer.Syscall
+func fileRecords(recs []any, dev uint32, ino uint64) []*record.Syscall {
+	var out []*record.Syscall
 	for _, r := range recs {
-		if s, ok := r.(*tracer.Syscall); ok && s.Ino == ino && s.Dev == tracer.Dev(dev) {
+		if s, ok := r.(*record.Syscall); ok && s.Ino == ino && s.Dev == kernel.Dev(dev) {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b *tracer.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
+	slices.SortFunc(out, func(a, b *record.Syscall) int { return cmp.Compare(a.TimeNs, b.TimeNs) })
 	return out
 }
 
@@ -404,5 +415,5 @@ func inode(path string) (uint32, uint64, error) {
 	if err := syscall.Stat(path, &st); err != nil {
 		return 0, 0, err
 	}
-	return tracer.UserDev(st.Dev), st.Ino, nil
+	return kernel.UserDev(st.Dev), st.Ino, nil
 }

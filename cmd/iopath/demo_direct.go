@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 )
@@ -116,7 +117,7 @@ func runDemoDirect(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	fmt.Fprintf(w, "iopath demo direct-vs-buffered: %s sequential reads of a cold %s file, with O_DIRECT vs through the page cache\n\n",
 		human(directBS), human(directFileSize))
 	fmt.Fprintf(w, "files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		human(directFileSize), dir, fs.fsType, tracer.Dev(fs.dev), fs.disk, fs.readAheadKB)
+		human(directFileSize), dir, fs.fsType, kernel.Dev(fs.dev), fs.disk, fs.readAheadKB)
 	for i, r := range runs {
 		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.args, " "), r.pid, coldLine(wrecs[i]))
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -138,7 +139,7 @@ func runDemoReadFread(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "iopath demo read-vs-fread: a cached %s file read 1 byte at a time, with read(2) per byte vs through a stdio buffer\n\n", human(freadFileSize))
 	fmt.Fprintf(w, "files: two %s files in %s (%s on %s), written and left cached: %s pages in the page cache (cachestat); st_blksize %d\n",
-		human(freadFileSize), dir, fs.fsType, tracer.Dev(fs.dev), strings.Join(cached, " and "), st.Blksize)
+		human(freadFileSize), dir, fs.fsType, kernel.Dev(fs.dev), strings.Join(cached, " and "), st.Blksize)
 	for _, r := range runs {
 		fmt.Fprintf(w, "traced: iopath workload %s (pid %d)\n", strings.Join(r.args, " "), r.pid)
 	}

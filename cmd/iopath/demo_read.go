@@ -7,7 +7,10 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +53,7 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "iopath demo read-1byte: what does read(fd, &c, 1) cost?")
 	fmt.Fprintln(w)
-	where := fmt.Sprintf("%s on %s", fs.fsType, tracer.Dev(fs.dev))
+	where := fmt.Sprintf("%s on %s", fs.fsType, kernel.Dev(fs.dev))
 	if fs.blockDevice {
 		where += fmt.Sprintf(" (disk %s, read_ahead_kb=%d)", fs.disk, fs.readAheadKB)
 	}
@@ -62,7 +65,7 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 		return fmt.Errorf("expected 2 traced reads of %s, saw %d (lost events: %d): run `iopath doctor`", path, len(calls), sum.LostEvents)
 	}
 	for _, c := range calls[:2] {
-		fmt.Fprint(w, storySyscall(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, explainRead(calls[0], "first read (cold)", fs))
@@ -89,7 +92,7 @@ func mech(hooks []tracer.HookStatus, name string) string {
 }
 
 // explainRead says in plain words what one read did, from its record only.
-func explainRead(c *tracer.Syscall, title string, fs fsInfo) string {
+func explainRead(c *record.Syscall, title string, fs fsInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, dur(c.DurationNs))
 	if c.BlockedNs > 0 {

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 )
@@ -50,7 +52,7 @@ type callStats struct {
 }
 
 // callStatsOf computes callStats from a run's syscall records.
-func callStatsOf(calls []*tracer.Syscall) callStats {
+func callStatsOf(calls []*record.Syscall) callStats {
 	var s callStats
 	type rqKey struct {
 		dev   string
@@ -241,7 +243,7 @@ func runDemoSeqRand(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	fmt.Fprintf(w, "iopath demo seq-vs-rand: %s in %s reads of a cold %s file, in order vs at random offsets\n\n",
 		human(seqRandBytes), human(seqRandBS), human(seqRandFileSize))
 	fmt.Fprintf(w, "files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		human(seqRandFileSize), dir, fs.fsType, tracer.Dev(fs.dev), fs.disk, fs.readAheadKB)
+		human(seqRandFileSize), dir, fs.fsType, kernel.Dev(fs.dev), fs.disk, fs.readAheadKB)
 	for i, r := range runs {
 		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.args, " "), r.pid, coldLine(wrecs[i]))
 	}

@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +79,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "iopath demo write-1byte: when does write(fd, \"x\", 1) reach the disk?")
-	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, tracer.Dev(fs.dev), fs.disk)
+	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, kernel.Dev(fs.dev), fs.disk)
 	if fsync {
 		fmt.Fprintln(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), fsync(fd), close(fd) in a child process")
 	} else {
@@ -98,7 +101,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 		return err
 	}
 	calls := fileRecords(recs, dev, ino)
-	var write, sync *tracer.Syscall
+	var write, sync *record.Syscall
 	for _, c := range calls {
 		switch c.Syscall {
 		case "write":
@@ -110,28 +113,28 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	if write == nil {
 		return fmt.Errorf("the traced write was not seen (lost events: %d): run `iopath doctor`", sum.LostEvents)
 	}
-	var persisted []*tracer.Persisted
-	var wbs []*tracer.Writeback
+	var persisted []*record.Persisted
+	var wbs []*record.Writeback
 	for _, r := range recs {
 		switch x := r.(type) {
-		case *tracer.Persisted:
+		case *record.Persisted:
 			if x.OpID == write.OpID {
 				persisted = append(persisted, x)
 			}
-		case *tracer.Writeback:
+		case *record.Writeback:
 			if x.Ino == ino {
 				wbs = append(wbs, x)
 			}
 		}
 	}
 	for _, c := range calls {
-		fmt.Fprint(w, storySyscall(c))
+		fmt.Fprint(w, render.SyscallStory(c))
 	}
 	for _, x := range wbs {
-		fmt.Fprint(w, storyWriteback(x))
+		fmt.Fprint(w, render.WritebackStory(x))
 	}
 	for _, p := range persisted {
-		fmt.Fprint(w, storyPersisted(p))
+		fmt.Fprint(w, render.PersistedStory(p))
 	}
 	if f.json {
 		enc := json.NewEncoder(w)
@@ -154,7 +157,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 		return nil
 	}
 	p := persisted[0]
-	var bio tracer.Bio
+	var bio record.Bio
 	for _, x := range wbs {
 		if len(x.Bios) > 0 && x.Bios[0].Sector == p.Sector {
 			bio = x.Bios[0]
@@ -169,7 +172,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	fmt.Fprintf(w, "The page reached the disk %s after the write: the flusher %s (tid %d) wrote it for reason %q\n",
 		dur(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
 	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, human(uint64(bio.RequestBytes)), p.Sector, dur(bio.D2CNs))
-	if p.Reason == "periodic" {
+	if p.Reason == record.ReasonPeriodic {
 		fmt.Fprintf(w, "That delay is the kernel's: a dirty inode is written once it is older than vm.dirty_expire_centisecs,\n"+
 			"checked every vm.dirty_writeback_centisecs (%s). Call fsync(2) to make data durable now (--fsync).\n", why)
 	}

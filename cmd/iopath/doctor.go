@@ -17,15 +17,19 @@ func init() { subcommands = append(subcommands, newDoctorCmd) }
 
 // doctorReport is what `iopath doctor` prints (also as JSON).
 type doctorReport struct {
-	Kernel     string              `json:"kernel"`
-	Machine    string              `json:"machine"`
-	BTF        bool                `json:"btf"`
-	Root       bool                `json:"root"`
-	Tracefs    string              `json:"tracefs"`
-	Kprobes    bool                `json:"kprobes"`
-	Hooks      []tracer.HookStatus `json:"hooks"`
-	Problems   []string            `json:"problems,omitempty"`
-	RequiredOK bool                `json:"required_ok"`
+	Kernel  string              `json:"kernel"`
+	Machine string              `json:"machine"`
+	BTF     bool                `json:"btf"`
+	Root    bool                `json:"root"`
+	Tracefs string              `json:"tracefs"`
+	Kprobes bool                `json:"kprobes"`
+	Hooks   []tracer.HookStatus `json:"hooks"`
+	// Compat says why the compat BPF build is used (kernels before 5.17).
+	Compat []string `json:"compat_build,omitempty"`
+	// Unavailable lists the record fields this kernel cannot give.
+	Unavailable []string `json:"unavailable,omitempty"`
+	Problems    []string `json:"problems,omitempty"`
+	RequiredOK  bool     `json:"required_ok"`
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -95,6 +99,8 @@ func runDoctor(force map[string]tracer.Mechanism) *doctorReport {
 		return r
 	}
 	r.Hooks = hooks
+	r.Compat = tracer.CompatReasons()
+	r.Unavailable = tracer.Unavailable(hooks)
 	r.RequiredOK = true
 	for _, h := range hooks {
 		if h.Mechanism == tracer.None && h.Loses == "" {
@@ -141,6 +147,13 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			}
 		}
 		tw.Flush()
+	}
+	// Both lines appear only where they apply (older kernels).
+	if len(r.Compat) > 0 {
+		fmt.Fprintf(w, "\nbpf build: compat (%s)\n", strings.Join(r.Compat, "; "))
+	}
+	if len(r.Unavailable) > 0 {
+		fmt.Fprintf(w, "\nunavailable on this kernel: %s\n", strings.Join(r.Unavailable, ", "))
 	}
 	if len(r.Problems) > 0 {
 		fmt.Fprintln(w, "\nproblems:")

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,9 +112,10 @@ func TestReusedPidNotTraced(t *testing.T) {
 	pidFile := filepath.Join(dir, "child.pid")
 	doneFile := filepath.Join(dir, "done")
 	// --all: every call of a traced process would be a record. The traced
-	// shell (and so the trace) lasts until the test says it is done.
+	// shell (and so the trace) lasts until the test says it is done; it
+	// writes its child's pid once the child is reaped, so the pid is free.
 	cmd := iopathCmd(os.TempDir(), "trace", "--json", "--all", "--", "/bin/sh", "-c",
-		`/bin/true & echo $! > "$0"; wait; while [ ! -e "$1" ]; do sleep 0.05; done`, pidFile, doneFile)
+		`/bin/true & p=$!; wait; echo $p > "$0"; while [ ! -e "$1" ]; do sleep 0.05; done`, pidFile, doneFile)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -131,7 +133,7 @@ func TestReusedPidNotTraced(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the traced shell never wrote its child's pid: %s", errb.String())
 	}
-	time.Sleep(200 * time.Millisecond) // the traced child has exited
+	// The shell wrote the pid after wait: the child has exited and been reaped.
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
 		cmd.Wait()
 		t.Skipf("cannot choose the next pid (%v)", err)
@@ -152,5 +154,37 @@ func TestReusedPidNotTraced(t *testing.T) {
 		if int(c.Pid) == pid && c.Comm == "dd" {
 			t.Fatalf("dd reusing the traced child's pid %d was traced: %+v", pid, c)
 		}
+	}
+}
+
+// A directory above a file renamed between two reads of one thread (the
+// parent, then the grandparent; the fd kept open) changes the path of the
+// reads after it, though the file's own dentry, parent and name did not
+// change (issue 10 item 10).
+func TestPathAfterDirRename(t *testing.T) {
+	needRoot(t)
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("needs /bin/bash")
+	}
+	dir := diskDir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "a", "b", "file")
+	if err := os.WriteFile(f, []byte("abcdefgh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	tr := traceCmd(t, "--all", "--", "/bin/bash", "-c",
+		`cd "$0"; exec 3<a/b/file; read -r -n 2 x <&3; mv a/b a/c; read -r -n 2 x <&3; mv a z; read -r -n 2 x <&3`, dir)
+	var seq []string
+	for _, c := range tr.forIno(ino) {
+		if len(seq) == 0 || seq[len(seq)-1] != c.Path {
+			seq = append(seq, c.Path)
+		}
+	}
+	want := []string{f, filepath.Join(dir, "a", "c", "file"), filepath.Join(dir, "z", "c", "file")}
+	if !slices.Equal(seq, want) {
+		t.Fatalf("paths of the reads, in order: %q (want %q)", seq, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
@@ -34,6 +35,7 @@ type traceFlags struct {
 	noWriteback   bool
 	quiet         bool
 	workload      string // trace_workload.go
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -70,11 +72,16 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
-func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args)
 	}
@@ -119,14 +126,14 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	for k, v := range f.force {
 		force[k] = tracer.Mechanism(v)
 	}
-	out := newPrinter(cmd.OutOrStdout(), f.json, f.quiet)
+	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
 	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.record)
+		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, activeTimeline.tee(out.Record))
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	defer out.flush()
+	defer out.Flush()
 	started(cmd.ErrOrStderr(), t, out, force)
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -139,7 +146,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 	if f.readyFile != "" {
 		rf, err := os.OpenFile(f.readyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return fmt.Errorf("--ready-file: %v: give a path that does not exist yet", err)
+			return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
 		}
 		fmt.Fprintln(rf, os.Getpid())
 		rf.Close()
@@ -170,7 +177,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		go func() {
 			defer close(childDone)
 			err := child.Wait()
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				exitCode = ee.ExitCode()
 				if exitCode < 0 {
 					exitCode = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
@@ -188,7 +195,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		// Output closed (`iopath trace -p PID | head`): stop, as a
 		// command whose output is gone would. A traced command keeps
 		// running (traced, records dropped) until it exits.
-		out.onBroken = func(err error) {
+		out.OnBroken = func(err error) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "iopath: output closed (%v): stopping\n", err)
 			stopRun()
 		}
@@ -219,7 +226,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	out.summary(t.Summary(), t.Hooks)
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	out.Summary(sum)
 	if exitCode != 0 {
 		return exitError{code: exitCode}
 	}
@@ -238,7 +247,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := c.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %v: its #! interpreter line names a program that does not exist", args[0], err)
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", args[0], err)
 		}
 		return nil, fmt.Errorf("starting %s: %w", args[0], err)
 	}
@@ -247,7 +256,7 @@ func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error)
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		c.Process.Kill()
 		c.Wait()
-		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %v)", args[0], ws, err)
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", args[0], ws, err)
 	}
 	if err := t.AddPid(pid); err != nil {
 		c.Process.Kill()
@@ -287,8 +296,8 @@ func attachLine(hooks []tracer.HookStatus) string {
 // started connects the printer to a new tracer (flushed whenever the ring
 // buffer is empty) and says on errw which mechanism each hook uses, and
 // which --force-mechanism wishes were not granted.
-func started(errw io.Writer, t *tracer.Tracer, out *printer, force map[string]tracer.Mechanism) {
-	t.Idle = out.flush
+func started(errw io.Writer, t *tracer.Tracer, out *render.Printer, force map[string]tracer.Mechanism) {
+	t.Idle = out.Flush
 	fmt.Fprintln(errw, attachLine(t.Hooks))
 	for _, w := range forceWarnings(force, t.Hooks) {
 		fmt.Fprintln(errw, "iopath:", w)

@@ -8,8 +8,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,76 +20,41 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/internal/testutil"
+	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load BPF programs (run the tests as root: sudo make test)")
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		t.Skip("needs a kernel with BTF (/sys/kernel/btf/vmlinux)")
-	}
+	testutil.NeedRoot(t)
 }
 
 // diskDir returns a temp dir on a disk-backed filesystem ($TMPDIR, or /var/tmp
 // when $TMPDIR is tmpfs), removed at the end of the test.
 func diskDir(t *testing.T) string {
 	t.Helper()
-	base := os.TempDir()
-	if !describeFS(base).blockDevice {
-		base = "/var/tmp"
-	}
-	if !describeFS(base).blockDevice {
-		t.Skipf("no disk-backed directory ($TMPDIR and /var/tmp are memory-backed)")
-	}
-	d, err := os.MkdirTemp(base, "iopath-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
+	return testutil.DiskDir(t)
 }
 
 // coldFile writes size random bytes, syncs and evicts them from the page cache.
 func coldFile(t *testing.T, dir string, size int64) string {
 	t.Helper()
-	p := filepath.Join(dir, fmt.Sprintf("cold-%d.dat", size))
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		rand.Read(buf)
-		if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if left, err := evict(p); err != nil || left != 0 {
-		t.Fatalf("evicting %s: %d pages left, %v", p, left, err)
-	}
-	return p
+	return testutil.ColdFile(t, dir, fmt.Sprintf("cold-%d.dat", size), size)
 }
 
 // traced holds the records of one `iopath trace --json` run.
 type traced struct {
-	calls     []tracer.Syscall
-	wbs       []tracer.Writeback
-	persisted []tracer.Persisted
-	summary   *tracer.Summary
+	calls     []record.Syscall
+	wbs       []record.Writeback
+	persisted []record.Persisted
+	summary   *record.Summary
 	stderr    string
 	code      int
 }
 
-func (tr *traced) forIno(ino uint64) []tracer.Syscall {
-	var out []tracer.Syscall
+func (tr *traced) forIno(ino uint64) []record.Syscall {
+	var out []record.Syscall
 	for _, c := range tr.calls {
 		if c.Ino == ino {
 			out = append(out, c)
@@ -115,19 +80,19 @@ func parseRecords(t *testing.T, out []byte) *traced {
 		var err error
 		switch head.Type {
 		case "syscall":
-			var c tracer.Syscall
+			var c record.Syscall
 			err = json.Unmarshal(line, &c)
 			tr.calls = append(tr.calls, c)
 		case "writeback":
-			var w tracer.Writeback
+			var w record.Writeback
 			err = json.Unmarshal(line, &w)
 			tr.wbs = append(tr.wbs, w)
 		case "persisted":
-			var p tracer.Persisted
+			var p record.Persisted
 			err = json.Unmarshal(line, &p)
 			tr.persisted = append(tr.persisted, p)
 		case "summary":
-			tr.summary = &tracer.Summary{}
+			tr.summary = &record.Summary{}
 			err = json.Unmarshal(line, tr.summary)
 		}
 		if err != nil {
@@ -149,7 +114,7 @@ func traceCmd(t *testing.T, args ...string) *traced {
 	}
 	tr := parseRecords(t, out.Bytes())
 	tr.stderr = errb.String()
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		tr.code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
@@ -172,7 +137,7 @@ func inoOf(t *testing.T, p string) uint64 {
 	return ino
 }
 
-func sumBioBytes(calls []tracer.Syscall) (total uint64) {
+func sumBioBytes(calls []record.Syscall) (total uint64) {
 	for _, c := range calls {
 		for _, b := range c.Bios {
 			total += uint64(b.Bytes)
@@ -324,7 +289,7 @@ func TestTraceDirectRead(t *testing.T) {
 		t.Fatalf("want 4 records, got %d", len(calls))
 	}
 	for _, c := range calls {
-		if !c.Direct || c.Cache.PagesAdded != 0 || c.Cache.PagesRequested != 0 || sumBioBytes([]tracer.Syscall{c}) != 8192 {
+		if !c.Direct || c.Cache.PagesAdded != 0 || c.Cache.PagesRequested != 0 || sumBioBytes([]record.Syscall{c}) != 8192 {
 			t.Errorf("O_DIRECT record %+v", c)
 		}
 		if c.Comm != "dd" {

@@ -23,7 +23,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -55,7 +58,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, fmt.Errorf("the flags after -- are those of `iopath workload %s`: see iopath workload --help", kind)
 		}
-		return nil, fmt.Errorf("workload flags after --: %v: see iopath workload --help", err)
+		return nil, fmt.Errorf("workload flags after --: %w: see iopath workload --help", err)
 	}
 	if fl.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q after --: give only workload flags there (the kind goes in --workload)", fl.Arg(0))
@@ -132,7 +135,7 @@ func prepareWorkloadFile(spec workloads.Spec) (*workloadFile, error) {
 		}
 		d, err := os.MkdirTemp(base, "iopath-workload-")
 		if err != nil {
-			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %v: set TMPDIR, or give --dir after --", base, err)
+			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %w: set TMPDIR, or give --dir after --", base, err)
 		}
 		wf.tmpDir, ps.Dir = d, d
 	}
@@ -264,7 +267,7 @@ func (c *workloadChild) wait() (rep *workloads.Report, code int, err error) {
 	if i := bytes.IndexByte(out, '{'); i >= 0 {
 		rep = &workloads.Report{}
 		if err := json.Unmarshal(out[i:], rep); err != nil {
-			return nil, code, fmt.Errorf("reading the workload's report: %v", err)
+			return nil, code, fmt.Errorf("reading the workload's report: %w", err)
 		}
 	}
 	return rep, code, nil
@@ -308,15 +311,15 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	for k, v := range f.force {
 		force[k] = tracer.Mechanism(v)
 	}
-	out := newPrinter(cmd.OutOrStdout(), f.json, f.quiet)
-	tally := &persistTally{out: out.record}
+	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
+	tally := &persistTally{out: activeTimeline.tee(out.Record)}
 	t, err := tracer.New(tracer.Options{All: f.all, RingBufBytes: f.ringbuf, MaxDirtyPages: f.maxDirty,
 		Force: force, NoWriteback: f.noWriteback}, tally.record)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	defer out.flush()
+	defer out.Flush()
 	started(cmd.ErrOrStderr(), t, out, force)
 	stop := ctx
 	if f.duration > 0 {
@@ -371,7 +374,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 	after := file.cachedNow()
 	sum := t.Summary() // once: it folds the kernel's hit counters in
 	wout := cmd.OutOrStdout()
-	out.flush() // the records before the report
+	out.Flush() // the records before the report
 	if res.rep != nil && !f.json {
 		if w.json {
 			e := json.NewEncoder(wout)
@@ -381,12 +384,12 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string) error {
 			res.rep.WriteText(wout)
 		}
 	}
-	out.summary(sum, t.Hooks)
+	activeTimeline.summary(sum)
+	out.Summary(sum)
 	rec := newWorkloadRecord(sum, child.pid(), file, res.rep, &tally.persistCounts, after)
 	if f.json {
-		out.enc.Encode(rec)
-		out.add()
-		out.flush()
+		out.WriteJSON(rec)
+		out.Flush()
 	} else {
 		fmt.Fprint(wout, rec.text(f.waitWriteback > 0))
 	}
@@ -421,7 +424,7 @@ type persistTotals struct {
 	written, flusher, removed, failed uint64
 }
 
-func (pc *persistCounts) add(p *tracer.Persisted) {
+func (pc *persistCounts) add(p *record.Persisted) {
 	if pc.byKey == nil {
 		pc.byKey = map[persistKey]*persistTotals{}
 	}
@@ -459,7 +462,7 @@ type persistTally struct {
 }
 
 func (pt *persistTally) record(r any) {
-	if p, ok := r.(*tracer.Persisted); ok {
+	if p, ok := r.(*record.Persisted); ok {
 		pt.add(p)
 	}
 	pt.out(r)
@@ -532,7 +535,7 @@ type workloadRecord struct {
 }
 
 // summaryTotals returns the totals of pid and of the file (dev, ino).
-func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, f tracer.Totals) {
+func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, f record.Totals) {
 	for _, s := range sum.Pids {
 		if s.Pid == pid {
 			p = s.Totals
@@ -548,8 +551,8 @@ func summaryTotals(sum *tracer.Summary, pid uint32, dev string, ino uint64) (p, 
 
 // newWorkloadRecord computes a run's record from the summary (per pid and
 // per file), the persisted pages counted from the records, and its report.
-func newWorkloadRecord(sum *tracer.Summary, pid uint32, file *workloadFile, rep *workloads.Report, pc *persistCounts, after *workloads.Residency) *workloadRecord {
-	dev := tracer.Dev(file.dev)
+func newWorkloadRecord(sum *record.Summary, pid uint32, file *workloadFile, rep *workloads.Report, pc *persistCounts, after *workloads.Residency) *workloadRecord {
+	dev := kernel.Dev(file.dev)
 	pt, ft := summaryTotals(sum, pid, dev, file.ino)
 	wb := pc.get(pid, dev, file.ino)
 	r := &workloadRecord{Type: "workload", Pid: pid, File: file.path, Dev: dev, Ino: file.ino,
@@ -599,7 +602,7 @@ func (r *workloadRecord) text(waited bool) string {
 		r.FileReadCalls, r.FileWriteCalls, r.OtherCalls)
 	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %.1f disk bytes per op\n",
 		human(r.DiskBytesRead), human(r.DiskBytesWritten), human(r.WritebackBytes), r.DiskBytesPerOp)
-	if tracer.MemoryOnly(r.fs) {
+	if kernel.MemoryOnly(r.fs) {
 		fmt.Fprintf(&b, "               the file is on %s, which has no block device: it never reaches a disk\n", r.fs)
 	}
 	if r.ReadBytesRequested > 0 {
@@ -650,10 +653,10 @@ type workloadRun struct {
 // BPF programs load once) and returns every record, the summary (read once:
 // it folds the kernel's hit counters in) and the hooks. opts.All streams
 // every call. SIGINT/SIGTERM interrupt the child and end with exit status 130.
-func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *tracer.Summary, []tracer.HookStatus, error) {
-	p := newPrinter(io.Discard, false, true)
-	p.collect = true
-	t, err := tracer.New(opts, p.record)
+func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *record.Summary, []tracer.HookStatus, error) {
+	p := render.NewPrinter(io.Discard, false, true)
+	p.Collect = true
+	t, err := tracer.New(opts, activeTimeline.tee(p.Record))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -676,7 +679,9 @@ func traceWorkloads(opts tracer.Options, runs []*workloadRun) ([]any, *tracer.Su
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return p.collected, t.Summary(), t.Hooks, nil
+	sum := t.Summary()
+	activeTimeline.summary(sum)
+	return p.Collected, sum, t.Hooks, nil
 }
 
 // trace runs the workload as a traced child of t and waits for it.
@@ -702,10 +707,10 @@ func (r *workloadRun) trace(sig context.Context, t *tracer.Tracer) error {
 }
 
 // record is the run's "workload" record, from the demo's records and summary.
-func (r *workloadRun) record(recs []any, sum *tracer.Summary, after *workloads.Residency) *workloadRecord {
+func (r *workloadRun) record(recs []any, sum *record.Summary, after *workloads.Residency) *workloadRecord {
 	var pc persistCounts
 	for _, x := range recs {
-		if p, ok := x.(*tracer.Persisted); ok {
+		if p, ok := x.(*record.Persisted); ok {
 			pc.add(p)
 		}
 	}
@@ -714,7 +719,7 @@ func (r *workloadRun) record(recs []any, sum *tracer.Summary, after *workloads.R
 
 // demoJSON prints a demo's raw evidence as JSON Lines: the syscall records
 // of each run's file, the summary, then one "workload" record per run.
-func demoJSON(w io.Writer, recs []any, sum *tracer.Summary, wrecs []*workloadRecord) {
+func demoJSON(w io.Writer, recs []any, sum *record.Summary, wrecs []*workloadRecord) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, wr := range wrecs {

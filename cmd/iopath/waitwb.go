@@ -37,15 +37,22 @@ func writebackBound() (time.Duration, string) {
 }
 
 // waitWriteback keeps the trace running until every page the traced calls
-// dirtied was seen written (or removed), or limit passes. It shows a
-// progress bar on a terminal.
+// dirtied was seen written (or removed), or limit passes. When dirty-page
+// tracking overflowed it waits on the kernel's count instead (see
+// tracer.DirtyLeft) and says so. It shows a progress bar on a terminal.
 func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
 	bound, why := writebackBound()
 	start := time.Now()
 	// Give the ring buffer a moment so the last calls' records are counted.
 	time.Sleep(200 * time.Millisecond)
-	pending := t.Engine.DirtyPending()
+	left := t.DirtyLeft()
+	pending := left.Pages
+	whose := overflowNote(left)
 	if pending == 0 {
+		if left.Overflowed > 0 {
+			fmt.Fprintf(errw, "iopath: --wait-writeback: the kernel reports no dirty page left in the files the traced command wrote%s\n", whose)
+			return
+		}
 		if n := t.Engine.MemoryOnlyWrites(); n > 0 {
 			fmt.Fprintf(errw, "iopath: --wait-writeback: the traced command's %d writes went to a memory-only filesystem (tmpfs): nothing is ever written back\n", n)
 			return
@@ -53,7 +60,7 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)\n", limit, pl(uint64(pending), "dirty page"), bound, why)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, pl(uint64(pending), "dirty page"), bound, why, whose)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
@@ -63,7 +70,8 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		p := t.Engine.DirtyPending()
+		left := t.DirtyLeft()
+		p := left.Pages
 		if bar != nil {
 			bar.Describe(fmt.Sprintf("still dirty %d, waited %s of bound %s", p, time.Since(start).Round(time.Second), bound))
 			bar.Set64(int64(pending) - int64(min(p, pending)))
@@ -72,11 +80,11 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 			if bar != nil {
 				bar.Finish()
 			}
-			fmt.Fprintf(errw, "iopath: all dirty pages reached the disk after %s\n", time.Since(start).Round(10*time.Millisecond))
+			fmt.Fprintf(errw, "iopath: all dirty pages reached the disk after %s%s\n", time.Since(start).Round(10*time.Millisecond), overflowNote(left))
 			return
 		}
 		if time.Since(start) > limit {
-			fmt.Fprintf(errw, "iopath: --wait-writeback: %d pages still dirty after %s\n", p, limit)
+			fmt.Fprintf(errw, "iopath: --wait-writeback: %d pages still dirty after %s%s\n", p, limit, overflowNote(left))
 			return
 		}
 		select {
@@ -85,4 +93,16 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		case <-tick.C:
 		}
 	}
+}
+
+// overflowNote says whose count of dirty pages a message gives when
+// dirty-page tracking overflowed ("" when it did not).
+func overflowNote(d tracer.DirtyLeft) string {
+	switch {
+	case d.Overflowed == 0:
+		return ""
+	case d.Kernel:
+		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of the written files)", pl(d.Overflowed, "folio"))
+	}
+	return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; iopath's count, which cannot reach 0: the kernel's count of a written file is unavailable)", pl(d.Overflowed, "folio"))
 }

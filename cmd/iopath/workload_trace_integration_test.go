@@ -13,7 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,7 +58,7 @@ func runJSON(t *testing.T, tmp string, args ...string) (string, *traced, []*work
 }
 
 // pidTotals returns the summary totals of pid.
-func pidTotals(t *testing.T, s *tracer.Summary, pid uint32) tracer.Totals {
+func pidTotals(t *testing.T, s *record.Summary, pid uint32) record.Totals {
 	t.Helper()
 	for _, p := range s.Pids {
 		if p.Pid == pid {
@@ -65,11 +66,11 @@ func pidTotals(t *testing.T, s *tracer.Summary, pid uint32) tracer.Totals {
 		}
 	}
 	t.Fatalf("pid %d not in the summary: %+v", pid, s.Pids)
-	return tracer.Totals{}
+	return record.Totals{}
 }
 
 // fileTotals returns the summary totals of the file (dev, ino).
-func fileTotals(t *testing.T, s *tracer.Summary, dev string, ino uint64) tracer.Totals {
+func fileTotals(t *testing.T, s *record.Summary, dev string, ino uint64) record.Totals {
 	t.Helper()
 	for _, f := range s.Files {
 		if f.Dev == dev && f.Ino == ino {
@@ -77,12 +78,12 @@ func fileTotals(t *testing.T, s *tracer.Summary, dev string, ino uint64) tracer.
 		}
 	}
 	t.Fatalf("file %s ino %d not in the summary", dev, ino)
-	return tracer.Totals{}
+	return record.Totals{}
 }
 
 // runRecords returns the syscall records of a workload run's file, as the
 // demos pick them (fileRecords), from the parsed JSON.
-func runRecords(tr *traced, wr *workloadRecord) []*tracer.Syscall {
+func runRecords(tr *traced, wr *workloadRecord) []*record.Syscall {
 	var all []any
 	for i := range tr.calls {
 		all = append(all, &tr.calls[i])
@@ -109,12 +110,12 @@ func TestTraceWorkloadRead1Byte(t *testing.T) {
 			t.Errorf("record of pid %d, not the workload's %d: %+v", c.Pid, wr.Pid, c)
 			continue
 		}
-		if tracerIsRead(c.Syscall) {
+		if record.IsRead(c.Syscall) {
 			pidReads++
 		} else {
 			// The preparation (1 MiB of pwrite64 and an fdatasync) ran in
 			// the tracer's process: no write or sync call is traced.
-			t.Errorf("a %s record in the trace: %s", c.Syscall, storySyscall(&c))
+			t.Errorf("a %s record in the trace: %s", c.Syscall, render.SyscallStory(&c))
 		}
 		if c.Ino != wr.Ino || c.Dev != wr.Dev {
 			continue
@@ -150,7 +151,11 @@ func TestTraceWorkloadRead1Byte(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	sec := stdout[strings.Index(stdout, "--- workload under trace ---"):]
+	i := strings.Index(stdout, "--- workload under trace ---")
+	if i < 0 {
+		t.Fatalf("no workload section in:\n%s", stdout)
+	}
+	sec := stdout[i:]
 	for _, want := range []string{"ops:           100 (the workload's report)\ncalls:         100 reads and 0 writes on the file;",
 		"hit ratio 100.00% (100 hits / 100 pages requested", "writeback:     0 pages dirtied, 0 persisted, 0 pending"} {
 		if !strings.Contains(sec, want) {
@@ -186,7 +191,7 @@ func TestTraceWorkloadFileColdKeep(t *testing.T) {
 		t.Errorf("report %+v", wr.Report)
 	}
 	for _, c := range tr.calls {
-		if !tracerIsRead(c.Syscall) {
+		if !record.IsRead(c.Syscall) {
 			t.Errorf("%s traced: the preparation (--cold's fdatasync) must not be", c.Syscall)
 		}
 	}
@@ -211,8 +216,8 @@ func TestTraceWorkloadFileColdKeep(t *testing.T) {
 	os.RemoveAll(filepath.Dir(wrs[0].File))
 }
 
-func derefCalls(cs []*tracer.Syscall) []tracer.Syscall {
-	out := make([]tracer.Syscall, len(cs))
+func derefCalls(cs []*record.Syscall) []record.Syscall {
+	out := make([]record.Syscall, len(cs))
 	for i, c := range cs {
 		out[i] = *c
 	}

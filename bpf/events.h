@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The contract between iopath's BPF programs and its Go decoder: exactly
+ * the types bpf/gen.go exports with bpf2go -type (Go: bpf.Iopath*). The
+ * ring-buffer records (enum ev_type), their flag sets (enums, so that their
+ * values reach Go through BTF, never copied by hand), the loss counters and
+ * the hit-aggregation keys and values userspace reads from maps.
+ *
+ * Internal state lives in maps.h (maps, configuration, map values only BPF
+ * reads), slots.h (the per-thread slot allocator) and helpers.h. */
+#ifndef IOPATH_EVENTS_H
+#define IOPATH_EVENTS_H
+
+#include "vmlinux.h"
+
+#define MAX_RANGES 24    /* page-cache ranges (added or dirtied) kept per call */
+#define MAX_RA 4         /* readahead decisions kept per call */
+#define MAX_ISSUE_OWN 32 /* owned bios reported per request issue */
+#define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
+#define PATH_PARTS 8     /* dentry names kept per call (deepest first) */
+#define PART_LEN 48
+
+/* Syscalls (and function hooks) that start an operation. */
+enum op_sys {
+	SYS_READ = 1, SYS_PREAD64, SYS_READV, SYS_PREADV, SYS_PREADV2,
+	SYS_WRITE, SYS_PWRITE64, SYS_WRITEV, SYS_PWRITEV, SYS_PWRITEV2,
+	SYS_FSYNC, SYS_FDATASYNC, SYS_SYNC_FILE_RANGE, SYS_SYNC, SYS_SYNCFS,
+	SYS_VFS_READ, SYS_VFS_WRITE, /* vfs_read/vfs_write reached from another syscall */
+	SYS_SENDFILE, SYS_SPLICE, SYS_COPY_FILE_RANGE, /* in-kernel copies: read side traced, pages dirtied on the output followed */
+	SYS_RENAME, /* rename, renameat, renameat2: no record, counted in rename_gen (hook "rename") */
+	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
+};
+_Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");
+
+enum ev_type {
+	EV_OP = 1,        /* struct op: one system call, at its exit */
+	EV_RQ_ISSUE,      /* struct rq_issue_ev */
+	EV_RQ_COMPLETE,   /* struct rq_done_ev */
+	EV_RQ_REQUEUE,    /* struct rq_done_ev */
+	EV_WB_BIO,        /* struct wb_bio_ev: a write bio carrying tracked dirty pages */
+	EV_WB_START,      /* struct wb_start_ev: writeback work started (reason) */
+	EV_WB_INODE,      /* struct wb_inode_ev: do_writepages / writeback_single_inode_start */
+	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
+	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
+	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
+};
+
+/* Counters in the `counters` per-CPU array; summed by userspace. */
+enum counter {
+	CNT_RINGBUF_LOST = 0,   /* ring buffer full: an event was dropped */
+	CNT_OPS_FULL,           /* hit_stats refused a file: its hits counted in hit_other */
+	CNT_BIO_OWNER_FULL,     /* bio ownership map full */
+	CNT_DIRTY_FULL,         /* dirty-page map full */
+	CNT_INFLIGHT_FULL,      /* in-flight request map full */
+	CNT_RQ_CHAIN_TRUNC,     /* request bio chain longer than MAX_RQ_BIOS */
+	CNT_RQ_OWN_TRUNC,       /* more owned bios in a request than MAX_ISSUE_OWN */
+	CNT_RANGES_TRUNC,       /* more page ranges in a call than MAX_RANGES */
+	CNT_BVEC_TRUNC,         /* writeback bio walk longer than MAX_WALK_STEPS */
+	CNT_WB_MATCH_TRUNC,     /* unused: matches beyond MAX_WB_MATCH go in continuation events */
+	CNT_TASK_OPS_FULL,      /* per-thread state map full: a call was not traced */
+	CNT_WALK_FOLIOS,        /* diagnostics: folios looked up by writeback bio walks */
+	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
+	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
+	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
+	CNT_HIT_OTHER_FULL,     /* hit_other full too: hits counted in hit_unowned (no process) */
+	CNT_MAX,
+};
+
+/* struct page_range.flags */
+enum range_flag {
+	RANGE_ADDED = 1,   /* folios inserted into the page cache during the call */
+	RANGE_DIRTIED = 2, /* folios turned dirty (clean->dirty) by the call */
+};
+
+struct page_range {
+	__u64 index; /* first page index (units of 4 KiB pages) */
+	__u32 nr;    /* pages */
+	__u32 flags; /* enum range_flag */
+};
+
+/* struct ra_decision.kind */
+enum ra_kind {
+	RA_SYNC = 1,
+	RA_ASYNC = 2,
+	RA_ORDER = 3, /* window seen only at page_cache_ra_order: kind unknown */
+};
+
+struct ra_decision {
+	__u64 index;      /* page index the readahead was triggered at */
+	__u64 start;      /* first page of the window (fexit) or index (tracepoint) */
+	__u32 size;       /* window in pages, after sizing; 0 if not seen */
+	__u32 async_size; /* pages left when the next async readahead triggers */
+	__u32 req_count;  /* pages the caller asked for */
+	__u32 kind;       /* enum ra_kind */
+};
+
+/* struct op is the per-thread state (task_ops) and holds the two records a
+ * streamed call produces, each sent as one contiguous slice of it:
+ *   EV_OP   from `type` up to ranges[nr_ranges] (a cold 4 KiB read: ~330 of
+ *           ~1050 bytes; every streamed byte costs ~0.3 ns of BPF time in
+ *           cache misses, measured);
+ *   EV_PATH from `path_type` up to path[path_depth], sent only when the
+ *           call's file is not the one this thread's last EV_PATH named
+ *           (or every PATH_RESEND records, in case of a rename).
+ * Fields before `type` are internal. */
+struct op {
+	/* internal state */
+	__u64 sleep_start;  /* when the task went to iowait sleep */
+	__u64 file;         /* struct file * */
+	__u64 bdp_start;    /* balance_dirty_pages entry time (fentry/kprobe) */
+	__u64 c_inode;      /* cached inode pointer ... */
+	__u64 c_ino;        /* ... its i_ino ... */
+	__u64 c_magic;      /* ... its superblock's s_magic ... */
+	__u32 c_dev;        /* ... its s_dev ... */
+	__u32 c_mode;       /* ... and i_mode */
+	/* The name the last EV_PATH sent: the file's mount and dentry, the
+	 * dentry's parent and name hash/length (a hard link, a bind mount, a
+	 * rename or a new file whose dentry reuses the address all differ). */
+	__u64 c_path_mnt;
+	__u64 c_path_dentry;
+	__u64 c_path_parent;
+	__u64 c_path_up2;      /* ... the parent's parent ... */
+	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 ... */
+	__u64 c_path_renames;  /* ... and rename_gen (a directory above renamed) */
+	__u32 path_reuse;   /* records since the last EV_PATH */
+	__u32 seq;          /* per-thread op counter */
+	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
+	__u32 pad0;
+	__u32 active;       /* 1 between entry and exit */
+	__u32 touched;      /* 1 once a hook has zeroed the per-call counters (op_touch) */
+	/* Cache hits are summed here per thread and file, and folded into
+	 * hit_stats only when the thread moves to another file or exits (or by
+	 * userspace at the end): no map lookup per hit. */
+	__u64 agg_ino;
+	__u32 agg_dev;
+	__u32 agg_write;
+	__u64 agg_calls;
+	__u64 agg_bytes_requested;
+	__u64 agg_bytes_returned;
+	__u64 agg_pages;
+	char agg_name[PART_LEN];
+
+	/* EV_OP record */
+	__u32 type;        /* EV_OP */
+	__u32 sys;         /* enum op_sys */
+	__u32 pid;         /* tgid */
+	__u32 tid;
+	__u64 op_id;       /* tid<<32 | per-thread sequence */
+	__u64 start_ns;    /* bpf_ktime_get_ns at entry */
+	__u64 end_ns;
+	__s64 ret;         /* syscall return value */
+	__s64 fd;
+	__u64 offset;      /* file offset at entry, bytes */
+	__u64 count;       /* bytes requested */
+	__u64 ino;
+	__u64 fs_magic;    /* file's superblock s_magic (tmpfs: no block device, no writeback) */
+	__u32 dev;         /* kernel dev_t of the file's superblock (major<<20|minor) */
+	__u32 f_flags;     /* file->f_flags at entry (O_DIRECT, O_SYNC, ...) */
+	__u64 blocked_ns;  /* off-CPU with in_iowait set */
+	__u64 throttle_ns; /* in balance_dirty_pages (measured, or the kernel's pause sum) */
+	__u64 max_pause_ns; /* longest single throttle pause */
+	__u32 throttle_pauses;
+	__u32 dirtied_pages;
+	__u32 other_dirtied; /* pages of other inodes dirtied during the call (atime, metadata) */
+	__u32 pages_added;
+	__u32 pages_in_range; /* of pages_added, pages inside [offset, offset+count) */
+	__u32 out_dev;
+	__u64 out_ino;        /* in-kernel copies: the output file whose pages the call dirtied */
+	__u32 bios_queued;
+	__u32 bio_bytes;   /* bytes of bios queued by this call (at queue time) */
+	__u64 lookup_first; /* first page index looked up */
+	__u64 lookup_last;  /* last page index looked up */
+	__u32 lookups;     /* filemap_get_pages calls */
+	__u32 ranges_lost;
+	__u32 nr_ra;
+	__u32 nr_ranges;
+	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
+	__u32 pad1;
+	char comm[16];
+	struct ra_decision ra[MAX_RA];
+	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
+
+	/* EV_PATH record: the file's dentry names, deepest first */
+	__u32 path_type;  /* EV_PATH */
+	__u32 path_tid;
+	__u32 path_no;    /* per-thread number of this EV_PATH (EV_OP's path_seq) */
+	__u32 path_pad;
+	__u64 path_ino;
+	__u32 path_dev;
+	__u32 path_depth; /* names in path[] */
+	__u32 path_done;  /* 1: the walk reached the root; 0: path[] is a suffix */
+	__u32 path_trunc; /* bit j: path[j] was cut at PART_LEN - 1 bytes */
+	char path[PATH_PARTS][PART_LEN]; /* sent up to path_depth */
+};
+
+struct issue_own {
+	__u64 op_id;    /* 0: no traced call (see pid) */
+	__u64 bio;      /* struct bio * */
+	__u64 sector;   /* bio start, 512-byte sectors */
+	__u64 queue_ns; /* block_bio_queue time */
+	__u32 bytes;    /* bio size at issue */
+	__u32 pid;
+	__u32 tid;
+	__u32 flags;    /* enum own_flag bits */
+};
+
+/* struct issue_own.flags, struct bio_owner.flags (bits) */
+enum own_flag {
+	OWN_WRITEBACK = 1, /* bio carries tracked dirty pages */
+	OWN_JOURNAL = 2,   /* queued by jbd2 while a traced fsync-family call waited on its device */
+};
+
+struct rq_issue_ev {
+	__u32 type;     /* EV_RQ_ISSUE */
+	__u32 dev;      /* kernel dev_t of the disk */
+	__u64 rq;       /* struct request * (a recycled tag: pair issue/complete in order) */
+	__u64 ts;
+	__u64 sector;   /* request start, 512-byte sectors */
+	__u32 bytes;    /* request bytes at issue */
+	__u32 cmd_flags;
+	__u32 nr_bios;  /* bios in the request (walked) */
+	__u32 nr_own;   /* entries in own[] */
+	__u32 issuer_tid;
+	__u32 pad;
+	struct issue_own own[MAX_ISSUE_OWN];
+};
+
+struct rq_done_ev {
+	__u32 type;  /* EV_RQ_COMPLETE or EV_RQ_REQUEUE */
+	__u32 error; /* blk_status_t */
+	__u64 rq;
+	__u64 ts;
+	__u32 bytes; /* nr_bytes completed */
+	__u32 pad;
+};
+
+struct wb_match {
+	__u64 op_id;
+	__u64 dirtied_ns;
+	__u64 index;
+	__u32 nr;        /* pages of the dirty folios (the kernel's dirty accounting) */
+	__u32 pid;
+	__u32 bio_pages; /* of those, pages this bio carries (a large folio may be written in part) */
+	__u32 pad;
+};
+
+struct wb_bio_ev {
+	__u32 type;      /* EV_WB_BIO */
+	__u32 dev;       /* file's s_dev */
+	__u64 bio;
+	__u64 ino;
+	__u64 ts;
+	__u64 op_id;     /* op of the submitting task (fsync, O_SYNC write), or 0 */
+	__u32 tid;       /* submitter */
+	__u32 nr_match;
+	__u32 pages;     /* pages walked in the bio */
+	__u32 part;      /* 0: first event of this bio; n: n-th continuation (more than MAX_WB_MATCH matches) */
+	char comm[16];
+	struct wb_match match[MAX_WB_MATCH];
+};
+
+struct wb_start_ev {
+	__u32 type; /* EV_WB_START */
+	__u32 tid;
+	__u64 ts;
+	__s64 nr_pages;
+	__u32 sb_dev;
+	__u32 reason;    /* enum wb_reason, decoded from BTF in userspace */
+	__u32 sync_mode;
+	__u32 for_kupdate;
+	__u32 for_background;
+	__u32 for_sync;
+	char comm[16];
+};
+
+struct wb_inode_ev {
+	__u32 type; /* EV_WB_INODE */
+	__u32 tid;
+	__u64 ts;
+	__u64 ino;
+	__u32 dev;
+	__u32 sync_mode;
+	__u64 dirtied_when; /* jiffies */
+	__s64 nr_to_write;
+	__u32 for_kupdate;
+	__u32 for_background;
+	__u32 for_sync;
+	__u32 pad;
+	char comm[16];
+};
+
+struct dirty_gone_ev {
+	__u32 type; /* EV_DIRTY_GONE */
+	__u32 dev;
+	__u64 ino;
+	__u64 index;
+	__u64 op_id;
+	__u64 ts;
+	__u32 nr;
+	__u32 pid;
+};
+
+struct bio_split_ev {
+	__u32 type; /* EV_BIO_SPLIT */
+	__u32 pad;
+	__u64 split;  /* the new bio: the front part */
+	__u64 parent; /* the original bio: the remainder */
+	__u64 ts;
+};
+
+struct stat_key {
+	__u64 ino;
+	__u32 pid;
+	__u32 dev;
+	__u32 write; /* 0 read family, 1 write family */
+	__u32 pad;
+};
+
+/* Aggregate of calls not streamed (cache hits with no IO and no wait). */
+struct stat_val {
+	__u64 calls;
+	__u64 bytes_requested;
+	__u64 bytes_returned;
+	__u64 pages; /* pages covered by the returned bytes, all hits */
+	char comm[16]; /* of the first call counted on this CPU */
+	char name[PART_LEN]; /* the file's name (last path component), for the summary */
+};
+
+/* Hits of files hit_stats had no room for, per process and direction: they
+ * stay in the process's totals (summary: hits_not_itemized). */
+struct other_key {
+	__u32 pid;
+	__u32 write; /* 0 read family, 1 write family */
+};
+
+/* contract keeps every type above in the object's BTF, so that bpf2go can
+ * export it: a type used only in casts, sizes or as constants leaves none.
+ * iopath.bpf.c defines one unused pointer to it. */
+struct contract {
+	enum op_sys sys;
+	enum ev_type ev;
+	enum counter counter;
+	enum range_flag range;
+	enum ra_kind ra;
+	enum own_flag own;
+	struct op op;
+	struct rq_issue_ev rq_issue;
+	struct rq_done_ev rq_done;
+	struct wb_bio_ev wb_bio;
+	struct wb_start_ev wb_start;
+	struct wb_inode_ev wb_inode;
+	struct dirty_gone_ev dirty_gone;
+	struct bio_split_ev bio_split;
+	struct stat_key stat_key;
+	struct stat_val stat_val;
+	struct other_key other_key;
+};
+
+#endif /* IOPATH_EVENTS_H */

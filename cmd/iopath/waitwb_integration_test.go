@@ -1,0 +1,74 @@
+package main
+
+import (
+	"github.com/iopath/iopath/internal/testutil"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Issue 10 item 4: with the dirty-page map overflowed (--max-dirty-pages 10
+// against 64 MiB of writes) --wait-writeback waits on the kernel's count of
+// the written file, ends once the kernel has written it (expire shortened
+// to 1 s, so well before the 50 s limit) and says tracking overflowed.
+func TestWaitWritebackOverflowed(t *testing.T) {
+	needRoot(t)
+	testutil.SetSysctl(t, "vm.dirty_expire_centisecs", "100")
+	testutil.SetSysctl(t, "vm.dirty_writeback_centisecs", "100")
+	f := filepath.Join(diskDir(t), "overflow")
+	start := time.Now()
+	tr := traceCmd(t, "--max-dirty-pages", "10", "--wait-writeback", "50s", "--",
+		"dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64")
+	took := time.Since(start)
+	t.Logf("took %s; stderr:\n%s", took, tr.stderr)
+	if tr.code != 0 {
+		t.Fatalf("exit %d", tr.code)
+	}
+	if !strings.Contains(tr.stderr, "dirty-page tracking overflowed") || !strings.Contains(tr.stderr, "counted by the kernel") {
+		t.Errorf("stderr does not say tracking overflowed and whose count it waited on")
+	}
+	if !strings.Contains(tr.stderr, "all dirty pages reached the disk") {
+		t.Errorf("stderr does not say the pages reached the disk")
+	}
+	if took > 30*time.Second {
+		t.Errorf("took %s: waited (nearly) the whole 50 s instead of the kernel's writeback", took)
+	}
+	// When iopath said so, the kernel had written everything.
+	fd, err := unix.Open(f, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var cs unix.Cachestat_t
+	if err := unix.Cachestat(uint(fd), &unix.CachestatRange{}, &cs, 0); err != nil {
+		t.Skipf("cachestat(2): %v", err)
+	}
+	if cs.Dirty+cs.Writeback != 0 {
+		t.Errorf("after the wait the kernel still has %d dirty, %d under writeback pages", cs.Dirty, cs.Writeback)
+	}
+	if ev := tr.summary.MapEvictions["dirty_pages"]; ev == 0 {
+		t.Errorf("map_evictions.dirty_pages = 0 with --max-dirty-pages 10")
+	}
+	_ = os.Remove(f)
+}
+
+// A write to tmpfs is reported as a memory-only write: no page-cache hit
+// in its record (issue 10 item 10).
+func TestTmpfsWriteMemoryOnly(t *testing.T) {
+	needRoot(t)
+	f := filepath.Join("/dev/shm", "iopath-test-memonly")
+	defer os.Remove(f)
+	tr := traceCmd(t, "--", "sh", "-c", "printf 12345678 > "+f)
+	calls := tr.forIno(inoOf(t, f))
+	if len(calls) != 1 {
+		t.Fatalf("tmpfs write records %+v", calls)
+	}
+	c := calls[0]
+	if !c.MemoryOnly || c.Cache.PagesHit != 0 || c.Cache.PagesMissed != 0 || c.Cache.PagesRequested != 1 {
+		t.Errorf("tmpfs write: memory_only %v, cache %+v; want memory_only, 1 page requested, 0 hit, 0 missed", c.MemoryOnly, c.Cache)
+	}
+}

@@ -1,0 +1,131 @@
+package testutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// LoopFS is an ext4 filesystem on a loop device that belongs to one test.
+type LoopFS struct {
+	Dir   string // mount point
+	Dev   string // /dev/loopN
+	Major uint32
+	Minor uint32
+}
+
+// BDI returns the sysfs directory of the loop device's bdi (dirty-page
+// limits, /sys/class/bdi/7:N).
+func (l *LoopFS) BDI() string { return fmt.Sprintf("/sys/class/bdi/%d:%d", l.Major, l.Minor) }
+
+// LoopExt4 makes a sparse image of size bytes in a disk-backed directory,
+// attaches it to a free loop device (autoclear: the kernel detaches it when
+// its last user goes), makes an ext4 filesystem on it (inode tables and
+// journal initialized now, so no ext4lazyinit IO runs during the test) and
+// mounts it. Everything is undone when the test ends. Skips when the machine
+// has no loop devices or no mkfs.ext4 (scripts/setup.sh installs e2fsprogs).
+func LoopExt4(t testing.TB, size int64) *LoopFS {
+	t.Helper()
+	NeedRoot(t)
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		t.Skip("needs mkfs.ext4 for a test filesystem (apt-get install e2fsprogs; scripts/setup.sh does)")
+	}
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no loop devices: %v", err)
+	}
+	defer ctl.Close()
+
+	img := filepath.Join(DiskDir(t), "ext4.img")
+	backing, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close() // the loop device holds its own reference
+	if err := backing.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+
+	dev, loop := attachLoop(t, ctl, backing)
+	l := &LoopFS{Dev: dev}
+	t.Cleanup(func() {
+		// The mount is gone by now (cleanups run last-in first-out).
+		if err := unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
+			t.Errorf("detaching %s: %v", dev, err)
+		}
+		loop.Close()
+	})
+	var st unix.Stat_t
+	if err := unix.Fstat(int(loop.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	l.Major, l.Minor = unix.Major(st.Rdev), unix.Minor(st.Rdev)
+
+	if out, err := exec.Command(mkfs, "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
+	}
+	l.Dir = t.TempDir()
+	if err := unix.Mount(dev, l.Dir, "ext4", 0, ""); err != nil {
+		t.Fatalf("mounting %s on %s: %v", dev, l.Dir, err)
+	}
+	t.Cleanup(func() { unmount(t, l.Dir) })
+	return l
+}
+
+// attachLoop binds backing to a free loop device, retrying when another
+// process takes the same free device first.
+func attachLoop(t testing.TB, ctl, backing *os.File) (string, *os.File) {
+	t.Helper()
+	for try := 0; try < 10; try++ {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			t.Fatalf("LOOP_CTL_GET_FREE: %v", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		loop, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatalf("opening %s: %v", dev, err)
+		}
+		if err := unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_SET_FD, int(backing.Fd())); err != nil {
+			loop.Close()
+			if errors.Is(err, unix.EBUSY) {
+				continue // taken between GET_FREE and SET_FD
+			}
+			t.Fatalf("LOOP_SET_FD on %s: %v", dev, err)
+		}
+		info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
+		copy(info.File_name[:], backing.Name())
+		if err := unix.IoctlLoopSetStatus64(int(loop.Fd()), &info); err != nil {
+			unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_CLR_FD, 0)
+			loop.Close()
+			t.Fatalf("LOOP_SET_STATUS64 on %s: %v", dev, err)
+		}
+		return dev, loop
+	}
+	t.Fatal("no free loop device after 10 tries")
+	return "", nil
+}
+
+// unmount unmounts dir, waiting a little for a process still using it
+// (a traced command just exiting), and detaches it lazily as a last resort.
+func unmount(t testing.TB, dir string) {
+	t.Helper()
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = unix.Unmount(dir, 0); err == nil || !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("unmounting %s: %v (detaching it lazily)", dir, err)
+		unix.Unmount(dir, unix.MNT_DETACH)
+	}
+}

@@ -1,0 +1,43 @@
+package record
+
+// Class is what a traced call does with a file's data: the one
+// classification of syscall names that the engine's totals and the stories
+// share.
+type Class uint8
+
+// Classes of calls.
+const (
+	ClassOther Class = iota // a name iopath does not trace (sys_N)
+	ClassRead               // read family, vfs_read, and in-kernel copies (read side of their source)
+	ClassWrite              // write family and vfs_write
+	ClassSync               // fsync, fdatasync, sync_file_range, sync, syncfs
+)
+
+// ClassOf classifies a syscall record's "syscall" name.
+func ClassOf(syscall string) Class {
+	switch syscall {
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
+		return ClassRead
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
+		return ClassWrite
+	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs":
+		return ClassSync
+	}
+	return ClassOther
+}
+
+// IsRead reports whether the call reads a file's data (copies included).
+func IsRead(syscall string) bool { return ClassOf(syscall) == ClassRead }
+
+// IsWrite reports whether the call is a write (not an in-kernel copy,
+// although a copy dirties its output's pages).
+func IsWrite(syscall string) bool { return ClassOf(syscall) == ClassWrite }
+
+// IsSync reports whether the call is of the fsync family.
+func IsSync(syscall string) bool { return ClassOf(syscall) == ClassSync }
+
+// IsCopy reports whether the call is an in-kernel copy (sendfile, splice,
+// copy_file_range): traced as a read of its source.
+func IsCopy(syscall string) bool {
+	return syscall == "sendfile" || syscall == "splice" || syscall == "copy_file_range"
+}

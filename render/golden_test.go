@@ -1,0 +1,306 @@
+package render_test
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
+	"golang.org/x/sys/unix"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+// Golden tests of every story kind: synthetic event streams fed to the
+// engine, its records printed by a Printer as text and as JSON Lines, and
+// compared with testdata/NAME.txt and testdata/NAME.jsonl. After an
+// intended change of the output: go test ./render -update, and review the
+// diff of testdata/.
+
+// Times: a stream starts at t0 (ns); µs and ms are ns.
+const (
+	t0 = 1_000_000_000_000
+	µs = 1_000
+	ms = 1_000_000
+)
+
+const (
+	ext4  = 0xef53     // superblock magics (include/uapi/linux/magic.h)
+	tmpfs = 0x01021994 //
+	tid   = 100        // the traced thread (pid 100)
+	flush = 35         // a flusher worker's tid
+	// Linux 6.18 request flag bits beyond enginetest's (include/linux/blk_types.h).
+	flMeta     = 1 << 12
+	flFUA      = 1 << 17
+	flPreflush = 1 << 18
+	opFlush    = 2 // REQ_OP_FLUSH
+	// enum wb_reason on 6.18.
+	wbBackground = 0
+	wbPeriodic   = 3
+)
+
+// id is the op_id of the traced thread's seq-th call.
+func id(seq uint64) uint64 { return tid<<32 | seq }
+
+// call is a call of "app" on /var/tmp/data/file (ext4), started at start
+// and lasting d ns.
+func call(seq uint64, sys bpf.IopathOpSys, off, count uint64, ret int64, start, d uint64) *bpf.IopathOp {
+	o := enginetest.Op(id(seq), sys, off, count, ret, start, start+d)
+	o.FsMagic = ext4
+	return enginetest.Named(o, "app", "/var/tmp/data/file")
+}
+
+// write is a write(2) of n bytes at off starting at start (2 µs) that
+// dirtied pages [index, index+pages).
+func write(seq, off uint64, n int64, start, index uint64, pages uint32) *bpf.IopathOp {
+	o := call(seq, bpf.IopathOpSysSYS_WRITE, off, uint64(n), n, start, 2*µs)
+	enginetest.AddRange(o, index, pages, engine.RangeDirtied)
+	return o
+}
+
+// worker names the task that submitted a writeback bio.
+func worker(ev *bpf.IopathWbBioEv, comm string) *bpf.IopathWbBioEv {
+	ev.Comm = [16]int8{}
+	for i := range len(comm) {
+		ev.Comm[i] = int8(comm[i])
+	}
+	return ev
+}
+
+// readahead records one readahead decision of the call.
+func readahead(o *bpf.IopathOp, kind uint32, start uint64, size, async uint32) {
+	r := &o.Ra[o.NrRa]
+	r.Kind, r.Index, r.Start, r.Size, r.AsyncSize, r.ReqCount = kind, start, start, size, async, 1
+	o.NrRa++
+}
+
+// bio issues request rq at issue, carrying one bio of call op queued 5 µs
+// before, and completes it d ns later.
+func bio(s *enginetest.Stream, rq uint64, issue, d uint64, flags uint32, own enginetest.Own) {
+	own.Queue = issue - 5*µs
+	s.E.HandleIssue(enginetest.Issue(rq, issue, flags, own))
+	s.E.HandleComplete(enginetest.Done(rq, issue+d, 0))
+}
+
+var stories = []struct {
+	name string
+	feed func(s *enginetest.Stream)
+	// losses, if set, fills the summary's losses, which the tracer (not the
+	// engine) counts.
+	losses func(sum *record.Summary)
+}{
+	{name: "read-hit", feed: func(s *enginetest.Stream) {
+		// --all streams pure hits: 1 page requested, cached, no IO.
+		s.E.HandleOp(call(1, bpf.IopathOpSysSYS_READ, 8192, 4096, 4096, t0, 1200))
+		// A hit that slept: the page was still being read by an earlier
+		// call's readahead.
+		o := call(2, bpf.IopathOpSysSYS_PREAD64, 16384, 4096, 4096, t0+10*µs, 95*µs)
+		o.BlockedNs = 80 * µs
+		s.E.HandleOp(o)
+		// End of file: nothing returned.
+		s.E.HandleOp(call(3, bpf.IopathOpSysSYS_READ, 1<<20, 4096, 0, t0+200*µs, 900))
+	}},
+	{name: "read-miss", feed: func(s *enginetest.Stream) {
+		// A cold 1-byte read: sync readahead of 4 pages, one bio, the
+		// caller asleep until it completes.
+		bio(s, 0xa, t0+110*µs, 153*µs, enginetest.FlRead|enginetest.FlRahead,
+			enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 800, Bytes: 16384})
+		o := call(1, bpf.IopathOpSysSYS_READ, 0, 1, 1, t0, 270*µs)
+		o.BlockedNs = 205 * µs
+		o.BiosQueued = 1
+		enginetest.AddRange(o, 0, 4, engine.RangeAdded)
+		readahead(o, engine.RASync, 0, 4, 3)
+		s.E.HandleOp(o)
+		// A read that failed: errno name, no page, no IO.
+		s.E.HandleOp(call(2, bpf.IopathOpSysSYS_READ, 0, 4096, -int64(unix.EISDIR), t0+300*µs, 800))
+	}},
+	{name: "readahead", feed: func(s *enginetest.Stream) {
+		// A hit on the page marked PG_readahead: async readahead of the
+		// next 8 pages; the call does not wait, its record waits for the bio.
+		o := call(1, bpf.IopathOpSysSYS_PREAD64, 12288, 4096, 4096, t0, 30*µs)
+		o.BiosQueued = 1
+		enginetest.AddRange(o, 4, 8, engine.RangeAdded)
+		readahead(o, engine.RAAsync, 4, 8, 8)
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+20*µs, enginetest.FlRead|enginetest.FlRahead,
+			enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 32, Bytes: 32768, Queue: t0 + 15*µs}))
+		s.E.HandleOp(o)
+		s.E.HandleComplete(enginetest.Done(0xa, t0+420*µs, 0))
+		// A random miss where the kernel sized no window (6.18 reads just
+		// the requested page): the window is the pages added.
+		bio(s, 0xb, t0+510*µs, 120*µs, enginetest.FlRead, enginetest.Own{Op: id(2), Bio: 0xb2, Sector: 80000, Bytes: 4096})
+		o = call(2, bpf.IopathOpSysSYS_PREAD64, 10000*4096, 4096, 4096, t0+500*µs, 140*µs)
+		o.BiosQueued, o.BlockedNs = 1, 125*µs
+		enginetest.AddRange(o, 10000, 1, engine.RangeAdded)
+		readahead(o, engine.RASync, 10000, 0, 0)
+		s.E.HandleOp(o)
+		// No readahead hook on this kernel: the window is derived from the
+		// pages the call inserted beyond its request.
+		bio(s, 0xc, t0+1010*µs, 400*µs, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id(3), Bio: 0xb3, Sector: 160000, Bytes: 131072})
+		o = call(3, bpf.IopathOpSysSYS_READ, 20000*4096, 4096, 4096, t0+1000*µs, 420*µs)
+		o.BiosQueued, o.BlockedNs = 1, 405*µs
+		enginetest.AddRange(o, 20000, 32, engine.RangeAdded)
+		s.E.HandleOp(o)
+	}},
+	{name: "direct", feed: func(s *enginetest.Stream) {
+		// O_DIRECT: no page cache, one bio per call.
+		bio(s, 0xa, t0+10*µs, 60*µs, enginetest.FlRead, enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 2048, Bytes: 4096})
+		o := call(1, bpf.IopathOpSysSYS_PREAD64, 0, 4096, 4096, t0, 75*µs)
+		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 65*µs
+		s.E.HandleOp(o)
+		bio(s, 0xb, t0+110*µs, 90*µs, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: id(2), Bio: 0xb2, Sector: 2056, Bytes: 4096})
+		o = call(2, bpf.IopathOpSysSYS_PWRITE64, 4096, 4096, 4096, t0+100*µs, 105*µs)
+		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 95*µs
+		s.E.HandleOp(o)
+	}},
+	{name: "write-throttle", feed: func(s *enginetest.Stream) {
+		// 1 MiB dirtying 256 pages, throttled in balance_dirty_pages.
+		o := call(1, bpf.IopathOpSysSYS_WRITE, 0, 1<<20, 1<<20, t0, 13*ms)
+		enginetest.AddRange(o, 0, 256, engine.RangeDirtied)
+		o.ThrottleNs, o.ThrottlePauses, o.MaxPauseNs, o.BlockedNs = 12500*µs, 3, 6*ms, 12400*µs
+		o.OtherDirtied = 1
+		s.E.HandleOp(o)
+		// A partial write to an uncached page: read from disk first.
+		bio(s, 0xa, t0+20*ms+10*µs, 150*µs, enginetest.FlRead, enginetest.Own{Op: id(2), Bio: 0xb1, Sector: 4096, Bytes: 4096})
+		o = call(2, bpf.IopathOpSysSYS_PWRITE64, 1<<20+10, 100, 100, t0+20*ms, 170*µs)
+		o.BiosQueued, o.BlockedNs = 1, 155*µs
+		enginetest.AddRange(o, 256, 1, engine.RangeAdded)
+		enginetest.AddRange(o, 256, 1, engine.RangeDirtied)
+		s.E.HandleOp(o)
+		// Bytes into pages already dirty: nothing newly dirtied.
+		s.E.HandleOp(call(3, bpf.IopathOpSysSYS_WRITE, 0, 10, 10, t0+21*ms, 2*µs))
+		// tmpfs: never written back.
+		o = call(4, bpf.IopathOpSysSYS_WRITE, 0, 4096, 4096, t0+22*ms, 3*µs)
+		o.FsMagic, o.Ino, o.Dev = tmpfs, 77, 45 // 0:45
+		enginetest.Named(o, "app", "/dev/shm/buf")
+		s.E.HandleOp(o)
+	}},
+	{name: "fsync", feed: func(s *enginetest.Stream) {
+		s.E.HandleOp(write(1, 0, 1, t0, 0, 1))
+		// fsync writes the page itself (data), then the inode (metadata);
+		// jbd2 commits the journal while it waits, then a cache flush.
+		f := id(2)
+		s.E.HandleWBBio(worker(enginetest.WBBio(0xb1, 42, tid, f, t0+100*µs, enginetest.Match{Op: id(1), Index: 0, Nr: 1, Dirtied: t0 + µs, BioPages: 1}), "app"))
+		bio(s, 0xa, t0+110*µs, 200*µs, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: f, Bio: 0xb1, Sector: 4096, Bytes: 4096, Flags: engine.OwnWriteback})
+		bio(s, 0xb, t0+320*µs, 150*µs, enginetest.FlWrite|enginetest.FlSync|flMeta, enginetest.Own{Op: f, Bio: 0xb2, Sector: 9000, Bytes: 4096})
+		bio(s, 0xc, t0+480*µs, 300*µs, enginetest.FlWrite|enginetest.FlSync|flPreflush|flFUA, enginetest.Own{Op: f, Bio: 0xb3, Sector: 70000, Bytes: 8192, Flags: engine.OwnJournal})
+		bio(s, 0xd, t0+790*µs, 50*µs, opFlush, enginetest.Own{Op: f, Bio: 0xb4})
+		o := call(2, bpf.IopathOpSysSYS_FSYNC, 0, 0, 0, t0+90*µs, 770*µs)
+		o.Count, o.Offset = 0, 0
+		o.BiosQueued, o.BlockedNs = 4, 740*µs
+		s.E.HandleOp(o)
+		// sync(2) names no file.
+		o = enginetest.Op(id(3), bpf.IopathOpSysSYS_SYNC, 0, 0, 0, t0+2*ms, 40*µs)
+		o.Fd, o.Ino, o.Dev = -1, 0, 0
+		s.E.HandleOp(enginetest.Named(o, "app", ""))
+	}},
+	{name: "writeback", feed: func(s *enginetest.Stream) {
+		// Periodic writeback of a page dirtied 30 s before.
+		s.E.HandleOp(write(1, 0, 1, t0, 0, 1))
+		s.E.HandleWBStart(enginetest.WBStart(flush, wbPeriodic, t0+30e9))
+		s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, flush, 0, t0+30e9+10*µs, enginetest.Match{Op: id(1), Index: 0, Nr: 1, Dirtied: t0 + µs, BioPages: 1}))
+		bio(s, 0xa, t0+30e9+20*µs, 350*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Sector: 123456, Bytes: 4096, Flags: engine.OwnWriteback})
+		// Background writeback of two calls' pages in one merged request.
+		s.E.HandleOp(write(2, 4096, 4096, t0+1e9, 1, 1))
+		s.E.HandleOp(write(3, 8192, 8192, t0+2e9, 2, 2))
+		s.E.HandleWBStart(enginetest.WBStart(flush+1, wbBackground, t0+3e9))
+		s.E.HandleWBBio(enginetest.WBBio(0xb2, 42, flush+1, 0, t0+3e9+10*µs, enginetest.Match{Op: id(2), Index: 1, Nr: 1, Dirtied: t0 + 1e9 + µs, BioPages: 1},
+			enginetest.Match{Op: id(3), Index: 2, Nr: 2, Dirtied: t0 + 2e9 + µs, BioPages: 2}))
+		s.E.HandleIssue(enginetest.Issue(0xb, t0+3e9+30*µs, enginetest.FlWrite,
+			enginetest.Own{Bio: 0xb2, Sector: 123464, Bytes: 12288, Queue: t0 + 3e9 + 20*µs, Flags: engine.OwnWriteback},
+			enginetest.Own{Bio: 0xb9, Sector: 123488, Bytes: 4096, Queue: t0 + 3e9 + 21*µs, Flags: engine.OwnWriteback}))
+		s.E.HandleComplete(enginetest.Done(0xb, t0+3e9+500*µs, 0))
+	}},
+	{name: "persisted", feed: func(s *enginetest.Stream) {
+		// Truncated before writeback: never persisted.
+		s.E.HandleOp(write(1, 0, 8192, t0, 0, 2))
+		s.E.HandleDirtyGone(enginetest.Gone(id(1), 0, 1, t0+ms))
+		s.E.HandleDirtyGone(enginetest.Gone(id(1), 1, 1, t0+ms))
+		// The write request failed.
+		s.E.HandleOp(write(2, 0, 1, t0+2*ms, 0, 1))
+		s.E.HandleWBStart(enginetest.WBStart(flush, wbPeriodic, t0+30e9))
+		s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, flush, 0, t0+30e9+10*µs, enginetest.Match{Op: id(2), Index: 0, Nr: 1, Dirtied: t0 + 2*ms, BioPages: 1}))
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+30e9+20*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Sector: 800, Bytes: 4096, Queue: t0 + 30e9 + 15*µs, Flags: engine.OwnWriteback}))
+		s.E.HandleComplete(enginetest.Done(0xa, t0+30e9+9*ms, 10))
+		// A large folio: a 4 KiB write dirtied its 256 pages; the bio
+		// writes 64 of them.
+		s.E.HandleOp(write(3, 512*4096, 4096, t0+3*ms, 512, 256))
+		s.E.HandleWBBio(enginetest.WBBio(0xb2, 42, flush, 0, t0+31e9, enginetest.Match{Op: id(3), Index: 512, Nr: 256, Dirtied: t0 + 3*ms, BioPages: 64}))
+		bio(s, 0xb, t0+31e9+20*µs, 2*ms, enginetest.FlWrite, enginetest.Own{Bio: 0xb2, Sector: 4096, Bytes: 262144, Flags: engine.OwnWriteback})
+	}},
+	{name: "summary", feed: func(s *enginetest.Stream) {
+		// A miss, a write, a bio outside any call, the kernel's count of
+		// pure hits.
+		bio(s, 0xa, t0+10*µs, 100*µs, enginetest.FlRead, enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 8, Bytes: 4096})
+		o := call(1, bpf.IopathOpSysSYS_PREAD64, 4096, 4096, 4096, t0, 120*µs)
+		o.BiosQueued, o.BlockedNs = 1, 105*µs
+		enginetest.AddRange(o, 1, 1, engine.RangeAdded)
+		s.E.HandleOp(o)
+		o = call(2, bpf.IopathOpSysSYS_WRITE, 0, 8192, 8192, t0+200*µs, 6*µs)
+		enginetest.AddRange(o, 0, 2, engine.RangeDirtied)
+		s.E.HandleOp(o)
+		bio(s, 0xb, t0+300*µs, 80*µs, enginetest.FlRead, enginetest.Own{Bio: 0xb2, Sector: 64, Bytes: 8192, Pid: 300})
+		var hits bpf.IopathStatVal
+		hits.Calls, hits.BytesRequested, hits.BytesReturned, hits.Pages = 1000, 4096000, 4096000, 1000
+		copy(hits.Comm[:], []int8{'a', 'p', 'p'})
+		copy(hits.Name[:], []int8{'c', 'a', 'c', 'h', 'e', 'd'})
+		s.E.AddHits(bpf.IopathStatKey{Ino: 43, Pid: 100, Dev: enginetest.Dev}, hits)
+	}, losses: func(sum *record.Summary) {
+		sum.LostEvents = 3
+		sum.MapEvictions["dirty_pages"] = 2
+		sum.Truncations["page_ranges"] = 1
+		sum.MissedRuns = map[string]uint64{"tp_btf_block_rq_complete": 2}
+		sum.DirtyUnseen = 4
+		sum.Attach = map[string]string{"vfs_read": "tp_btf", "readahead": "tracepoint"}
+	}},
+}
+
+func TestStoriesGolden(t *testing.T) {
+	for _, st := range stories {
+		t.Run(st.name, func(t *testing.T) {
+			for _, asJSON := range []bool{false, true} {
+				s := enginetest.NewStream()
+				st.feed(s)
+				s.E.Flush()
+				sum := s.E.Summary()
+				if st.losses != nil {
+					st.losses(sum)
+				}
+				var out bytes.Buffer
+				p := render.NewPrinter(&out, asJSON, false)
+				for _, r := range s.Recs {
+					p.Record(r)
+				}
+				p.Summary(sum)
+				ext := ".txt"
+				if asJSON {
+					ext = ".jsonl"
+				}
+				golden(t, filepath.Join("testdata", st.name+ext), out.Bytes())
+			}
+		})
+	}
+}
+
+// golden compares got with the file, or rewrites the file with -update.
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with: go test ./render -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test ./render -update rewrites it; review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}

@@ -1,0 +1,89 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/iopath/iopath/record"
+)
+
+// SummaryText is the end-of-trace summary: per-process and per-file
+// tables, then every loss (lost events, evictions, truncations, unseen
+// dirty pages).
+func SummaryText(s *record.Summary) string {
+	var b strings.Builder
+	b.WriteString("\n--- summary ---\n")
+	if s.LostEvents > 0 {
+		fmt.Fprintf(&b, "INCOMPLETE: %d events were lost (ring buffer full: raise --ringbuf-size); the totals below miss them\n", s.LostEvents)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
+	for _, p := range s.Pids {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), p.Calls, Bytes(p.ReadBytesReq),
+			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
+			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
+	}
+	tw.Flush()
+	if len(s.Files) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
+		for _, f := range s.Files {
+			name := Safe(f.Path)
+			if name == "" {
+				name = "(cache hits only: path not recorded)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, f.Calls, Bytes(f.ReadBytesReq),
+				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite))
+		}
+		tw.Flush()
+	}
+	for _, n := range s.HitsNotItemized {
+		dir, whose := "read", fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
+		if n.Write {
+			dir = "write"
+		}
+		if n.Pid == 0 {
+			whose = "no process (hit_other full too)"
+		}
+		fmt.Fprintf(&b, "not itemized per file (hit_stats map full): %s, %s requested, %s, counted in %s\n",
+			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
+	}
+	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
+		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
+	if len(s.MissedRuns) > 0 {
+		var m []string
+		for k, v := range s.MissedRuns {
+			m = append(m, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(m)
+		fmt.Fprintf(&b, "BPF program runs skipped by the kernel (already running on that CPU): %s\n", strings.Join(m, ", "))
+	}
+	if s.DirtyUnseen > 0 {
+		why := "in bios iopath did not see"
+		if s.MapEvictions["dirty_pages"] > 0 {
+			why = "without iopath following them (the dirty_pages map was full: raise --max-dirty-pages)"
+		}
+		fmt.Fprintf(&b, "%s written %s; cachestat says their files are clean\n", Count(s.DirtyUnseen, "dirty page"), why)
+	}
+	var ev []string
+	for k, v := range s.MapEvictions {
+		if v > 0 {
+			ev = append(ev, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	for k, v := range s.Truncations {
+		if v > 0 {
+			ev = append(ev, fmt.Sprintf("%s truncated %d", k, v))
+		}
+	}
+	sort.Strings(ev)
+	if len(ev) > 0 {
+		fmt.Fprintf(&b, "map full / truncated (data lost): %s\n", strings.Join(ev, ", "))
+	} else {
+		b.WriteString("maps: nothing dropped\n")
+	}
+	return b.String()
+}

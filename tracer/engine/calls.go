@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+	"golang.org/x/sys/unix"
+)
+
+type pendingOp struct {
+	rec     *record.Syscall
+	queued  uint32 // op.bios_queued
+	bios    []*bioRef
+	firstTs uint64
+	kdev    uint32 // kernel dev_t of the call's file
+	isWrite bool
+}
+
+func (e *Engine) op(id uint64, ts uint64) *pendingOp {
+	p := e.ops[id]
+	if p == nil {
+		p = e.newOp(id, ts)
+	}
+	return p
+}
+
+// newOp adds a pending call, making room first if the map is full.
+func (e *Engine) newOp(id uint64, ts uint64) *pendingOp {
+	limit := e.MaxPending
+	if limit <= 0 {
+		limit = defPending
+	}
+	if len(e.ops) >= limit {
+		e.evictPending()
+	}
+	p := reuse(&e.freeOps)
+	p.firstTs = ts
+	e.ops[id] = p
+	return p
+}
+
+// evictPending makes room in a full pending map by evicting its oldest
+// calls (by first event): a scan and sort per MaxPending/evictShare
+// insertions. Calls with a record are released with what they have; bios
+// whose call never arrived (its EV_OP lost) are dropped.
+func (e *Engine) evictPending() {
+	type age struct{ ts, id uint64 }
+	ages := make([]age, 0, len(e.ops))
+	for id, p := range e.ops {
+		ages = append(ages, age{p.firstTs, id})
+	}
+	slices.SortFunc(ages, func(a, b age) int { return cmp.Compare(a.ts, b.ts) })
+	for _, a := range ages[:len(ages)/evictShare+1] {
+		p := e.ops[a.id]
+		e.counters.EvictedCalls++
+		if p.rec != nil {
+			e.release(a.id, p)
+			continue
+		}
+		delete(e.ops, a.id)
+		e.putOp(p)
+	}
+}
+
+// HandleOp takes an EV_OP record (a call at its exit).
+func (e *Engine) HandleOp(o *bpf.IopathOp) {
+	e.seen(o.EndNs)
+	rec := e.syscallRecord(o)
+	rec.Unavailable = e.Unavailable
+	isWrite := sysClass(o.Sys) == record.ClassWrite
+	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
+		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
+		if o.OutIno != 0 {
+			e.dirtyOf[o.OpId] = fkey(o.OutDev, o.OutIno)
+		}
+		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
+	}
+	if isWrite && o.Ret > 0 && kernel.MemoryOnly(rec.FS) {
+		e.memoryWrites.Add(1)
+	}
+	p := e.ops[o.OpId]
+	if p == nil {
+		if o.BiosQueued == 0 {
+			// Most calls queue no bio and none named them: the record is
+			// complete now, with no pending state to create and delete.
+			e.emit(rec, o.Dev, nil, 0, isWrite)
+			return
+		}
+		p = e.newOp(o.OpId, o.StartNs)
+	}
+	p.rec = rec
+	p.queued = o.BiosQueued
+	p.kdev = o.Dev
+	p.isWrite = isWrite
+	e.tryRelease(o.OpId, p)
+}
+
+// tryRelease prints a call once its record and all its bios are complete.
+func (e *Engine) tryRelease(id uint64, p *pendingOp) {
+	if p.rec == nil || uint32(len(p.bios)) < p.queued {
+		return
+	}
+	for _, b := range p.bios {
+		if !b.done {
+			return
+		}
+	}
+	e.release(id, p)
+}
+
+func (e *Engine) release(id uint64, p *pendingOp) {
+	delete(e.ops, id)
+	e.emit(p.rec, p.kdev, p.bios, p.queued, p.isWrite)
+	e.putOp(p)
+}
+
+// emit completes a call's record with its bios (queued: how many the
+// kernel says it queued), accounts it and hands it to Out.
+func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
+	if n := uint32(len(bios)); n < queued {
+		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
+	}
+	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
+		rec.Bios = make([]record.Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
+	}
+	rec.Bios = rec.Bios[:0]
+	if len(bios) > 1 {
+		slices.SortStableFunc(bios, func(a, b *bioRef) int { return cmp.Compare(a.IssueNs, b.IssueNs) })
+	}
+	var readBytes uint64
+	for _, b := range bios {
+		if !b.done {
+			e.counters.IncompleteBios++
+		}
+		if isWrite && b.Rwbs != "" && b.Rwbs[0] == 'R' {
+			rec.ReadBeforeWritePages += (b.Bytes + 4095) / 4096
+		}
+		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
+			readBytes += uint64(b.Bytes)
+		}
+		if record.IsSync(rec.Syscall) {
+			b.Kind = bioKind(b)
+		}
+		rec.Bios = append(rec.Bios, b.Bio)
+	}
+	e.account(rec, kdev, readBytes)
+	e.Out(rec)
+}
+
+// Tick releases calls that have waited HoldNs (kernel time) for bios that
+// never completed or were never issued, e.g. remapped by device mapper.
+func (e *Engine) Tick(now uint64) {
+	if now > e.lastTs {
+		e.lastTs = now
+	}
+	for id, p := range e.ops {
+		if p.rec != nil && e.lastTs > p.rec.TimeNs+p.rec.DurationNs+e.HoldNs {
+			e.release(id, p)
+		}
+	}
+}
+
+// Flush releases every pending call (end of trace), in op order.
+func (e *Engine) Flush() {
+	ids := make([]uint64, 0, len(e.ops))
+	for id, p := range e.ops {
+		if p.rec != nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return e.ops[ids[i]].rec.TimeNs < e.ops[ids[j]].rec.TimeNs })
+	for _, id := range ids {
+		e.release(id, e.ops[id])
+	}
+}
+
+// syscallRecord turns a call's kernel record into its JSON record (bios are
+// attached later by emit; the page cache by pageCache, readahead by
+// readahead). Strings repeated across calls (comm, dev, path) come from the engine's
+// caches; the path also updates the engine's per-file path memory.
+func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
+	var rec *record.Syscall
+	var blk *recordBlock
+	if o.NrRanges > 0 || o.NrRa > 0 || o.BiosQueued > 0 {
+		blk = &recordBlock{}
+		rec = &blk.rec
+	} else {
+		rec = new(record.Syscall)
+	}
+	*rec = record.Syscall{
+		Type: record.TypeSyscall, OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
+		Syscall: SysName(o.Sys), Fd: o.Fd, Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic),
+		Offset: o.Offset, RequestedBytes: o.Count, ReturnedBytes: o.Ret, DurationNs: sub(o.EndNs, o.StartNs),
+		BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages, OtherDirtiedPages: o.OtherDirtied, ThrottleNs: o.ThrottleNs,
+		ThrottlePauses: o.ThrottlePauses, ThrottleMaxPauseNs: o.MaxPauseNs, Direct: o.F_flags&unix.O_DIRECT != 0,
+		Cache: record.Cache{Readahead: []record.Readahead{}, Lookups: o.Lookups},
+	}
+	if rec.Syscall == "" {
+		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
+	}
+	if o.Ret < 0 {
+		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
+		if rec.Error == "" {
+			rec.Error = fmt.Sprintf("errno %d", -o.Ret)
+		}
+		rec.ReturnedBytes = 0
+	}
+	if blk != nil {
+		rec.Cache.Readahead = blk.ra[:0]
+		rec.Bios = blk.bio[:0] // completed by emit
+	}
+	first, beyond := pageCache(rec, o, blk)
+	if sysClass(o.Sys) == record.ClassWrite && kernel.MemoryOnly(rec.FS) {
+		// tmpfs pages are memory, not cached disk blocks (shmem adds
+		// them without the page-cache tracepoint): no hit, no miss.
+		rec.MemoryOnly = true
+		rec.Cache.PagesHit, rec.Cache.PagesMissed = 0, 0
+	}
+	readahead(rec, o, first, beyond)
+	return rec
+}
+
+// recordBlock is a call's record with room for the first element of each
+// list a call that missed fills (one added range, one readahead decision,
+// one bio): one allocation instead of four for the common miss. Longer
+// lists grow out of it by append as usual.
+type recordBlock struct {
+	rec   record.Syscall
+	added [1]record.PageRange
+	ra    [1]record.Readahead
+	bio   [1]record.Bio
+}

@@ -1,0 +1,145 @@
+// Package engine joins the kernel's events into records, in plain Go: it is
+// fed decoded events (package bpf's structs) in ring-buffer order and needs
+// no kernel, so tests drive it with synthetic streams (enginetest).
+//
+// One file per join:
+//   - calls.go: a call's record and its release (call ↔ its bios);
+//   - requests.go: block requests, issue to completion (request ↔ bios);
+//   - pagecache.go: a call's page-cache hits, misses and insertions;
+//   - readahead.go: the call's readahead windows (kernel or derived);
+//   - writeback.go: dirty pages ↔ writeback bios ↔ persisted records;
+//   - totals.go: per-process and per-file totals, the summary;
+//   - pools.go: caches of repeated strings and free lists of pending state;
+//   - names.go: names of the kernel's numbers, C strings and paths.
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+)
+
+// Engine joins the kernel's events into per-call stories. It is plain Go,
+// fed decoded events in ring-buffer order, and needs no kernel: tests drive
+// it with synthetic streams.
+//
+// The joins:
+//   - call ↔ bios: every owned bio names its call (op_id) in EV_RQ_ISSUE; a
+//     call's record is released once its EV_OP has arrived and every bio it
+//     queued (op.bios_queued) has completed, or when Tick/Flush gives up.
+//   - request ↔ completion: keyed by the request pointer (a recycled tag), in
+//     stream order; a second issue before completion is a requeue.
+//   - dirty page ↔ writeback: the kernel joins pages in BPF (EV_WB_BIO
+//     carries the write calls whose folios a bio writes); completion of its
+//     request makes them persisted.
+type Engine struct {
+	K *kernel.Kernel
+	// Out receives *record.Syscall, *record.Writeback and *record.Persisted
+	// records in the order they become complete.
+	Out func(rec any)
+	// Unavailable lists record fields this kernel cannot measure (a hook
+	// with no mechanism); they are reported as such, not as zeros.
+	Unavailable []string
+	// HoldNs is how long a call waits for its bios before it is released
+	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
+	// hold a request for seconds under load).
+	HoldNs uint64
+	// MaxPending bounds the calls held waiting for their record or their
+	// bios (entries; default, and when ≤ 0, 131072: twice the kernel's
+	// bio_owners map, so only lost events fill it). When full, the oldest
+	// eighth is evicted: calls with a record are released with the bios
+	// seen so far, bios whose call never arrived are dropped; both are
+	// counted in Counters.EvictedCalls (summary:
+	// map_evictions.pending_calls).
+	MaxPending int
+
+	ops      map[uint64]*pendingOp
+	rqs      map[uint64]*pendingRq
+	wbBios   map[uint64]*wbBio      // by bio pointer, until its request completes
+	splitOf  map[uint64]uint64      // split-off writeback bio -> original bio
+	workers  map[uint32]workerState // writeback worker tid -> current work
+	paths    map[fileKey]string
+	pids     map[uint32]*record.PidSummary
+	files    map[fileKey]*record.FileSummary
+	dirty    map[uint64]int64   // write op_id -> dirtied pages not yet persisted or removed
+	dirtyTot atomic.Int64       // sum of the positive values of dirty (read by other goroutines)
+	dirtyOf  map[uint64]fileKey // write op_id -> its file
+	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
+	memoryWrites atomic.Int64
+	lastTs       uint64
+	firstTs      uint64
+	counters     Counters
+	notItemized  []record.HitsNotItemized // see AddHitsNotItemized (hits.go)
+
+	// Caches of strings every record repeats (see intern). A stream is
+	// mostly one process on one filesystem: the last comm and filesystem
+	// are checked before any map.
+	devNames  map[uint32]string
+	rwbsNames map[uint32]string
+	names     map[string]string
+	lastComm  string
+	lastMagic uint64
+	lastFS    string // FSName(lastMagic); FSName(0) is "", the zero state
+	// Free lists: a stream of calls reuses the same few pending objects
+	// instead of allocating three per call (see putOp, putRq, unref).
+	freeOps  []*pendingOp
+	freeRqs  []*pendingRq
+	freeBios []*bioRef
+}
+
+// Bounds of the engine's caches and free lists (entries). A full cache is
+// cleared, not evicted: a miss costs one allocation, never a wrong string.
+const (
+	maxCached  = 4096
+	maxFree    = 1024
+	defPending = 1 << 17
+	evictShare = 8 // a full pending map evicts its oldest 1/evictShare
+)
+
+// Counters are the engine's own losses and oddities.
+type Counters struct {
+	UnattributedBios uint64 // bios of traced processes queued outside any traced call
+	IncompleteBios   uint64 // bios released without a completion
+	Requeues         uint64
+	OrphanCompletes  uint64 // completions of requests never seen issued
+	EvictedCalls     uint64 // pending calls evicted because the pending map was full (MaxPending)
+}
+
+// fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
+// struct has no padding: maps then hash it in one pass instead of field by
+// field (a per-event cost: three lookups per call).
+type fileKey struct {
+	dev uint64
+	ino uint64
+}
+
+func fkey(dev uint32, ino uint64) fileKey { return fileKey{uint64(dev), ino} }
+
+// New returns an engine writing records to out.
+func New(k *kernel.Kernel, out func(any)) *Engine {
+	return &Engine{
+		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
+		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
+		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*record.PidSummary{},
+		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
+		devNames: map[uint32]string{}, rwbsNames: map[uint32]string{}, names: map[string]string{},
+	}
+}
+
+func (e *Engine) seen(ts uint64) {
+	if ts > e.lastTs {
+		e.lastTs = ts
+	}
+	if e.firstTs == 0 || (ts != 0 && ts < e.firstTs) {
+		e.firstTs = ts
+	}
+}
+
+// Counters returns the engine's loss counters.
+func (e *Engine) Counters() Counters { return e.counters }
+
+// Pending returns how many calls wait for their record or their bios, and
+// how many issued requests wait for their completion: the reader drains
+// the ring buffer until both are 0 (or it gives up).
+func (e *Engine) Pending() (calls, requests int) { return len(e.ops), len(e.rqs) }

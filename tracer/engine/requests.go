@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+)
+
+// bioRef is one owned bio, shared by its request and (when attributed) its
+// call. refs counts those holders; the last one to let go recycles it.
+type bioRef struct {
+	record.Bio
+	done  bool
+	refs  uint8
+	opID  uint64
+	pid   uint32
+	bioP  uint64
+	flags uint32
+}
+
+type pendingRq struct {
+	bios     []*bioRef
+	requeued bool
+}
+
+// HandleIssue takes an EV_RQ_ISSUE record.
+func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
+	e.seen(ev.Ts)
+	if rq, ok := e.rqs[ev.Rq]; ok {
+		// Issued again before completing: a requeue (seen here from kworker/N:1H).
+		for _, b := range rq.bios {
+			b.IssueNs = ev.Ts
+			b.Requeues++
+		}
+		e.counters.Requeues++
+		return
+	}
+	rq := e.newRq()
+	n := int(ev.NrOwn)
+	if n > len(ev.Own) {
+		n = len(ev.Own)
+	}
+	rwbs := e.rwbsName(ev.CmdFlags)
+	dev := e.devName(ev.Dev)
+	for i := 0; i < n; i++ {
+		own := &ev.Own[i]
+		b := e.newBio()
+		*b = bioRef{
+			Bio: record.Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
+				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
+			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags, refs: 1,
+		}
+		rq.bios = append(rq.bios, b)
+		switch {
+		case own.OpId != 0:
+			p := e.op(own.OpId, ev.Ts)
+			p.bios = append(p.bios, b)
+			b.refs++ // held by the call too
+		case own.Flags&OwnWriteback == 0:
+			e.counters.UnattributedBios++
+			ps := e.pid(own.Pid, "")
+			ps.Unattributed++
+			if e.K.IsRead(ev.CmdFlags) {
+				ps.DiskBytesRead += uint64(own.Bytes)
+			} else if e.K.IsWrite(ev.CmdFlags) {
+				ps.DiskBytesWrite += uint64(own.Bytes)
+			}
+		}
+	}
+	e.rqs[ev.Rq] = rq
+}
+
+// Bio ownership flags (struct issue_own.flags): bpf/events.h's enum
+// own_flag, through bpf2go.
+const (
+	OwnWriteback = uint32(bpf.IopathOwnFlagOWN_WRITEBACK) // the bio carries tracked dirty pages
+	OwnJournal   = uint32(bpf.IopathOwnFlagOWN_JOURNAL)   // queued by jbd2 while a traced fsync-family call waited on its device
+)
+
+// HandleRequeue takes an EV_RQ_REQUEUE record.
+func (e *Engine) HandleRequeue(ev *bpf.IopathRqDoneEv) {
+	e.seen(ev.Ts)
+	if rq, ok := e.rqs[ev.Rq]; ok {
+		rq.requeued = true
+	}
+}
+
+// HandleComplete takes an EV_RQ_COMPLETE record.
+func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
+	e.seen(ev.Ts)
+	rq, ok := e.rqs[ev.Rq]
+	if !ok {
+		e.counters.OrphanCompletes++
+		return
+	}
+	delete(e.rqs, ev.Rq)
+	for _, b := range rq.bios {
+		b.done = true
+		b.CompleteNs = ev.Ts
+		b.Error = kernel.BlkStatus(ev.Error)
+		b.D2CNs = sub(ev.Ts, b.IssueNs)
+		b.Q2CNs = sub(ev.Ts, b.QueueNs)
+	}
+	for _, b := range rq.bios {
+		if b.flags&OwnWriteback != 0 {
+			e.writebackDone(b)
+		}
+		if b.opID != 0 {
+			if p, ok := e.ops[b.opID]; ok {
+				e.tryRelease(b.opID, p)
+			}
+		}
+	}
+	e.putRq(rq)
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b && b != 0 {
+		return a - b
+	}
+	return 0
+}
+
+// bioKind classifies a bio of an fsync-family call.
+func bioKind(b *bioRef) record.BioKind {
+	switch {
+	case b.flags&OwnJournal != 0:
+		return record.BioJournal
+	case b.Bytes == 0 || strings.HasPrefix(b.Rwbs, "F"):
+		return record.BioFlush
+	case strings.Contains(b.Rwbs, "M"):
+		return record.BioMetadata
+	}
+	return record.BioData
+}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+)
+
+func (e *Engine) pid(pid uint32, comm string) *record.PidSummary {
+	ps := e.pids[pid]
+	if ps == nil {
+		ps = &record.PidSummary{Pid: pid}
+		e.pids[pid] = ps
+	}
+	if comm != "" {
+		ps.Comm = comm
+	}
+	return ps
+}
+
+func (e *Engine) file(k fileKey) *record.FileSummary {
+	fs := e.files[k]
+	if fs == nil {
+		fs = &record.FileSummary{Dev: kernel.Dev(uint32(k.dev)), Ino: k.ino}
+		e.files[k] = fs
+	}
+	if fs.Path == "" {
+		fs.Path = e.paths[k]
+	}
+	return fs
+}
+
+func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
+	var writeBytes uint64
+	for _, b := range rec.Bios {
+		if b.Rwbs != "" && b.Rwbs[0] != 'R' {
+			writeBytes += uint64(b.Bytes)
+		}
+	}
+	add := func(t *record.Totals) {
+		t.Calls++
+		t.StreamedCalls++
+		t.BytesRequested += rec.RequestedBytes
+		if rec.ReturnedBytes > 0 {
+			t.BytesReturned += uint64(rec.ReturnedBytes)
+		}
+		class := record.ClassOf(rec.Syscall)
+		if class == record.ClassRead {
+			// Cache hits and misses are the read side's; a write's
+			// inserted pages are new pages to be dirtied.
+			t.PagesHit += rec.Cache.PagesHit
+			t.PagesMissed += rec.Cache.PagesMissed
+			t.PagesAdded += rec.Cache.PagesAdded
+			t.PagesPrefetched += rec.Cache.PagesAdded - min(rec.Cache.PagesMissed, rec.Cache.PagesAdded)
+		}
+		t.DiskBytesRead += readBytes
+		t.DiskBytesWrite += writeBytes
+		t.DirtiedPages += uint64(rec.DirtiedPages)
+		t.ThrottleNs += rec.ThrottleNs
+		t.BlockedNs += rec.BlockedNs
+		switch class {
+		case record.ClassRead:
+			t.ReadCalls++
+			req := rec.RequestedBytes
+			if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
+				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
+			}
+			t.ReadBytesReq += req
+		case record.ClassWrite:
+			t.WriteCalls++
+		}
+	}
+	add(&e.pid(rec.Pid, rec.Comm).Totals)
+	if rec.Ino != 0 {
+		add(&e.file(fkey(kdev, rec.Ino)).Totals)
+	}
+}
+
+// Summary builds the end-of-trace totals (losses and attach filled by the caller).
+func (e *Engine) Summary() *record.Summary {
+	s := &record.Summary{Type: record.TypeSummary, MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
+		Attach: map[string]string{}}
+	if e.lastTs > e.firstTs {
+		s.DurationNs = e.lastTs - e.firstTs
+	}
+	for _, p := range e.pids {
+		t := *p
+		finish(&t.Totals)
+		s.Pids = append(s.Pids, t)
+	}
+	sort.Slice(s.Pids, func(i, j int) bool { return s.Pids[i].Pid < s.Pids[j].Pid })
+	for k, f := range e.files {
+		t := *f
+		if t.Path == "" {
+			t.Path = e.paths[k]
+		}
+		finish(&t.Totals)
+		s.Files = append(s.Files, t)
+	}
+	sort.Slice(s.Files, func(i, j int) bool {
+		if s.Files[i].Dev != s.Files[j].Dev {
+			return s.Files[i].Dev < s.Files[j].Dev
+		}
+		return s.Files[i].Ino < s.Files[j].Ino
+	})
+	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
+	s.UnattributedBios = e.counters.UnattributedBios
+	s.IncompleteBios = e.counters.IncompleteBios
+	s.DirtyPending = e.DirtyPending()
+	s.HitsNotItemized = e.hitsNotItemized()
+	return s
+}
+
+func finish(t *record.Totals) {
+	t.PagesHitPrefetched = min(t.PagesHit, t.PagesPrefetched)
+	t.PagesHitCached = t.PagesHit - t.PagesHitPrefetched
+	if t.ReadBytesReq > 0 {
+		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
+	}
+}

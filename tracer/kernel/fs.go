@@ -1,0 +1,34 @@
+package kernel
+
+import (
+	"fmt"
+)
+
+// fsNames maps superblock magic numbers (include/uapi/linux/magic.h) to names.
+var fsNames = map[uint64]string{
+	0xef53: "ext4", 0x58465342: "xfs", 0x9123683e: "btrfs", 0xf2f52010: "f2fs", 0x01021994: "tmpfs",
+	0x858458f6: "ramfs", 0x9fa0: "proc", 0x62656572: "sysfs", 0x62646576: "bdev", 0x794c7630: "overlayfs",
+	0x6969: "nfs", 0x65735546: "fuse", 0x4d44: "vfat", 0x01021997: "9p", 0x2fc12fc1: "zfs",
+	0x74726163: "tracefs", 0x64626720: "debugfs", 0x27e0eb: "cgroup", 0x63677270: "cgroup2",
+}
+
+// FSName names a filesystem by its superblock magic, e.g. "ext4".
+func FSName(magic uint64) string {
+	if n, ok := fsNames[magic]; ok {
+		return n
+	}
+	if magic == 0 {
+		return ""
+	}
+	return fmt.Sprintf("fs_%#x", magic)
+}
+
+// MemoryOnly reports whether a filesystem keeps file data only in memory:
+// its pages are never written back (tmpfs, ramfs) or it has no block device.
+func MemoryOnly(fs string) bool {
+	switch fs {
+	case "tmpfs", "ramfs", "proc", "sysfs", "tracefs", "debugfs", "cgroup", "cgroup2":
+		return true
+	}
+	return false
+}
