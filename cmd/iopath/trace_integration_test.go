@@ -277,8 +277,21 @@ func TestTraceSequentialRead(t *testing.T) {
 	if pidDisk < bio {
 		t.Errorf("pid disk bytes %d < the file's %d", pidDisk, bio)
 	}
-	if added*4096 != bio {
-		t.Errorf("pages added %d × 4096 != bio bytes %d", added, bio)
+	// Before 5.11 (generic_file_buffered_read, seen on 5.10) the read at EOF
+	// inserts one page past the end, zero-filled without IO: added, no bio.
+	var pastEOF uint64
+	for _, c := range calls {
+		for _, r := range c.Cache.AddedRanges {
+			if r.Index >= 2048 {
+				pastEOF += uint64(r.Pages)
+			}
+		}
+	}
+	if (added-pastEOF)*4096 != bio || pastEOF > 1 {
+		t.Errorf("pages added %d (%d past EOF) × 4096 != bio bytes %d", added, pastEOF, bio)
+	}
+	if pastEOF > 0 {
+		t.Logf("the read at EOF added %d page past the end (no IO)", pastEOF)
 	}
 	t.Logf("8 MiB sequential: %d calls, %d hits, %d misses, bio bytes %d", len(calls), hit, missed, bio)
 }
