@@ -156,9 +156,12 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 	if s.BlockSize > s.FileSize {
 		return fmt.Errorf("block size %d bytes is larger than the file size %d bytes: every op must fit inside the file; use a larger --size or a smaller --bs", s.BlockSize, s.FileSize)
 	}
-	if s.appends() {
+	switch {
+	case s.appends():
 		p.Base = cur
-	} else if existed && cur < s.FileSize {
+	case existed && cur == 0:
+		return fmt.Errorf("%s is empty: the workload reads or overwrites it and needs data there; give a file with data, or drop --file to let the workload create one (of --size bytes)", p.Path)
+	case existed && cur < s.FileSize:
 		return fmt.Errorf("%s is %d bytes, smaller than the %d bytes the workload covers: give --size %d or less, or another --file", p.Path, cur, s.FileSize, cur)
 	}
 	if s.Direct {

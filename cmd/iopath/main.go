@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/iopath/iopath/session"
 	"github.com/spf13/cobra"
 )
 
@@ -35,8 +36,10 @@ var subcommands []func() *cobra.Command
 
 func main() {
 	// `iopath … | head`: keep running on EPIPE instead of dying from SIGPIPE,
-	// so that temp files are removed and BPF objects closed.
-	signal.Ignore(syscall.SIGPIPE)
+	// so that temp files are removed and BPF objects closed. Caught, not
+	// ignored: an ignored SIGPIPE would be inherited by the traced command,
+	// which must die of it as it would untraced.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	err := newRootCmd().Execute()
 	if err == nil {
 		return
@@ -46,5 +49,9 @@ func main() {
 		os.Exit(ee.code)
 	}
 	fmt.Fprintln(os.Stderr, "iopath: "+err.Error())
+	var ie session.Interrupted
+	if errors.As(err, &ie) {
+		os.Exit(ie.ExitCode()) // 130 or 143
+	}
 	os.Exit(1)
 }

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
@@ -35,6 +33,7 @@ type traceFlags struct {
 	noWriteback   bool
 	quiet         bool
 	workload      string // trace_workload.go
+	output        string
 }
 
 func newTraceCmd() *cobra.Command {
@@ -49,8 +48,18 @@ when writeback carried them to disk.
 
 By default only calls that touched the disk, waited, dirtied pages or failed are
 printed; pure cache hits are counted in the kernel and shown in the summary
-(--all prints them too).`,
-		Example: `  iopath trace -- dd if=/var/log/syslog of=/dev/null bs=1 count=1
+(--all prints them too).
+
+With -- CMD the command shares stdout with iopath's records: give -o FILE to
+keep them apart (on a shared stdout each record starts on a new line).
+
+Signals and exit status: SIGINT or SIGTERM ends the trace after the summary
+with exit status 130 or 143; the command gets the same signal, and SIGKILL
+5 s later if it is still running (said on stderr). Otherwise iopath exits
+with the command's status (128+N when signal N ended it: 137 after SIGKILL).
+--duration sends the command SIGTERM (SIGKILL 5 s later). If iopath itself
+is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
+		Example: `  iopath trace -o trace.txt -- dd if=/var/log/syslog of=/dev/null bs=1 count=1
   iopath trace -p 1234 --json
   iopath trace --wait-writeback 40s -- sh -c 'echo x > /var/tmp/f'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,271 +75,169 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map; overflow is counted)")
 	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
 	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")
-	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C); the command then gets SIGTERM")
 	fl.StringVar(&f.readyFile, "ready-file", "", "create this file once every hook is attached")
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
 
-func runTrace(cmd *cobra.Command, f *traceFlags, args []string) error {
+func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
+	// First, before anything loads: a SIGINT or SIGTERM from now on ends
+	// the run cleanly (see session.Catch).
+	sig := session.Catch()
+	defer sig.Stop()
+	if err := checkTraceFlags(f); err != nil {
+		return err
+	}
 	if f.workload != "" {
-		return runTraceWorkload(cmd, f, args)
+		return runTraceWorkload(cmd, f, args, sig)
 	}
 	if len(f.pids) == 0 && f.comm == "" && len(args) == 0 {
 		return errors.New("nothing to trace: give -p PID, --comm NAME or -- CMD ARGS")
 	}
 	var cmdPath string
 	if len(args) > 0 {
-		p, err := exec.LookPath(args[0])
+		p, err := lookCommand(args[0])
 		if err != nil {
-			if st, serr := os.Stat(args[0]); serr == nil && strings.Contains(args[0], "/") {
-				if st.IsDir() {
-					return fmt.Errorf("command %q is a directory: give the program to run", args[0])
-				}
-				return fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", args[0])
-			}
-			return fmt.Errorf("command %q not found: check the name or give its full path", args[0])
+			return err
 		}
 		cmdPath = p
 	}
 	for _, pid := range f.pids {
-		if pid <= 0 || pid > 1<<22 || syscall.Kill(pid, 0) == syscall.ESRCH {
-			return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
+		if err := checkPid(pid); err != nil {
+			return err
 		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
-			return fmt.Errorf("pid %d is a zombie (exited, not yet reaped): it will do no more IO", pid)
-		}
-	}
-	if f.ringbuf > 1<<30 {
-		return fmt.Errorf("--ringbuf-size %d is larger than 1 GiB: choose a power of two from 4096 to 1073741824", f.ringbuf)
-	}
-	if f.maxDirty < 1 || f.maxDirty > 1<<26 {
-		return fmt.Errorf("--max-dirty-pages %d is out of range: choose 1 to 67108864 folios", f.maxDirty)
-	}
-	if err := checkForce(f.force); err != nil {
-		return err
 	}
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	force := map[string]tracer.Mechanism{}
-	for k, v := range f.force {
-		force[k] = tracer.Mechanism(v)
-	}
-	out := render.NewPrinter(cmd.OutOrStdout(), f.json, f.quiet)
-	t, err := tracer.New(tracer.Options{Pids: f.pids, Comm: f.comm, All: f.all, RingBufBytes: f.ringbuf,
-		MaxDirtyPages: f.maxDirty, Force: force, NoWriteback: f.noWriteback}, out.Record)
+	errw := cmd.ErrOrStderr()
+	w, shared, closeOut, err := traceOutput(cmd, f.output, len(args) > 0)
 	if err != nil {
 		return err
 	}
-	defer t.Close()
-	defer out.Flush()
-	started(cmd.ErrOrStderr(), t, out, force)
-
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if f.duration > 0 {
-		var c2 context.CancelFunc
-		ctx, c2 = context.WithTimeout(ctx, f.duration)
-		defer c2()
+	defer func() { closeOut(err) }()
+	out := render.NewPrinter(w, f.json, f.quiet)
+	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
+	if err != nil {
+		return err
 	}
-	if f.readyFile != "" {
-		rf, err := os.OpenFile(f.readyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
-		}
-		fmt.Fprintln(rf, os.Getpid())
-		rf.Close()
-		defer os.Remove(f.readyFile)
-	}
+	defer end()
 
-	exitCode := 0
-	var childDone chan struct{}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
+	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
 	if len(args) > 0 {
-		child, err := startGated(cmdPath, args, t)
-		if err != nil {
-			return err
+		c := &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+			DeathSignal: syscall.SIGTERM}
+		if shared != nil {
+			c.Stdout = shared.CommandStdout()
+			tr.Started = func(*session.Child) { shared.Started() }
 		}
-		childDone = make(chan struct{})
-		go func() {
-			// A signal that reached only iopath goes to the command too: it
-			// must not run on untraced.
-			select {
-			case <-ctx.Done():
-				if ctx.Err() == context.Canceled {
-					child.Process.Signal(syscall.SIGTERM)
-				}
-			case <-childDone:
-			}
-		}()
-		go func() {
-			defer close(childDone)
-			err := child.Wait()
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				exitCode = ee.ExitCode()
-				if exitCode < 0 {
-					exitCode = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
-				}
-			} else if err != nil {
-				exitCode = 127
-			}
-			if f.waitWriteback > 0 {
-				waitWriteback(ctx, t, f.waitWriteback, cmd.ErrOrStderr())
-			}
-			stopRun()
-		}()
-	}
-	if len(args) == 0 {
+		tr.Command = c
+		tr.Pids = nil
+	} else {
 		// Output closed (`iopath trace -p PID | head`): stop, as a
 		// command whose output is gone would. A traced command keeps
 		// running (traced, records dropped) until it exits.
+		broken := make(chan struct{})
 		out.OnBroken = func(err error) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "iopath: output closed (%v): stopping\n", err)
-			stopRun()
+			fmt.Fprintf(errw, "iopath: output closed (%v): stopping\n", err)
+			close(broken)
+		}
+		tr.Stop = broken
+		if f.comm != "" {
+			tr.Pids = nil // --comm: new processes may come; run until stopped
 		}
 	}
-	if len(args) == 0 && len(f.pids) > 0 && f.comm == "" {
-		go func() { // -p only: end when every traced process has exited
-			for runCtx.Err() == nil {
-				alive := false
-				for _, pid := range f.pids {
-					if syscall.Kill(pid, 0) == nil {
-						alive = true
-					}
-				}
-				if !alive {
-					stopRun()
-					return
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}()
-	}
-	if err := t.Run(runCtx, f.settle); err != nil {
+	res, err := s.Trace(tr)
+	if err != nil {
 		return err
 	}
-	if childDone != nil {
-		select { // its exit status is ours
-		case <-childDone:
-		case <-time.After(5 * time.Second):
-		}
+	out.Summary(res.Summary)
+	return exitWith(errw, res.Code, res.Note())
+}
+
+// exitWith prints note (if any) on errw and returns the exit status code.
+func exitWith(errw io.Writer, code int, note string) error {
+	if note != "" {
+		fmt.Fprintln(errw, note)
 	}
-	out.Summary(t.Summary())
-	if exitCode != 0 {
-		return exitError{code: exitCode}
+	if code != 0 {
+		return exitError{code: code}
 	}
 	return nil
 }
 
-// startGated starts the command stopped right after its execve (ptrace's
-// exec stop), adds its pid to the traced set, then lets it run: none of the
-// program's own IO escapes the trace, and none of iopath's gets in.
-func startGated(path string, args []string, t *tracer.Tracer) (*exec.Cmd, error) {
-	runtime.LockOSThread() // ptrace requests must come from the tracing thread
-	defer runtime.UnlockOSThread()
-	c := exec.Command(path)
-	c.Args = args
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	c.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := c.Start(); err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", args[0], err)
+// lookCommand finds the program of `-- CMD`, or says why it cannot run.
+func lookCommand(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	if st, serr := os.Stat(name); serr == nil && strings.Contains(name, "/") {
+		if st.IsDir() {
+			return "", fmt.Errorf("command %q is a directory: give the program to run", name)
 		}
-		return nil, fmt.Errorf("starting %s: %w", args[0], err)
+		return "", fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", name)
 	}
-	pid := c.Process.Pid
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		c.Process.Kill()
-		c.Wait()
-		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", args[0], ws, err)
-	}
-	if err := t.AddPid(pid); err != nil {
-		c.Process.Kill()
-		syscall.PtraceDetach(pid)
-		c.Wait()
-		return nil, err
-	}
-	if err := syscall.PtraceDetach(pid); err != nil {
-		c.Process.Kill()
-		c.Wait()
-		return nil, fmt.Errorf("releasing %s after exec: %w", args[0], err)
-	}
-	return c, nil
+	return "", fmt.Errorf("command %q not found: check the name or give its full path", name)
 }
 
-func attachLine(hooks []tracer.HookStatus) string {
-	var parts []string
-	var missing []string
-	for _, h := range hooks {
-		m := string(h.Mechanism)
-		if h.Variant == "attached with --all only" {
-			m = "off(--all)"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, m))
-		if h.Mechanism == tracer.None {
-			missing = append(missing, fmt.Sprintf("%s (no %s)", h.Hook, h.Loses))
-		}
+// openTrace loads the tracer for f (topts: what to trace) with out as its
+// output, says on errw how its hooks attached, and creates --ready-file;
+// end flushes out, removes the ready file and unloads the tracer.
+func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
+	force := forceMechanisms(f.force)
+	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: out.Record, Idle: out.Flush, Settle: f.settle, Notes: errw,
+		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
+	if err != nil {
+		return nil, nil, err
 	}
-	s := "iopath: attached " + strings.Join(parts, " ")
-	if len(missing) > 0 {
-		s += "\niopath: unavailable on this kernel: " + strings.Join(missing, ", ")
+	if err := readyFile(f.readyFile); err != nil {
+		s.Close()
+		return nil, nil, err
 	}
-	return s
+	return s, func() {
+		out.Flush()
+		removeReadyFile(f.readyFile)
+		s.Close()
+	}, nil
+}
+
+// forceMechanisms converts --force-mechanism's values (checked by checkForce).
+func forceMechanisms(force map[string]string) map[string]tracer.Mechanism {
+	m := map[string]tracer.Mechanism{}
+	for k, v := range force {
+		m[k] = tracer.Mechanism(v)
+	}
+	return m
+}
+
+// readyFile creates --ready-file (holding iopath's pid) once the hooks are
+// attached.
+func readyFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	rf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
+	}
+	fmt.Fprintln(rf, os.Getpid())
+	return rf.Close()
+}
+
+func removeReadyFile(path string) {
+	if path != "" {
+		os.Remove(path)
+	}
 }
 
 // checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
-// started connects the printer to a new tracer (flushed whenever the ring
-// buffer is empty) and says on errw which mechanism each hook uses, and
-// which --force-mechanism wishes were not granted.
-func started(errw io.Writer, t *tracer.Tracer, out *render.Printer, force map[string]tracer.Mechanism) {
-	t.Idle = out.Flush
-	fmt.Fprintln(errw, attachLine(t.Hooks))
-	for _, w := range forceWarnings(force, t.Hooks) {
-		fmt.Fprintln(errw, "iopath:", w)
-	}
-}
-
-// forceWarnings says which hooks do not run on the mechanism
-// --force-mechanism asked for (it is a preference: a hook without it, or
-// whose kernel refuses it, keeps its best other mechanism).
-func forceWarnings(force map[string]tracer.Mechanism, hooks []tracer.HookStatus) []string {
-	var out, others []string
-	for _, h := range hooks {
-		want, ok := force[h.Hook]
-		all := !ok
-		if all {
-			if want, ok = force["*"]; !ok {
-				continue
-			}
-		}
-		if h.Mechanism == want {
-			continue
-		}
-		if all {
-			others = append(others, h.Hook+"="+string(h.Mechanism))
-			continue
-		}
-		why := "this hook has no " + string(want) + " stand-in"
-		for _, r := range h.Rejected {
-			if strings.HasPrefix(r, string(want)+": ") {
-				why = r
-			}
-		}
-		out = append(out, fmt.Sprintf("--force-mechanism %s=%s not used (%s): %s runs on %s", h.Hook, want, why, h.Hook, h.Mechanism))
-	}
-	if len(others) > 0 {
-		out = append(out, fmt.Sprintf("--force-mechanism *=%s: %d hooks cannot use it and keep another mechanism: %s",
-			force["*"], len(others), strings.Join(others, " ")))
-	}
-	return out
-}
-
 func checkForce(force map[string]string) error {
 	hooks := map[string]bool{"*": true}
 	var names []string

@@ -3,11 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 )
@@ -122,13 +120,13 @@ func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 	if err := f.spec.Validate(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sig := session.Catch()
+	defer sig.Stop()
 	p, err := workloads.Prepare(f.spec)
 	if err != nil {
 		return err
 	}
-	rep, runErr := p.Run(ctx)
+	rep, runErr := p.Run(sig.Context())
 	cleanErr := p.Cleanup()
 	if runErr != nil {
 		return runErr
@@ -143,7 +141,7 @@ func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "kept %s\n", p.Path)
 	}
 	if rep.Interrupted {
-		return exitError{code: 130}
+		return exitError{code: session.ExitCode(sig.Signal(), nil)} // 130 or 143
 	}
 	return nil
 }

@@ -216,7 +216,18 @@ func TestWorkloadKeep(t *testing.T) {
 	}
 }
 
+// SIGINT or SIGTERM: the workload reports what it did and exits 130 or
+// 143 (SIGTERM gave 130, issue 10 item 6).
 func TestWorkloadInterrupt(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		workloadInterrupt(t, c.sig, c.code)
+	}
+}
+
+func workloadInterrupt(t *testing.T, sig syscall.Signal, want int) {
 	tmp := t.TempDir()
 	cmd := iopathCmd(tmp, "workload", "read-1byte", "--duration", "1m", "--json")
 	var out bytes.Buffer
@@ -233,20 +244,20 @@ func TestWorkloadInterrupt(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Process.Signal(sig)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Errorf("after SIGINT: %v, want exit status 130", err)
+	if !errors.As(err, &ee) || ee.ExitCode() != want {
+		t.Errorf("after %v: %v, want exit status %d", sig, err, want)
 	}
 	var r struct {
 		Interrupted bool  `json:"interrupted"`
 		Ops         int64 `json:"ops"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !r.Interrupted || r.Ops == 0 {
-		t.Errorf("report after SIGINT: %+v, %v", r, err)
+		t.Errorf("report after %v: %+v, %v", sig, r, err)
 	}
 	if l := leftovers(tmp); len(l) > 0 {
-		t.Errorf("left %v after SIGINT", l)
+		t.Errorf("left %v after %v", l, sig)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -7,17 +7,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
-	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
-	"github.com/spf13/cobra"
 )
 
 func init() {
-	demos["seq-vs-rand"] = struct {
-		short string
-		run   func(cmd *cobra.Command, f *demoFlags, args []string) error
-	}{"16 MiB in 4 KiB reads of a cold 64 MiB file, in order vs at random offsets: what readahead does", runDemoSeqRand}
+	register(&Demo{Name: "seq-vs-rand", Run: runSeqRand,
+		Short: "16 MiB in 4 KiB reads of a cold 64 MiB file, in order vs at random offsets: what readahead does"})
 }
 
 // Sizes of the seq-vs-rand demo, in bytes.
@@ -27,8 +25,8 @@ const (
 	seqRandBytes    = 16 << 20 // bytes read by each run
 )
 
-// callStats sums what a run's calls on its file did, from their records.
-type callStats struct {
+// CallStats sums what a run's calls on its file did, from their records.
+type CallStats struct {
 	Calls    int
 	BytesReq uint64 // bytes the calls requested
 	// Page cache, in 4 KiB pages: requested = hit + missed; added includes readahead.
@@ -51,9 +49,9 @@ type callStats struct {
 	D2CBios      int      // bios with a completion
 }
 
-// callStatsOf computes callStats from a run's syscall records.
-func callStatsOf(calls []*record.Syscall) callStats {
-	var s callStats
+// CallStatsOf computes CallStats from a run's syscall records.
+func CallStatsOf(calls []*record.Syscall) CallStats {
+	var s CallStats
 	type rqKey struct {
 		dev   string
 		issue uint64
@@ -101,7 +99,7 @@ func callStatsOf(calls []*record.Syscall) callStats {
 }
 
 // meanDur is the mean call duration in ns (0 without calls).
-func (s *callStats) meanDur() uint64 {
+func (s *CallStats) meanDur() uint64 {
 	var t uint64
 	for _, d := range s.DurNs {
 		t += d
@@ -110,7 +108,7 @@ func (s *callStats) meanDur() uint64 {
 }
 
 // quantileDur is the duration, in ns, at quantile q (0..1) of the calls.
-func (s *callStats) quantileDur(q float64) uint64 {
+func (s *CallStats) quantileDur(q float64) uint64 {
 	if len(s.DurNs) == 0 {
 		return 0
 	}
@@ -145,123 +143,110 @@ func demoTable(rows [][]string) string {
 }
 
 // raCell describes the readahead decisions of a run.
-func raCell(s *callStats) string {
+func raCell(s *CallStats) string {
 	if s.RA == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%d (%d sync, %d async), largest window %s", s.RA, s.RASync, s.RAAsync, pl(uint64(s.RAMaxPages), "page"))
+	return fmt.Sprintf("%d (%d sync, %d async), largest window %s", s.RA, s.RASync, s.RAAsync, render.Count(uint64(s.RAMaxPages), "page"))
 }
 
-// demoRun is what a demo shows of one traced workload run.
-type demoRun struct {
-	stats callStats       // from its syscall records (demos that stream every call)
-	rec   *workloadRecord // from the summary, with the workload's report
+// Run is what a demo shows of one traced workload run.
+type Run struct {
+	Stats CallStats        // from its syscall records (demos that stream every call)
+	Rec   *record.Workload // from the summary, with the workload's report
 }
 
-// seqRandTable is the seq-vs-rand comparison; every cell comes from the
+// SeqRandTable is the seq-vs-rand comparison; every cell comes from the
 // runs' records, summary and reports.
-func seqRandTable(seq, rnd *demoRun) string {
-	row := func(name string, f func(r *demoRun) string) []string { return []string{name, f(seq), f(rnd)} }
+func SeqRandTable(seq, rnd *Run) string {
+	row := func(name string, f func(r *Run) string) []string { return []string{name, f(seq), f(rnd)} }
 	return demoTable([][]string{
 		{"", "sequential", "random"},
-		row("read calls", func(r *demoRun) string { return fmt.Sprint(r.stats.Calls) }),
-		row("bytes requested", func(r *demoRun) string { return human(r.stats.BytesReq) }),
-		row("page-cache hits", func(r *demoRun) string {
-			return fmt.Sprintf("%d of %d pages", r.stats.Hits, r.stats.PagesReq)
+		row("read calls", func(r *Run) string { return fmt.Sprint(r.Stats.Calls) }),
+		row("bytes requested", func(r *Run) string { return render.Bytes(r.Stats.BytesReq) }),
+		row("page-cache hits", func(r *Run) string {
+			return fmt.Sprintf("%d of %d pages", r.Stats.Hits, r.Stats.PagesReq)
 		}),
-		row("pages added to the cache", func(r *demoRun) string { return fmt.Sprint(r.stats.Added) }),
-		row("readahead decisions", func(r *demoRun) string { return raCell(&r.stats) }),
-		row("disk requests", func(r *demoRun) string {
-			return fmt.Sprintf("%d (%s)", r.stats.Requests, pl(uint64(r.stats.Bios), "bio"))
+		row("pages added to the cache", func(r *Run) string { return fmt.Sprint(r.Stats.Added) }),
+		row("readahead decisions", func(r *Run) string { return raCell(&r.Stats) }),
+		row("disk requests", func(r *Run) string {
+			return fmt.Sprintf("%d (%s)", r.Stats.Requests, render.Count(uint64(r.Stats.Bios), "bio"))
 		}),
-		row("average request size", func(r *demoRun) string {
-			return human(div(r.stats.RequestBytes, uint64(r.stats.Requests)))
+		row("average request size", func(r *Run) string {
+			return render.Bytes(div(r.Stats.RequestBytes, uint64(r.Stats.Requests)))
 		}),
-		row("disk bytes read", func(r *demoRun) string { return human(r.stats.DiskBytes) }),
-		row("calls that slept on IO", func(r *demoRun) string { return fmt.Sprint(r.stats.Waited) }),
-		row("time asleep on IO", func(r *demoRun) string { return dur(r.stats.BlockedNs) }),
-		row("duration (workload)", func(r *demoRun) string { return dur(uint64(r.rec.Report.Runtime)) }),
-		row("IOPS (workload)", func(r *demoRun) string { return fmt.Sprintf("%.0f", r.rec.Report.IOPS) }),
+		row("disk bytes read", func(r *Run) string { return render.Bytes(r.Stats.DiskBytes) }),
+		row("calls that slept on IO", func(r *Run) string { return fmt.Sprint(r.Stats.Waited) }),
+		row("time asleep on IO", func(r *Run) string { return render.Duration(r.Stats.BlockedNs) }),
+		row("duration (workload)", func(r *Run) string { return render.Duration(uint64(r.Rec.Report.Runtime)) }),
+		row("IOPS (workload)", func(r *Run) string { return fmt.Sprintf("%.0f", r.Rec.Report.IOPS) }),
 	})
 }
 
-// seqRandWhy explains the table with its own numbers.
-func seqRandWhy(seq, rnd *demoRun) string {
+// SeqRandWhy explains the table with its own numbers.
+func SeqRandWhy(seq, rnd *Run) string {
 	var b strings.Builder
-	s, r := &seq.stats, &rnd.stats
-	fmt.Fprintf(&b, "Why: the same %s was asked for in %d-byte reads both times.\n", human(s.BytesReq), seqRandBS)
+	s, r := &seq.Stats, &rnd.Stats
+	fmt.Fprintf(&b, "Why: the same %s was asked for in %d-byte reads both times.\n", render.Bytes(s.BytesReq), seqRandBS)
 	fmt.Fprintf(&b, "  In order, each read continued the previous one, so the kernel's readahead kept reading ahead\n")
 	fmt.Fprintf(&b, "  (%d decisions, %d of them async, windows up to %s): the disk got %d requests averaging %s,\n",
-		s.RA, s.RAAsync, human(uint64(s.RAMaxPages)*4096), s.Requests, human(div(s.RequestBytes, uint64(s.Requests))))
+		s.RA, s.RAAsync, render.Bytes(uint64(s.RAMaxPages)*4096), s.Requests, render.Bytes(div(s.RequestBytes, uint64(s.Requests))))
 	fmt.Fprintf(&b, "  %.0f calls per request, and %d of %d pages were already cached when asked for; only %s slept (%s in all).\n",
-		fdiv(float64(s.Calls), float64(s.Requests)), s.Hits, s.PagesReq, pl(uint64(s.Waited), "call"), dur(s.BlockedNs))
+		fdiv(float64(s.Calls), float64(s.Requests)), s.Hits, s.PagesReq, render.Count(uint64(s.Waited), "call"), render.Duration(s.BlockedNs))
 	fmt.Fprintf(&b, "  At random offsets there was no pattern to follow: readahead windows averaged %.1f pages over %d decisions,\n",
 		fdiv(float64(r.RAPages), float64(r.RA)), r.RA)
 	fmt.Fprintf(&b, "  requests averaged %s, %d requests for %d calls; %d calls slept on the device (%s in all, %s each on average)\n",
-		human(div(r.RequestBytes, uint64(r.Requests))), r.Requests, r.Calls, r.Waited, dur(r.BlockedNs), dur(div(r.BlockedNs, uint64(r.Waited))))
+		render.Bytes(div(r.RequestBytes, uint64(r.Requests))), r.Requests, r.Calls, r.Waited, render.Duration(r.BlockedNs), render.Duration(div(r.BlockedNs, uint64(r.Waited))))
 	fmt.Fprintf(&b, "  and %d of %d pages were hits (pages an earlier random read had already brought in).\n", r.Hits, r.PagesReq)
 	fmt.Fprintf(&b, "  So the sequential run did %.0f IOPS and the random one %.0f: %.1fx, for the same bytes requested;\n",
-		seq.rec.Report.IOPS, rnd.rec.Report.IOPS, fdiv(seq.rec.Report.IOPS, rnd.rec.Report.IOPS))
+		seq.Rec.Report.IOPS, rnd.Rec.Report.IOPS, fdiv(seq.Rec.Report.IOPS, rnd.Rec.Report.IOPS))
 	fmt.Fprintf(&b, "  the sequential run read %s from disk (readahead also read past the last page asked for), the random one %s.\n",
-		human(s.DiskBytes), human(r.DiskBytes))
+		render.Bytes(s.DiskBytes), render.Bytes(r.DiskBytes))
 	return b.String()
 }
 
-func runDemoSeqRand(cmd *cobra.Command, f *demoFlags, _ []string) error {
-	dir, fs, cleanup, err := demoSetup(f)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	files, closeFiles, err := demoFiles(dir, f.keep,
+func runSeqRand(o *Options) error {
+	ws, err := setupFiles(o, "its reads never reach a disk",
 		workloads.Spec{Kind: workloads.KindSeqRead, FileSize: seqRandFileSize, Cold: true},
 		workloads.Spec{Kind: workloads.KindRandRead, FileSize: seqRandFileSize, Cold: true})
 	if err != nil {
 		return err
 	}
-	defer closeFiles()
+	defer ws.close()
+	files := ws.files
 	count := fmt.Sprintf("--count=%d", seqRandBytes/seqRandBS)
 	bs := fmt.Sprintf("--bs=%d", seqRandBS)
-	runs := []*workloadRun{
-		{args: []string{workloads.KindSeqRead, bs, count}, file: files[0]},
-		{args: []string{workloads.KindRandRead, bs, count}, file: files[1]},
+	runs := []*session.WorkloadRun{
+		{Args: []string{workloads.KindSeqRead, bs, count}, File: files[0]},
+		{Args: []string{workloads.KindRandRead, bs, count}, File: files[1]},
 	}
-	recs, sum, hooks, err := traceWorkloads(tracer.Options{All: true}, runs)
+	tr, res, err := traceWorkloads(o, tracer.Options{All: true}, runs)
 	if err != nil {
 		return err
 	}
-	views := make([]*demoRun, len(runs))
-	wrecs := make([]*workloadRecord, len(runs))
-	for i, r := range runs {
-		wrecs[i] = r.record(recs, sum, nil)
-		views[i] = &demoRun{stats: callStatsOf(fileRecords(recs, r.file.dev, r.file.ino)), rec: wrecs[i]}
-		if views[i].stats.Calls == 0 {
-			return fmt.Errorf("saw no traced read of %s (lost events: %d): run `iopath doctor`", r.file.path, sum.LostEvents)
-		}
+	recs, sum, hooks := tr.recs, tr.sum, tr.hooks
+	views, wrecs, err := runViews(tr, res, runs, false)
+	if err != nil {
+		return err
 	}
-	w := cmd.OutOrStdout()
+	w := o.Out
 	fmt.Fprintf(w, "iopath demo seq-vs-rand: %s in %s reads of a cold %s file, in order vs at random offsets\n\n",
-		human(seqRandBytes), human(seqRandBS), human(seqRandFileSize))
-	fmt.Fprintf(w, "files: two fresh %s files in %s, %s on %s (disk %s, read_ahead_kb=%d), each dropped from the page cache\n",
-		human(seqRandFileSize), dir, fs.fsType, kernel.Dev(fs.dev), fs.disk, fs.readAheadKB)
-	for i, r := range runs {
-		fmt.Fprintf(w, "traced: iopath workload %s (pid %d, %s)\n", strings.Join(r.args, " "), r.pid, coldLine(wrecs[i]))
-	}
+		render.Bytes(seqRandBytes), render.Bytes(seqRandBS), render.Bytes(seqRandFileSize))
+	fmt.Fprint(w, ws.coldFilesLine(seqRandFileSize))
+	tracedLines(w, runs, wrecs)
 	fmt.Fprintf(w, "hooks: vfs_read=%s, readahead=%s, block_rq_issue=%s\n\n", mech(hooks, "vfs_read"), mech(hooks, "readahead"), mech(hooks, "block_rq_issue"))
-	fmt.Fprint(w, seqRandTable(views[0], views[1]))
+	fmt.Fprint(w, SeqRandTable(views[0], views[1]))
 	fmt.Fprintln(w)
-	fmt.Fprint(w, seqRandWhy(views[0], views[1]))
-	if sum.LostEvents > 0 {
-		fmt.Fprintf(w, "\nwarning: %d events were lost; the numbers above may be incomplete\n", sum.LostEvents)
-	}
-	if f.json {
-		demoJSON(w, recs, sum, wrecs)
+	fmt.Fprint(w, SeqRandWhy(views[0], views[1]))
+	lostWarning(w, sum)
+	if o.JSON {
+		printJSON(w, recs, sum, wrecs)
 	}
 	return nil
 }
 
 // coldLine says how cold a run's file was when it started.
-func coldLine(r *workloadRecord) string {
+func coldLine(r *record.Workload) string {
 	if r.Report == nil || r.Report.Cache == nil {
 		return "file not dropped from the cache"
 	}

@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
-// sysctlInt reads an integer from /proc/sys (e.g. "vm/dirty_expire_centisecs").
-func sysctlInt(name string) (int, error) {
+// SysctlInt reads an integer from /proc/sys (e.g. "vm/dirty_expire_centisecs").
+func SysctlInt(name string) (int, error) {
 	b, err := os.ReadFile("/proc/sys/" + name)
 	if err != nil {
 		return 0, err
@@ -23,12 +24,12 @@ func sysctlInt(name string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-// writebackBound is the kernel's expected worst delay for periodic writeback:
+// WritebackBound is the kernel's expected worst delay for periodic writeback:
 // dirty_expire_centisecs (age at which a dirty inode is written) plus
 // dirty_writeback_centisecs (how often the flusher wakes), mm/page-writeback.c.
-func writebackBound() (time.Duration, string) {
-	exp, err1 := sysctlInt("vm/dirty_expire_centisecs")
-	wb, err2 := sysctlInt("vm/dirty_writeback_centisecs")
+func WritebackBound() (time.Duration, string) {
+	exp, err1 := SysctlInt("vm/dirty_expire_centisecs")
+	wb, err2 := SysctlInt("vm/dirty_writeback_centisecs")
 	if err1 != nil || err2 != nil {
 		return 0, "vm.dirty_* sysctls unreadable"
 	}
@@ -36,15 +37,19 @@ func writebackBound() (time.Duration, string) {
 	return d, fmt.Sprintf("vm.dirty_expire_centisecs=%d + vm.dirty_writeback_centisecs=%d", exp, wb)
 }
 
-// waitWriteback keeps the trace running until every page the traced calls
+// WaitWriteback keeps the trace running until every page the traced calls
 // dirtied was seen written (or removed), or limit passes. When dirty-page
 // tracking overflowed it waits on the kernel's count instead (see
 // tracer.DirtyLeft) and says so. It shows a progress bar on a terminal.
-func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
-	bound, why := writebackBound()
+func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, errw io.Writer) {
+	bound, why := WritebackBound()
 	start := time.Now()
 	// Give the ring buffer a moment so the last calls' records are counted.
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(200 * time.Millisecond):
+	}
 	left := t.DirtyLeft()
 	pending := left.Pages
 	whose := overflowNote(left)
@@ -60,7 +65,7 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, pl(uint64(pending), "dirty page"), bound, why, whose)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, render.Count(pending, "dirty page"), bound, why, whose)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
@@ -89,6 +94,7 @@ func waitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		}
 		select {
 		case <-ctx.Done():
+			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %d pages still dirty%s\n", p, overflowNote(left))
 			return
 		case <-tick.C:
 		}
@@ -102,7 +108,7 @@ func overflowNote(d tracer.DirtyLeft) string {
 	case d.Overflowed == 0:
 		return ""
 	case d.Kernel:
-		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of the written files)", pl(d.Overflowed, "folio"))
+		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of the written files)", render.Count(d.Overflowed, "folio"))
 	}
-	return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; iopath's count, which cannot reach 0: the kernel's count of a written file is unavailable)", pl(d.Overflowed, "folio"))
+	return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; iopath's count, which cannot reach 0: the kernel's count of a written file is unavailable)", render.Count(d.Overflowed, "folio"))
 }

@@ -1,61 +1,49 @@
-package main
+package demo
 
 import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer/kernel"
-	"github.com/spf13/cobra"
 )
 
-func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(&b[0]) }
-
 func init() {
-	demos["read-1byte"] = struct {
-		short string
-		run   func(cmd *cobra.Command, f *demoFlags, args []string) error
-	}{"read(fd, &c, 1) on a cold 1 MiB file, then again warm: what reached the disk", runDemoRead1}
+	register(&Demo{Name: "read-1byte", Run: runRead1,
+		Short: "read(fd, &c, 1) on a cold 1 MiB file, then again warm: what reached the disk"})
 }
 
-func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
-	if err := tracer.Preflight(); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir(f)
+func runRead1(o *Options) error {
+	dir, fs, cleanup, err := setup(o, "its reads never reach a disk")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	path := filepath.Join(dir, "read-1byte.dat")
-	fs := describeFS(dir)
-	if !fs.blockDevice {
-		return fmt.Errorf("%s is on %s, which has no block device: its reads never reach a disk; use --dir on a disk-backed filesystem such as /var/tmp", filepath.Dir(dir), fs.fsType)
-	}
 	left, err := makeColdFile(path, 1<<20)
 	if err != nil {
 		return err
 	}
-	dev, ino, err := inode(path)
+	dev, ino, err := session.Inode(path)
 	if err != nil {
 		return err
 	}
-	recs, sum, hooks, err := traceChild(cmd, tracer.Options{}, 0, nil, "read-1byte", path)
+	tr, err := traceChild(o, 0, 0, "read-1byte", path)
 	if err != nil {
 		return err
 	}
-	calls := fileRecords(recs, dev, ino)
-	w := cmd.OutOrStdout()
+	recs, sum, hooks := tr.recs, tr.sum, tr.hooks
+	calls := FileRecords(recs, dev, ino)
+	w := o.Out
 	fmt.Fprintln(w, "iopath demo read-1byte: what does read(fd, &c, 1) cost?")
 	fmt.Fprintln(w)
-	where := fmt.Sprintf("%s on %s", fs.fsType, kernel.Dev(fs.dev))
-	if fs.blockDevice {
-		where += fmt.Sprintf(" (disk %s, read_ahead_kb=%d)", fs.disk, fs.readAheadKB)
+	where := fmt.Sprintf("%s on %s", fs.Type, kernel.Dev(fs.Dev))
+	if fs.BlockDevice {
+		where += fmt.Sprintf(" (disk %s, read_ahead_kb=%d)", fs.Disk, fs.ReadAheadKB)
 	}
 	fmt.Fprintf(w, "file: %s, 1 MiB, %s\n", path, where)
 	fmt.Fprintf(w, "evicted with posix_fadvise(POSIX_FADV_DONTNEED): %d of 256 pages still cached (mincore)\n", left)
@@ -70,10 +58,8 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, explainRead(calls[0], "first read (cold)", fs))
 	fmt.Fprint(w, explainRead(calls[1], "second read (warm)", fs))
-	if sum.LostEvents > 0 {
-		fmt.Fprintf(w, "\nwarning: %d events were lost; the numbers above may be incomplete\n", sum.LostEvents)
-	}
-	if f.json {
+	lostWarning(w, sum)
+	if o.JSON {
 		enc := json.NewEncoder(w)
 		for _, c := range calls[:2] {
 			enc.Encode(c)
@@ -82,21 +68,12 @@ func runDemoRead1(cmd *cobra.Command, f *demoFlags, _ []string) error {
 	return nil
 }
 
-func mech(hooks []tracer.HookStatus, name string) string {
-	for _, h := range hooks {
-		if h.Hook == name {
-			return string(h.Mechanism)
-		}
-	}
-	return "?"
-}
-
 // explainRead says in plain words what one read did, from its record only.
-func explainRead(c *record.Syscall, title string, fs fsInfo) string {
+func explainRead(c *record.Syscall, title string, fs session.FS) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, dur(c.DurationNs))
+	fmt.Fprintf(&b, "%s: %s(…, %d byte at offset %d) returned %d byte in %s", title, c.Syscall, c.RequestedBytes, c.Offset, c.ReturnedBytes, render.Duration(c.DurationNs))
 	if c.BlockedNs > 0 {
-		fmt.Fprintf(&b, ", %s of it asleep waiting for the device", dur(c.BlockedNs))
+		fmt.Fprintf(&b, ", %s of it asleep waiting for the device", render.Duration(c.BlockedNs))
 	}
 	b.WriteString(".\n")
 	cc := c.Cache
@@ -106,15 +83,15 @@ func explainRead(c *record.Syscall, title string, fs fsInfo) string {
 	}
 	fmt.Fprintf(&b, "  It missed the page cache: %d of %d requested page was not cached.\n", cc.PagesMissed, cc.PagesRequested)
 	for _, ra := range cc.Readahead {
-		fmt.Fprintf(&b, "  The kernel's %s readahead chose a window of %d pages (%s) starting at page %d", ra.Kind, ra.Pages, human(uint64(ra.Pages)*4096), ra.StartIndex)
-		if ra.Source == "derived" {
+		fmt.Fprintf(&b, "  The kernel's %s readahead chose a window of %d pages (%s) starting at page %d", ra.Kind, ra.Pages, render.Bytes(uint64(ra.Pages)*4096), ra.StartIndex)
+		if ra.Source == record.SourceDerived {
 			b.WriteString(" (derived from the pages added: this kernel has no readahead hook)")
 		}
 		b.WriteString(",\n")
 	}
-	fmt.Fprintf(&b, "  so %d pages (%s) were added to the page cache for 1 byte asked.\n", cc.PagesAdded, human(cc.PagesAdded*4096))
-	if !fs.blockDevice {
-		fmt.Fprintf(&b, "  The file is on %s, which has no block device: no disk was involved.\n", fs.fsType)
+	fmt.Fprintf(&b, "  so %d pages (%s) were added to the page cache for 1 byte asked.\n", cc.PagesAdded, render.Bytes(cc.PagesAdded*4096))
+	if !fs.BlockDevice {
+		fmt.Fprintf(&b, "  The file is on %s, which has no block device: no disk was involved.\n", fs.Type)
 		return b.String()
 	}
 	var bytes uint64
@@ -125,11 +102,11 @@ func explainRead(c *record.Syscall, title string, fs fsInfo) string {
 		d2c = max(d2c, bio.D2CNs)
 		flags = append(flags, bio.Rwbs)
 	}
-	fmt.Fprintf(&b, "  The disk read %s in %s (rwbs %s", human(bytes), pl(uint64(len(c.Bios)), "bio"), strings.Join(flags, ","))
+	fmt.Fprintf(&b, "  The disk read %s in %s (rwbs %s", render.Bytes(bytes), render.Count(uint64(len(c.Bios)), "bio"), strings.Join(flags, ","))
 	if strings.Contains(strings.Join(flags, ""), "A") {
 		b.WriteString(": A = readahead")
 	}
-	fmt.Fprintf(&b, "); the device took %s (D2C).\n", dur(d2c))
+	fmt.Fprintf(&b, "); the device took %s (D2C).\n", render.Duration(d2c))
 	if c.RequestedBytes > 0 {
 		fmt.Fprintf(&b, "  Amplification: %d bytes read from disk per byte asked.\n", bytes/c.RequestedBytes)
 	}

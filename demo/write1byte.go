@@ -1,7 +1,6 @@
-package main
+package demo
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,19 +10,17 @@ import (
 
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
-	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer/kernel"
-	"github.com/spf13/cobra"
 )
 
 func init() {
-	demos["write-1byte"] = struct {
-		short string
-		run   func(cmd *cobra.Command, f *demoFlags, args []string) error
-	}{"write(fd, \"x\", 1) to a new file: when does the byte reach the disk? (--fsync: made durable in the call)", runDemoWrite1}
+	register(&Demo{Name: "write-1byte", Run: runWrite1,
+		Short: "write(fd, \"x\", 1) to a new file: when does the byte reach the disk? (--fsync: made durable in the call)"})
 }
 
-// sysctlSetter changes a vm sysctl and restores it (also on SIGINT/SIGTERM).
+// sysctlSetter changes a vm sysctl and restores it (SIGINT and SIGTERM
+// end the demo through its deferred calls, so they restore it too).
 type sysctlSetter struct {
 	name, old string
 }
@@ -46,40 +43,29 @@ func (s *sysctlSetter) restore() {
 	}
 }
 
-func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
-	fl := cmd.Flags()
-	fsync, _ := fl.GetBool("fsync")
-	expire, _ := fl.GetInt("expire-centisecs")
-	limit, _ := fl.GetDuration("timeout")
-	if err := tracer.Preflight(); err != nil {
-		return err
-	}
-	dir, cleanup, err := demoDir(f)
+func runWrite1(o *Options) error {
+	fsync, expire, limit := o.Fsync, o.ExpireCentisecs, o.Timeout
+	dir, fs, cleanup, err := setup(o, "its writes are never written back")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	fs := describeFS(dir)
-	if !fs.blockDevice {
-		return fmt.Errorf("%s is on %s, which has no block device: its writes are never written back; use --dir on a disk-backed filesystem such as /var/tmp", filepath.Dir(dir), fs.fsType)
-	}
 	if expire > 0 {
 		s, err := setSysctl("vm/dirty_expire_centisecs", strconv.Itoa(expire))
 		if err != nil {
 			return err
 		}
 		defer s.restore()
-		atSignal(s.restore)
 	}
 	path := filepath.Join(dir, "write-1byte.dat")
-	bound, why := writebackBound()
+	bound, why := session.WritebackBound()
 	kind := "write-1byte"
 	if fsync {
 		kind = "write-1byte-fsync"
 	}
-	w := cmd.OutOrStdout()
+	w := o.Out
 	fmt.Fprintln(w, "iopath demo write-1byte: when does write(fd, \"x\", 1) reach the disk?")
-	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.fsType, kernel.Dev(fs.dev), fs.disk)
+	fmt.Fprintf(w, "\nfile: %s (new), %s on %s (disk %s)\n", path, fs.Type, kernel.Dev(fs.Dev), fs.Disk)
 	if fsync {
 		fmt.Fprintln(w, "traced: open(O_CREAT|O_TRUNC), write(fd, \"x\", 1), fsync(fd), close(fd) in a child process")
 	} else {
@@ -87,20 +73,20 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 			"the tracer waits for the kernel's periodic writeback (expected within %s: %s)\n", bound, why)
 	}
 	fmt.Fprintln(w)
-	wait := func(t *tracer.Tracer) {
-		if !fsync {
-			waitWriteback(context.Background(), t, limit, cmd.ErrOrStderr())
-		}
+	wait := limit
+	if fsync {
+		wait = 0
 	}
-	recs, sum, _, err := traceChild(cmd, tracer.Options{}, time.Second, wait, kind, path)
+	tr, err := traceChild(o, time.Second, wait, kind, path)
 	if err != nil {
 		return err
 	}
-	dev, ino, err := inode(path)
+	recs, sum := tr.recs, tr.sum
+	dev, ino, err := session.Inode(path)
 	if err != nil {
 		return err
 	}
-	calls := fileRecords(recs, dev, ino)
+	calls := FileRecords(recs, dev, ino)
 	var write, sync *record.Syscall
 	for _, c := range calls {
 		switch c.Syscall {
@@ -136,7 +122,7 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	for _, p := range persisted {
 		fmt.Fprint(w, render.PersistedStory(p))
 	}
-	if f.json {
+	if o.JSON {
 		enc := json.NewEncoder(w)
 		for _, c := range calls {
 			enc.Encode(c)
@@ -150,8 +136,8 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "write() returned %d byte after %s: it copied the byte into the page cache and dirtied %s in memory\n",
-		write.ReturnedBytes, dur(write.DurationNs), pl(uint64(write.DirtiedPages), "page"))
-	fmt.Fprintf(w, "(index %s); no disk IO happened inside the call.\n", ranges(write.DirtiedRanges))
+		write.ReturnedBytes, render.Duration(write.DurationNs), render.Count(uint64(write.DirtiedPages), "page"))
+	fmt.Fprintf(w, "(index %s); no disk IO happened inside the call.\n", render.Ranges(write.DirtiedRanges))
 	if len(persisted) == 0 {
 		fmt.Fprintf(w, "The page did not reach the disk within %s (dirty pages still pending: %d).\n", limit, sum.DirtyPending)
 		return nil
@@ -164,14 +150,14 @@ func runDemoWrite1(cmd *cobra.Command, f *demoFlags, args []string) error {
 		}
 	}
 	if sync != nil && p.ByOpID == sync.OpID {
-		fmt.Fprintf(w, "fsync() wrote it itself, in the caller's context: the page reached the disk %s after the write,\n", dur(p.DirtyToDiskNs))
+		fmt.Fprintf(w, "fsync() wrote it itself, in the caller's context: the page reached the disk %s after the write,\n", render.Duration(p.DirtyToDiskNs))
 		fmt.Fprintf(w, "in a %s %s request at sector %d (device time %s); fsync returned after %s.\n",
-			bio.Rwbs, human(uint64(bio.RequestBytes)), p.Sector, dur(bio.D2CNs), dur(sync.DurationNs))
+			bio.Rwbs, render.Bytes(uint64(bio.RequestBytes)), p.Sector, render.Duration(bio.D2CNs), render.Duration(sync.DurationNs))
 		return nil
 	}
 	fmt.Fprintf(w, "The page reached the disk %s after the write: the flusher %s (tid %d) wrote it for reason %q\n",
-		dur(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
-	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, human(uint64(bio.RequestBytes)), p.Sector, dur(bio.D2CNs))
+		render.Duration(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
+	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, render.Bytes(uint64(bio.RequestBytes)), p.Sector, render.Duration(bio.D2CNs))
 	if p.Reason == record.ReasonPeriodic {
 		fmt.Fprintf(w, "That delay is the kernel's: a dirty inode is written once it is older than vm.dirty_expire_centisecs,\n"+
 			"checked every vm.dirty_writeback_centisecs (%s). Call fsync(2) to make data durable now (--fsync).\n", why)

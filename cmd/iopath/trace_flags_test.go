@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// issue 10 item 8: values that used to be accepted silently are refused
+// with one line, exit status 1, nothing left behind (before any BPF load:
+// no root needed).
+func TestTraceFlagsRefused(t *testing.T) {
+	tmp := t.TempDir()
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"--ringbuf-size 0 is not a power of two from 4096 to 1073741824 bytes", []string{"trace", "--ringbuf-size", "0", "--", "true"}},
+		{"--ringbuf-size 12288 is not a power of two", []string{"trace", "--ringbuf-size", "12288", "--", "true"}},
+		{"--ringbuf-size 2147483648 is not a power of two from 4096 to 1073741824", []string{"trace", "--ringbuf-size", "2147483648", "--", "true"}},
+		{"--duration -1s is negative: give a duration of 0 or more, e.g. --duration 10s", []string{"trace", "--duration", "-1s", "--", "true"}},
+		{"--settle -1s is negative", []string{"trace", "--settle", "-1s", "--", "true"}},
+		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
+		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
+		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
+		{"pid 2 is a kernel thread: it makes no system calls to trace", []string{"trace", "-p", "2"}},
+		{"-o " + tmp + "/no/such/dir/out: open " + tmp + "/no/such/dir/out: no such file or directory: give a writable path", []string{"trace", "-o", tmp + "/no/such/dir/out", "--", "true"}},
+		{empty + " is empty: the workload reads or overwrites it and needs data there; give a file with data, or drop --file", []string{"workload", "seq-read", "--file", empty}},
+	} {
+		checkRefused(t, tmp, c.want, c.args...)
+	}
+	if _, err := os.Stat(empty); err != nil {
+		t.Errorf("the existing empty --file was removed: %v", err)
+	}
+	if st, err := os.ReadFile("/proc/2/stat"); err != nil || !strings.Contains(string(st), "(kthreadd)") {
+		t.Errorf("pid 2 is not kthreadd here (%q, %v): the kernel-thread case above tested nothing", st, err)
+	}
+}
+
+// -p of iopath's own pid: the shell's pid becomes iopath's at exec.
+func TestTracePidSelfRefused(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `exec "$0" -test.run=^TestWorkloadHelperProcess$ -- trace -p $$`, os.Args[0])
+	cmd.Env = append(os.Environ(), "IOPATH_TEST_HELPER=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if exitStatus(err) != 1 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
+		!strings.Contains(errb.String(), "is iopath itself, whose own IO is never traced: give the pid of another process") {
+		t.Errorf("trace -p SELF: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+}

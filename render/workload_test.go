@@ -1,0 +1,54 @@
+package render
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/workloads"
+)
+
+// The "workload under trace" section of a cold seq-read run, from a
+// synthetic record (no root needed).
+func TestWorkloadText(t *testing.T) {
+	r := &record.Workload{Type: "workload", Kind: "seq-read", Pid: 4242, File: "/var/tmp/w/seq-read.dat", Dev: "254:1", Ino: 77,
+		Ops: 64, FileReadCalls: 64, OtherCalls: 12, ReadBytesRequested: 262144,
+		DiskBytesRead: 294912, DiskBytesPerOp: 4608, Amplification: 1.125,
+		PagesRequested: 64, PagesHit: 60, PagesMissed: 4, PagesAdded: 72, HitRatio: 60.0 / 64,
+		CachedAfter:  &workloads.Residency{CachedPages: 72, TotalPages: 256, Method: "cachestat"},
+		DirtiedPages: 0, PendingPages: 3, FS: "ext4", Unmatched: 2,
+		Report: &workloads.Report{Kind: "seq-read", Ops: 64, Cache: &workloads.Residency{CachedPages: 0, TotalPages: 256, Method: "cachestat"}}}
+	want := `
+--- workload under trace ---
+workload:      seq-read, pid 4242, file /var/tmp/w/seq-read.dat (ext4, dev 254:1 ino 77)
+               dropped from the page cache before the trace: 0 of 256 pages still cached (cachestat)
+ops:           64 (the workload's report)
+calls:         64 reads and 0 writes on the file; 12 other calls by the process (Go runtime start-up, /proc)
+disk:          288.0 KiB read, 0 B written by the calls, 0 B carried by writeback: 4608.0 disk bytes per op
+amplification: 1.12 (294912 disk bytes read / 262144 bytes requested by the reads)
+page cache:    hit ratio 93.75% (60 hits / 64 pages requested by the calls on the file)
+               4 missed; 72 pages added, readahead included
+               afterwards 72 of the file's 256 pages were cached (cachestat)
+writeback:     0 pages dirtied, 0 persisted, 3 pending (dirty, not seen on disk yet); --wait-writeback 40s follows them to the disk
+               2 dirty folios were written in bios carrying more than 16 calls' pages, beyond what the tracer matches per bio (truncations wb_matches): persisted is a lower bound, pending an upper bound
+`
+	if got := Workload(r, false); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	// On tmpfs, without a report, after --wait-writeback.
+	r.FS, r.Report, r.PendingPages, r.Unmatched, r.CachedAfter = "tmpfs", nil, 0, 0, nil
+	r.DiskBytesRead, r.ReadBytesRequested, r.PagesRequested = 0, 0, 0
+	want = `
+--- workload under trace ---
+workload:      seq-read, pid 4242, file /var/tmp/w/seq-read.dat (tmpfs, dev 254:1 ino 77)
+ops:           64 (no report: calls on the file)
+calls:         64 reads and 0 writes on the file; 12 other calls by the process (Go runtime start-up, /proc)
+disk:          0 B read, 0 B written by the calls, 0 B carried by writeback: 4608.0 disk bytes per op
+               the file is on tmpfs, which has no block device: it never reaches a disk
+amplification: - (no bytes requested by reads)
+page cache:    no page requested by read calls
+writeback:     0 pages dirtied, 0 persisted, 0 pending (dirty, not seen on disk yet)
+`
+	if got := Workload(r, true); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

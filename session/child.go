@@ -1,0 +1,206 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long a child may take to exit after a forwarded
+// SIGINT or SIGTERM before iopath says so on stderr and sends SIGKILL.
+const DefaultGrace = 5 * time.Second
+
+// Command is a program to run under the trace. Its standard streams are
+// given explicitly (nil: /dev/null).
+type Command struct {
+	Path   string   // the program (already looked up)
+	Args   []string // argv; Args[0] is the name it sees
+	Env    []string // nil: this process's environment
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// DeathSignal is sent to the child when iopath dies, even by SIGKILL
+	// (prctl PR_SET_PDEATHSIG); 0 sends nothing.
+	DeathSignal syscall.Signal
+	// Grace is how long the child may take to exit after a forwarded
+	// signal before it gets SIGKILL; 0 means DefaultGrace.
+	Grace time.Duration
+	// Notes receives iopath's lines about the child (it ignored a signal
+	// and was killed); nil discards them.
+	Notes io.Writer
+}
+
+// Status is how a child ended.
+type Status struct {
+	// Code is the exit status, or 128+signal when a signal ended it.
+	Code int
+	// Signal is the signal that ended it, 0 if it exited.
+	Signal syscall.Signal
+	// Sent is the first signal iopath forwarded to the child (0: none);
+	// Killed is set when iopath then sent SIGKILL because the child
+	// outlived the grace period.
+	Sent   syscall.Signal
+	Killed bool
+	// Err is set when waiting failed (no exit status: Code is 127).
+	Err error
+}
+
+// Child is a running command started by Exec.
+type Child struct {
+	Pid  int
+	cmd  *exec.Cmd
+	name string
+	c    Command
+	done chan struct{}
+	st   Status
+
+	mu     sync.Mutex
+	sent   syscall.Signal // first signal forwarded
+	timer  *time.Timer
+	killed bool
+}
+
+// Exec starts c stopped right after its execve (ptrace's exec stop), calls
+// gate with its pid (the tracer adds it to the traced set there), then lets
+// it run: none of the program's own IO escapes the trace, and none of the
+// caller's gets in. A gate error kills the child.
+func Exec(c Command, gate func(pid int) error) (*Child, error) {
+	name := c.Path
+	if len(c.Args) > 0 {
+		name = c.Args[0]
+	}
+	// ptrace requests must come from the thread that started the child;
+	// the parent-death signal also follows that thread, which stays alive
+	// (unlocked, back in the runtime's pool) for the life of the process.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(c.Path)
+	cmd.Args = c.Args
+	cmd.Env = c.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal}
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	pid := cmd.Process.Pid
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("starting %s: it did not stop at exec (wait status %v, %w)", name, ws, err)
+	}
+	if gate != nil {
+		if err := gate(pid); err != nil {
+			cmd.Process.Kill()
+			syscall.PtraceDetach(pid)
+			cmd.Wait()
+			return nil, err
+		}
+	}
+	if err := syscall.PtraceDetach(pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("releasing %s after exec: %w", name, err)
+	}
+	ch := &Child{Pid: pid, cmd: cmd, name: name, c: c, done: make(chan struct{})}
+	go ch.wait()
+	return ch, nil
+}
+
+func (ch *Child) wait() {
+	err := ch.cmd.Wait()
+	ch.mu.Lock()
+	if ch.timer != nil {
+		ch.timer.Stop()
+	}
+	ch.st = statusOf(err)
+	ch.st.Sent, ch.st.Killed = ch.sent, ch.killed
+	ch.mu.Unlock()
+	close(ch.done)
+}
+
+// statusOf turns exec's Wait result into a Status.
+func statusOf(err error) Status {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return Status{}
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return Status{Code: 128 + int(ws.Signal()), Signal: ws.Signal()}
+		}
+		return Status{Code: ee.ExitCode()}
+	}
+	return Status{Code: 127, Err: err}
+}
+
+// Done is closed when the child has exited.
+func (ch *Child) Done() <-chan struct{} { return ch.done }
+
+// Wait waits for the child to exit.
+func (ch *Child) Wait() Status {
+	<-ch.done
+	return ch.st
+}
+
+// Interrupt sends sig to the child. If it has not exited Grace after the
+// first such signal, iopath says so on Notes and sends SIGKILL.
+func (ch *Child) Interrupt(sig syscall.Signal) {
+	select {
+	case <-ch.done:
+		return
+	default:
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.cmd.Process.Signal(sig)
+	if ch.sent != 0 {
+		return
+	}
+	ch.sent = sig
+	grace := ch.c.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	ch.timer = time.AfterFunc(grace, func() {
+		select {
+		case <-ch.done:
+			return
+		default:
+		}
+		ch.mu.Lock()
+		ch.killed = true
+		ch.mu.Unlock()
+		if ch.c.Notes != nil {
+			fmt.Fprintf(ch.c.Notes, "iopath: %s (pid %d) is still running %s after %s: sending SIGKILL\n", ch.name, ch.Pid, grace, signame(sig))
+		}
+		ch.cmd.Process.Kill()
+	})
+}
+
+// Kill kills the child at once and waits for it.
+func (ch *Child) Kill() Status {
+	ch.cmd.Process.Kill()
+	return ch.Wait()
+}
+
+// signame is SIGINT, SIGTERM, … for the signals a run handles.
+func signame(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

@@ -1,0 +1,239 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer"
+)
+
+// Options configure a Session.
+type Options struct {
+	Tracer tracer.Options
+	// Record receives every record, on the tracer's reading goroutine.
+	Record func(any)
+	// Idle is called whenever the ring buffer is empty (flush output there).
+	Idle func()
+	// Attached is called once the hooks are attached, before the reading
+	// starts (to say which mechanism each hook uses).
+	Attached func(*tracer.Tracer)
+	// Settle is how long the end waits for bios still in flight.
+	Settle time.Duration
+	// Notes receives iopath's own lines (stderr).
+	Notes io.Writer
+}
+
+// Session is a loaded tracer reading its ring buffer, with the signals
+// of the run.
+type Session struct {
+	T      *tracer.Tracer
+	sig    *Signals
+	o      Options
+	cancel context.CancelFunc
+	runErr chan error
+	ran    chan struct{} // closed when Run returned
+	err    error
+	ended  bool
+	// persist counts the "persisted" records, for the workload records.
+	persist PersistCounts
+}
+
+// Open loads and attaches the tracer and starts reading. A signal that came
+// while it attached ends it at once with Interrupted (the hooks detach).
+func Open(sig *Signals, o Options) (*Session, error) {
+	if o.Notes == nil {
+		o.Notes = io.Discard
+	}
+	if err := interrupted(sig); err != nil {
+		return nil, err
+	}
+	s := &Session{sig: sig, o: o, runErr: make(chan error, 1), ran: make(chan struct{})}
+	t, err := tracer.New(o.Tracer, func(r any) {
+		s.persist.Add(r)
+		if o.Record != nil {
+			o.Record(r)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := interrupted(sig); err != nil {
+		t.Close()
+		return nil, err
+	}
+	s.T = t
+	t.Idle = o.Idle
+	if o.Attached != nil {
+		o.Attached(t)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		s.runErr <- t.Run(ctx, o.Settle)
+		close(s.ran)
+	}()
+	return s, nil
+}
+
+// interrupted is Interrupted if a signal has come.
+func interrupted(sig *Signals) error {
+	if s := sig.Signal(); s != 0 {
+		return Interrupted{Signal: s, Early: true}
+	}
+	return nil
+}
+
+// Exec starts c as a traced child (see Exec) that gets every signal the
+// run receives.
+func (s *Session) Exec(c Command) (*Child, error) {
+	if c.Notes == nil {
+		c.Notes = s.o.Notes
+	}
+	ch, err := Exec(c, s.T.AddPid)
+	if err != nil {
+		return nil, err
+	}
+	s.sig.forward(ch)
+	return ch, nil
+}
+
+// Failed is closed when reading the ring buffer failed (End returns why).
+func (s *Session) Failed() <-chan struct{} { return s.ran }
+
+// End stops reading (after Settle for bios in flight) and returns the
+// summary, read once: it folds the kernel's hit counters in.
+func (s *Session) End() (*record.Summary, error) {
+	if !s.ended {
+		s.ended = true
+		s.cancel()
+		s.err = <-s.runErr
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.T.Summary(), nil
+}
+
+// Close detaches the hooks and frees the BPF objects.
+func (s *Session) Close() {
+	s.cancel()
+	if !s.ended {
+		<-s.ran
+	}
+	s.T.Close()
+}
+
+// Trace is one `iopath trace` run.
+type Trace struct {
+	// Command is traced until it exits; nil traces the Session's pids or
+	// comm until Duration, a signal, Stop, or the exit of every one of Pids.
+	Command *Command
+	Pids    []int
+	// Duration ends the run (0: no limit); a Command then gets SIGTERM,
+	// and SIGKILL after its Grace.
+	Duration time.Duration
+	// WaitWriteback, after the command exited, keeps tracing until its
+	// dirty pages reach the disk or this much time passed.
+	WaitWriteback time.Duration
+	// Stop ends the run when closed (output closed); nil: never.
+	Stop <-chan struct{}
+	// Started, if set, is called once the command runs.
+	Started func(*Child)
+}
+
+// Result is how a run ended.
+type Result struct {
+	Summary *record.Summary
+	Command *Status        // nil without a command
+	Signal  syscall.Signal // the first SIGINT or SIGTERM received, 0 if none
+	Code    int            // iopath's exit status (ExitCode)
+}
+
+// Note is the line to print on stderr after the summary ("" if none).
+func (r Result) Note() string { return ExitNote(r.Signal, r.Command) }
+
+// Trace runs tr to its end and returns the summary and exit status.
+func (s *Session) Trace(tr Trace) (Result, error) {
+	var timeout <-chan time.Time
+	if tr.Duration > 0 {
+		tm := time.NewTimer(tr.Duration)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var res Result
+	if tr.Command != nil {
+		ch, err := s.Exec(*tr.Command)
+		if err != nil {
+			s.End()
+			return res, err
+		}
+		if tr.Started != nil {
+			tr.Started(ch)
+		}
+		select {
+		case <-ch.Done():
+		case <-timeout:
+			fmt.Fprintf(s.o.Notes, "iopath: --duration %s reached: sending SIGTERM to %s (pid %d)\n", tr.Duration, ch.name, ch.Pid)
+			ch.Interrupt(syscall.SIGTERM)
+		case <-s.ran:
+			ch.Kill()
+		}
+		st := ch.Wait()
+		res.Command = &st
+		if tr.WaitWriteback > 0 && s.sig.Signal() == 0 {
+			WaitWriteback(s.sig.Context(), s.T, tr.WaitWriteback, s.o.Notes)
+		}
+	} else {
+		select {
+		case <-s.sig.Fired():
+		case <-timeout:
+		case <-tr.Stop:
+		case <-allExited(ctx, tr.Pids):
+		case <-s.ran:
+		}
+	}
+	sum, err := s.End()
+	if err != nil {
+		return res, err
+	}
+	res.Summary, res.Signal = sum, s.sig.Signal()
+	res.Code = ExitCode(res.Signal, res.Command)
+	return res, nil
+}
+
+// allExited is closed once every pid has exited (never without pids).
+func allExited(ctx context.Context, pids []int) <-chan struct{} {
+	done := make(chan struct{})
+	if len(pids) == 0 {
+		return done
+	}
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			alive := false
+			for _, pid := range pids {
+				if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+					alive = true
+				}
+			}
+			if !alive {
+				close(done)
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done
+}

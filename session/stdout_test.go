@@ -1,0 +1,184 @@
+package session
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// record is what iopath writes: whole lines.
+const testRecord = `{"type":"syscall"}` + "\n"
+
+// Pipe: the command's output is relayed, and a record written while the
+// command is mid-line starts on a new line; at a line start, no blank line.
+func TestSharedStdoutPipe(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	s, err := ShareStdout(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CommandStdout() == pw {
+		t.Fatal("a pipe stdout is not relayed")
+	}
+	// The command prints a partial line, waits for the test's record, then
+	// ends its line and prints a whole one.
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := exec.Command("sh", "-c", `printf 'partial'; while [ ! -e "$0" ]; do sleep 0.01; done; printf ' end\nwhole\n'`, gate)
+	cmd.Stdout = s.CommandStdout()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Started()
+	buf := make([]byte, 7)
+	// Wait until the relay has copied "partial".
+	if _, err := io.ReadFull(pr, buf); err != nil || string(buf) != "partial" {
+		t.Fatalf("relayed %q, %v", buf, err)
+	}
+	s.Write([]byte(testRecord))
+	os.WriteFile(gate, nil, 0o644)
+	cmd.Wait()
+	s.Write([]byte(testRecord))
+	s.Close()
+	pw.Close()
+	rest, _ := io.ReadAll(pr)
+	got := "partial" + string(rest)
+	want := "partial\n" + testRecord + " end\nwhole\n" + testRecord
+	if got != want {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+}
+
+// Regular file: the byte before the offset decides.
+func TestSharedStdoutFile(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ShareStdout(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CommandStdout() != f {
+		t.Fatal("a file stdout must be the command's own")
+	}
+	s.Started()
+	s.Write([]byte(testRecord)) // at offset 0: no newline first
+	f.WriteString("cmd mid-line")
+	s.Write([]byte(testRecord))
+	f.WriteString("cmd line\n")
+	s.Write([]byte(testRecord))
+	s.Close()
+	b, _ := os.ReadFile(f.Name())
+	want := testRecord + "cmd mid-line\n" + testRecord + "cmd line\n" + testRecord
+	if string(b) != want {
+		t.Errorf("file %q, want %q", b, want)
+	}
+}
+
+// Anything else (a terminal, /dev/null): iopath cannot see the command's
+// output, so once the command runs every write starts with a newline.
+func TestSharedStdoutUnknown(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, _ := ShareStdout(f)
+	if s.midLine() {
+		t.Error("before the command runs, stdout is at a line start")
+	}
+	s.Started()
+	if !s.midLine() {
+		t.Error("after the command started, iopath cannot know: it must assume mid-line")
+	}
+	if n, err := s.Write([]byte(testRecord)); n != len(testRecord) || err != nil {
+		t.Errorf("Write: %d, %v", n, err)
+	}
+}
+
+func TestCleanStale(t *testing.T) {
+	base := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := mk("iopath-workload-" + itoa(dead.Process.Pid) + "-123")
+	keep := []string{
+		mk("iopath-workload-" + itoa(os.Getpid()) + "-1"),  // this process
+		mk("iopath-workload-1-2"),                          // a running process (init)
+		mk("iopath-workload-123abc"),                       // not named by MkWorkDir
+		mk("iopath-demo-" + itoa(dead.Process.Pid) + "-3"), // another kind
+	}
+	var notes strings.Builder
+	CleanStale(base, "workload", &notes)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("%s of a dead process left: %v", stale, err)
+	}
+	if !strings.Contains(notes.String(), "removed "+stale+", left by iopath pid "+itoa(dead.Process.Pid)+" which no longer runs") {
+		t.Errorf("notes %q", notes.String())
+	}
+	for _, k := range keep {
+		if _, err := os.Stat(k); err != nil {
+			t.Errorf("%s removed: %v", k, err)
+		}
+	}
+	d, err := MkWorkDir(base, "demo")
+	if err != nil || !strings.HasPrefix(filepath.Base(d), "iopath-demo-"+itoa(os.Getpid())+"-") {
+		t.Errorf("MkWorkDir: %s, %v", d, err)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// When stdout's reader is gone, the command gets SIGPIPE as it would have
+// writing to stdout itself (it does not hang on a full relay pipe).
+func TestSharedStdoutBroken(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	pr.Close()
+	s, err := ShareStdout(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("yes")
+	cmd.Stdout = s.CommandStdout()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Started()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGPIPE {
+			t.Errorf("yes ended with %v, want SIGPIPE", err)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("yes still runs 5 s after stdout's reader left")
+	}
+	s.Close()
+}

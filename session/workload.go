@@ -1,0 +1,186 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+	"github.com/iopath/iopath/workloads"
+)
+
+// Self returns the path and argv that run this iopath binary with args.
+// Under `go test` (IOPATH_TEST_HELPER=1) the binary is the test binary,
+// which runs iopath's main behind its helper test.
+func Self(args ...string) (string, []string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	argv := []string{"iopath"}
+	if os.Getenv("IOPATH_TEST_HELPER") == "1" {
+		argv = []string{self, "-test.run=^TestWorkloadHelperProcess$", "--"}
+	}
+	return self, append(argv, args...), nil
+}
+
+// WorkloadChild is `iopath workload ... --json` running under the trace.
+type WorkloadChild struct {
+	*Child
+	out chan []byte // the child's stdout (its JSON report), once closed
+}
+
+// StartWorkload starts `iopath workload ARGS --json` as a traced child
+// (Exec: every call of the child is traced, nothing of this process). Its
+// stdout, the JSON report, comes back through a pipe (pipes are not traced);
+// its stderr is notes; it gets SIGKILL if iopath dies.
+func (s *Session) StartWorkload(args []string) (*WorkloadChild, error) {
+	self, argv, err := Self(append(append([]string{"workload"}, args...), "--json")...)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.Exec(Command{Path: self, Args: argv, Stdout: pw, Stderr: s.o.Notes, DeathSignal: syscall.SIGKILL})
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	ch := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		pr.Close()
+		ch <- b
+	}()
+	return &WorkloadChild{Child: c, out: ch}, nil
+}
+
+// Report waits for the child to exit and decodes its report; rep is nil
+// when it printed none (it failed before running, and said why on stderr).
+func (c *WorkloadChild) Report() (rep *workloads.Report, st Status, err error) {
+	st = c.Wait()
+	out := <-c.out
+	if st.Err != nil {
+		return nil, st, st.Err
+	}
+	if i := bytes.IndexByte(out, '{'); i >= 0 {
+		rep = &workloads.Report{}
+		if err := json.Unmarshal(out[i:], rep); err != nil {
+			return nil, st, fmt.Errorf("reading the workload's report: %w", err)
+		}
+	}
+	return rep, st, nil
+}
+
+// PersistCounts adds up "persisted" records by process and file: what
+// became of the pages traced write calls dirtied. Pages are 4 KiB.
+type PersistCounts struct {
+	byKey map[persistKey]*persistTotals
+}
+
+type persistKey struct {
+	pid uint32
+	dev string
+	ino uint64
+}
+
+// persistTotals are pages by outcome; flusher pages were written by
+// writeback outside any traced call (a call's own writes, O_SYNC or fsync,
+// are in its record's bios).
+type persistTotals struct {
+	written, flusher, removed, failed uint64
+}
+
+// Add counts r if it is a *record.Persisted record.
+func (pc *PersistCounts) Add(r any) {
+	p, ok := r.(*record.Persisted)
+	if !ok {
+		return
+	}
+	if pc.byKey == nil {
+		pc.byKey = map[persistKey]*persistTotals{}
+	}
+	k := persistKey{p.Pid, p.Dev, p.Ino}
+	t := pc.byKey[k]
+	if t == nil {
+		t = &persistTotals{}
+		pc.byKey[k] = t
+	}
+	n := uint64(p.Pages)
+	switch p.Outcome {
+	case "written":
+		t.written += n
+		if p.ByOpID == 0 {
+			t.flusher += n
+		}
+	case "removed":
+		t.removed += n
+	case "failed":
+		t.failed += n
+	}
+}
+
+func (pc *PersistCounts) get(pid uint32, dev string, ino uint64) persistTotals {
+	if t := pc.byKey[persistKey{pid, dev, ino}]; t != nil {
+		return *t
+	}
+	return persistTotals{}
+}
+
+// summaryTotals returns the totals of pid and of the file (dev, ino).
+func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, f record.Totals) {
+	for _, s := range sum.Pids {
+		if s.Pid == pid {
+			p = s.Totals
+		}
+	}
+	for _, s := range sum.Files {
+		if s.Dev == dev && s.Ino == ino {
+			f = s.Totals
+		}
+	}
+	return p, f
+}
+
+// WorkloadRecord computes a run's "workload" record from the summary (per
+// pid and per file), the persisted pages counted from the records, and its
+// report (nil if it printed none); after is the file's residency at the end.
+func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *workloads.Report, pc *PersistCounts, after *workloads.Residency) *record.Workload {
+	dev := kernel.Dev(file.Dev)
+	pt, ft := summaryTotals(sum, pid, dev, file.Ino)
+	wb := pc.get(pid, dev, file.Ino)
+	r := &record.Workload{Type: "workload", Pid: pid, File: file.Path, Dev: dev, Ino: file.Ino,
+		FileReadCalls: ft.ReadCalls, FileWriteCalls: ft.WriteCalls, OtherCalls: pt.Calls - min(pt.Calls, ft.Calls),
+		ReadBytesRequested: ft.ReadBytesReq,
+		DiskBytesRead:      pt.DiskBytesRead, DiskBytesWritten: pt.DiskBytesWrite, WritebackBytes: wb.flusher * 4096,
+		PagesHit: ft.PagesHit, PagesMissed: ft.PagesMissed, PagesAdded: ft.PagesAdded,
+		PagesRequested: ft.PagesHit + ft.PagesMissed, CachedAfter: after,
+		DirtiedPages: ft.DirtiedPages, PersistedPages: wb.written, RemovedPages: wb.removed, FailedPages: wb.failed,
+		PendingPages: sum.DirtyPending, Report: rep, FS: DescribeFS(file.Path).Type, Unmatched: sum.Truncations["wb_matches"]}
+	r.Kind = file.Kind
+	r.Ops = int64(ft.ReadCalls + ft.WriteCalls)
+	if rep != nil {
+		r.Ops = rep.Ops
+		if rep.Engine == workloads.EngineMmap && !strings.Contains(rep.Kind, "write") {
+			r.ReadBytesRequested = uint64(rep.Bytes)
+		}
+	}
+	if r.Ops > 0 {
+		r.DiskBytesPerOp = float64(r.DiskBytesRead+r.DiskBytesWritten+r.WritebackBytes) / float64(r.Ops)
+	}
+	if r.ReadBytesRequested > 0 {
+		r.Amplification = float64(r.DiskBytesRead) / float64(r.ReadBytesRequested)
+	}
+	if r.PagesRequested > 0 {
+		r.HitRatio = float64(r.PagesHit) / float64(r.PagesRequested)
+	}
+	return r
+}
