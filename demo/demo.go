@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/session"
 )
 
@@ -20,6 +21,10 @@ type Options struct {
 	Dir   string    // where the demo's directory goes ("": DiskBase)
 	Keep  bool      // keep the demo's files
 	JSON  bool      // print the raw records as JSON Lines after the explanation
+	// Tee, if set, wraps the record sink (a --timeline is fed from it);
+	// OnSummary, if set, gets the run's summary.
+	Tee       func(func(any)) func(any)
+	OnSummary func(*record.Summary)
 	// Signals of the run (caught before anything loads).
 	Signals *session.Signals
 

@@ -40,6 +40,7 @@ func traceWorkloads(o *Options, topts tracer.Options, runs []*session.WorkloadRu
 		return nil, nil, err
 	}
 	tr.sum, tr.hooks = res.Summary, s.T.Hooks
+	o.summary(tr.sum)
 	return tr, res, nil
 }
 
@@ -80,7 +81,7 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 		return nil, err
 	}
 	defer s.Close()
-	self, argv, err := session.Self(append([]string{"__demo-child"}, args...)...)
+	self, argv, err := workloads.SelfCommand(append([]string{"__demo-child"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,15 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 		return nil, fmt.Errorf("demo child: exit status %d", res.Command.Code)
 	}
 	tr.sum, tr.hooks = res.Summary, s.T.Hooks
+	o.summary(tr.sum)
 	return tr, nil
+}
+
+// summary hands the run's summary to OnSummary.
+func (o *Options) summary(s *record.Summary) {
+	if o.OnSummary != nil {
+		o.OnSummary(s)
+	}
 }
 
 // Child is the traced side of read-1byte and write-1byte (`iopath

@@ -119,6 +119,9 @@ func prepareFiles(dir string, keep bool, specs ...workloads.Spec) ([]*session.Wo
 // open loads the tracer for a demo; its records are collected into recs
 // (read them after End).
 func open(o *Options, topts tracer.Options, settle time.Duration, recs *[]any) (*session.Session, error) {
-	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes,
-		Record: func(r any) { *recs = append(*recs, r) }})
+	sink := func(r any) { *recs = append(*recs, r) }
+	if o.Tee != nil {
+		sink = o.Tee(sink)
+	}
+	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes, Record: sink})
 }

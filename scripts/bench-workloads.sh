@@ -5,6 +5,9 @@
 #   rand-4k-cached   psync 4 KiB random reads of a file in the page cache
 #   rand-4k-direct   the same with O_DIRECT
 #   seq-1byte-cached psync 1-byte sequential reads of a file in the page cache
+#   libaio-qdN       4 KiB random O_DIRECT reads with libaio, N requests in
+#                    flight (N = 1, 16, 64)
+#   io_uring-qdN     the same with io_uring
 #
 # It prints each round's IOPS for both tools and, per pattern, the median
 # IOPS and the ratio iopath/fio (above 1: iopath issues ops faster).
@@ -14,7 +17,8 @@
 # filesystem for O_DIRECT), IOPATH (/tmp/iopath, built here unless BUILD=0),
 # FIO (fio),
 # CPU (unset: no pinning; a CPU number: run both tools under taskset -c CPU),
-# PATTERNS (all three; or a space-separated subset).
+# PATTERNS (all nine; or a space-separated subset, e.g.
+# PATTERNS="libaio-qd1 libaio-qd16 libaio-qd64 io_uring-qd1 io_uring-qd16 io_uring-qd64").
 # Needs fio and jq.
 set -euo pipefail
 
@@ -60,22 +64,31 @@ iopath_run() {
 # (fio drops it by default); norandommap matches iopath's uniform offsets
 # with repeats.
 fio_run() {
-	"${pin[@]}" "$FIO" --name=bench --filename="$file" --size="$SIZE" --ioengine=psync \
+	"${pin[@]}" "$FIO" --name=bench --filename="$file" --size="$SIZE" \
 		--invalidate=0 --norandommap --randrepeat=1 --time_based --runtime="$SECONDS_PER_RUN" \
 		--output-format=json "$@" | jq -r '.jobs[0].read.iops'
 }
 
-read -r -a patterns <<<"${PATTERNS:-rand-4k-cached rand-4k-direct seq-1byte-cached}"
+async_patterns="libaio-qd1 libaio-qd16 libaio-qd64 io_uring-qd1 io_uring-qd16 io_uring-qd64"
+read -r -a patterns <<<"${PATTERNS:-rand-4k-cached rand-4k-direct seq-1byte-cached $async_patterns}"
 declare -A iopath_args=(
 	[rand-4k-cached]="rand-read --bs 4k"
 	[rand-4k-direct]="rand-read --bs 4k --direct"
 	[seq-1byte-cached]="read-1byte"
 )
 declare -A fio_args=(
-	[rand-4k-cached]="--rw=randread --bs=4k"
-	[rand-4k-direct]="--rw=randread --bs=4k --direct=1"
-	[seq-1byte-cached]="--rw=read --bs=1"
+	[rand-4k-cached]="--ioengine=psync --rw=randread --bs=4k"
+	[rand-4k-direct]="--ioengine=psync --rw=randread --bs=4k --direct=1"
+	[seq-1byte-cached]="--ioengine=psync --rw=read --bs=1"
 )
+# The async patterns: the same request stream (4 KiB random O_DIRECT reads),
+# both tools with the engine's defaults (fio: one io_submit or
+# io_uring_enter per queued request, reaping at least one completion).
+for p in $async_patterns; do
+	engine=${p%-qd*} depth=${p##*-qd}
+	iopath_args[$p]="rand-read --bs 4k --direct --engine $engine --iodepth $depth"
+	fio_args[$p]="--ioengine=$engine --rw=randread --bs=4k --direct=1 --iodepth=$depth"
+done
 declare -A res_iopath res_fio res_ratio
 for p in "${patterns[@]}"; do
 	[[ -n ${iopath_args[$p]:-} ]] || die "unknown pattern $p: choose from ${!iopath_args[*]}"

@@ -21,7 +21,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 pkgs=(clang llvm libbpf-dev gcc libc6-dev fio bpftrace jq qemu-system-x86 busybox-static cpio kmod xz-utils
-  e2fsprogs bpftool)
+  e2fsprogs bpftool chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,21 +14,6 @@ import (
 	"github.com/iopath/iopath/workloads"
 )
 
-// Self returns the path and argv that run this iopath binary with args.
-// Under `go test` (IOPATH_TEST_HELPER=1) the binary is the test binary,
-// which runs iopath's main behind its helper test.
-func Self(args ...string) (string, []string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
-	argv := []string{"iopath"}
-	if os.Getenv("IOPATH_TEST_HELPER") == "1" {
-		argv = []string{self, "-test.run=^TestWorkloadHelperProcess$", "--"}
-	}
-	return self, append(argv, args...), nil
-}
-
 // WorkloadChild is `iopath workload ... --json` running under the trace.
 type WorkloadChild struct {
 	*Child
@@ -40,7 +25,7 @@ type WorkloadChild struct {
 // stdout, the JSON report, comes back through a pipe (pipes are not traced);
 // its stderr is notes; it gets SIGKILL if iopath dies.
 func (s *Session) StartWorkload(args []string) (*WorkloadChild, error) {
-	self, argv, err := Self(append(append([]string{"workload"}, args...), "--json")...)
+	self, argv, err := workloads.SelfCommand(append(append([]string{"workload"}, args...), "--json")...)
 	if err != nil {
 		return nil, err
 	}

@@ -48,10 +48,21 @@ func TestColdOnTmpfs(t *testing.T) {
 func TestFullWhilePreparing(t *testing.T) {
 	dir := mountFS(t, "tmpfs", "size=1m", 0)
 	_, err := Prepare(Spec{Kind: KindRandRead, FileSize: 4 << 20, Dir: dir})
-	if err == nil || !strings.Contains(err.Error(), "disk full (ENOSPC") || !strings.Contains(err.Error(), "while filling") || !strings.Contains(err.Error(), "after writing 1048576 bytes") {
+	// statfs says so before anything is written.
+	if err == nil || !strings.Contains(err.Error(), "not enough free space for the workload's file: it needs 4194304 more bytes (4MiB) and "+dir+" (tmpfs) has 1048576 free (1MiB)") {
 		t.Errorf("4 MiB file on a 1 MiB tmpfs: %v", err)
 	}
 	assertEmpty(t, dir)
+	_, err = Prepare(Spec{Kind: KindRandRead, FileSize: 4 << 20, Dir: dir, Prealloc: true})
+	if err == nil || !strings.Contains(err.Error(), "not enough free space") {
+		t.Errorf("4 MiB --prealloc on a 1 MiB tmpfs: %v", err)
+	}
+	assertEmpty(t, dir)
+	// What fits is prepared.
+	p := prepare(t, Spec{Kind: KindRandRead, FileSize: 512 << 10, Dir: dir})
+	if err := p.Cleanup(); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestFullWhileRunning(t *testing.T) {

@@ -29,11 +29,18 @@ type Prepared struct {
 
 	tmpDir  string // directory Prepare created, removed by Cleanup
 	created bool   // Prepare created Path
+	job            // job 0: the one job of a run without --numjobs
+	threads []*job // jobs 1..NumJobs-1 with Spec.Thread
+	done    bool   // Cleanup ran
+}
+
+// job is what one job issues its IO with.
+type job struct {
 	fd      int    // the file as the workload uses it (O_DIRECT with Spec.Direct); -1 if closed
-	buf     []byte // the IO buffer: an anonymous, page-aligned mapping
+	buf     []byte // the IO buffer: an anonymous, page-aligned mapping (IODepth slots for async engines)
 	mapping []byte // the file's shared mapping, for the mmap engine
-	eng     engine
-	done    bool // Cleanup ran
+	eng     engine // the synchronous engine, or nil
+	aeng    asyncEngine
 }
 
 // Prepare validates spec, creates or opens the file, lays it out (writing
@@ -46,7 +53,7 @@ func Prepare(spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	spec.fillDefaults()
-	p := &Prepared{Spec: spec, fd: -1}
+	p := &Prepared{Spec: spec, job: job{fd: -1}}
 	if err := p.prepare(); err != nil {
 		p.remove(true)
 		return nil, err
@@ -56,6 +63,10 @@ func Prepare(spec Spec) (*Prepared, error) {
 
 // prepare does Prepare's work; the caller removes what it made on error.
 func (p *Prepared) prepare() error {
+	// Before any file exists: a kernel that refuses the engine leaves nothing behind.
+	if err := probeEngine(p.Spec.Engine); err != nil {
+		return err
+	}
 	f, existed, err := p.openFile()
 	if err != nil {
 		return err
@@ -169,6 +180,9 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 			return err
 		}
 	}
+	if err := checkSpace(p.Path, p.fillBytes(cur)); err != nil {
+		return err
+	}
 	wrote := false
 	switch {
 	case s.appends() && s.Engine == EngineMmap:
@@ -209,6 +223,18 @@ func (p *Prepared) layout(f *os.File, existed bool) error {
 		return p.dropCache(f)
 	}
 	return nil
+}
+
+// fillBytes is how many bytes layout will write or reserve in a file of cur bytes.
+func (p *Prepared) fillBytes(cur int64) int64 {
+	s := &p.Spec
+	switch {
+	case s.appends() && s.Prealloc:
+		return s.FileSize
+	case !s.appends() && cur < s.FileSize:
+		return s.FileSize - cur
+	}
+	return 0 // appends without --prealloc write during the run; mmap appends only truncate
 }
 
 // fallocate reserves length bytes at off, explaining a filesystem that cannot.
@@ -315,10 +341,31 @@ func (p *Prepared) dropCache(f *os.File) error {
 	return nil
 }
 
-// open opens the file for the run, applies the access advice, and builds
-// the IO buffer and the engine.
+// open opens the file for the run, once per job (one per thread with
+// Spec.Thread; job processes open their own), and applies the access advice.
 func (p *Prepared) open() error {
+	j, err := p.openJob()
+	p.job = j
+	if err != nil {
+		return err
+	}
+	if p.Spec.Thread {
+		for range p.Spec.NumJobs - 1 {
+			j, err := p.openJob()
+			p.threads = append(p.threads, &j)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// openJob opens the file and builds a job's IO buffer and engine. On error
+// the job holds what was made, for remove to release.
+func (p *Prepared) openJob() (j job, err error) {
 	s := &p.Spec
+	j.fd = -1
 	write := isWrite(s.Kind)
 	flags := unix.O_RDONLY | unix.O_CLOEXEC
 	if write {
@@ -329,54 +376,88 @@ func (p *Prepared) open() error {
 	}
 	fd, err := unix.Open(p.Path, flags, 0)
 	if err != nil {
-		return fmt.Errorf("cannot open %s: %w", p.Path, errnoOf(err))
+		return j, fmt.Errorf("cannot open %s: %w", p.Path, errnoOf(err))
 	}
-	p.fd = fd
+	j.fd = fd
 	advice := map[string]int{FadviseRandom: unix.FADV_RANDOM, FadviseSequential: unix.FADV_SEQUENTIAL}
 	madvice := map[string]int{FadviseRandom: unix.MADV_RANDOM, FadviseSequential: unix.MADV_SEQUENTIAL}
 	if s.Fadvise != "" {
 		if err := unix.Fadvise(fd, 0, 0, advice[s.Fadvise]); err != nil {
-			return fmt.Errorf("posix_fadvise on %s: %w", p.Path, errnoOf(err))
+			return j, fmt.Errorf("posix_fadvise on %s: %w", p.Path, errnoOf(err))
 		}
 	}
+	// Each slot starts on a page, as O_DIRECT needs.
 	page := int64(os.Getpagesize())
-	p.buf, err = unix.Mmap(-1, 0, int((s.BlockSize+page-1)/page*page), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return fmt.Errorf("allocating a %d-byte buffer: %w", s.BlockSize, err)
+	stride := (s.BlockSize + page - 1) / page * page
+	slots := int64(1)
+	if async(s.Engine) {
+		slots = int64(s.IODepth)
 	}
-	p.buf = p.buf[:s.BlockSize]
-	rand.NewChaCha8([32]byte{1}).Read(p.buf) // data to write; for reads, faults the buffer in now
+	j.buf, err = unix.Mmap(-1, 0, int(stride*slots), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return j, fmt.Errorf("allocating %d buffers of %d bytes: %w", slots, s.BlockSize, err)
+	}
+	rand.NewChaCha8([32]byte{1}).Read(j.buf) // data to write; for reads, faults the buffer in now
+	if !async(s.Engine) {
+		j.buf = j.buf[:s.BlockSize]
+	}
 	switch s.Engine {
 	case EnginePsync:
-		p.eng = &psyncEngine{syncCounter: syncCounter{fd: fd}, write: write}
+		j.eng = &psyncEngine{syncCounter: syncCounter{fd: fd}, write: write}
 	case EngineSync:
-		p.eng = &syncEngine{syncCounter: syncCounter{fd: fd}, s: fdStream{fd: fd}, write: write}
+		j.eng = &syncEngine{syncCounter: syncCounter{fd: fd}, s: fdStream{fd: fd}, write: write}
 	case EngineStdio:
-		p.eng = newStdioEngine(fd, write)
+		j.eng = newStdioEngine(fd, write)
 	case EngineMmap:
 		prot := unix.PROT_READ
 		if write {
 			prot |= unix.PROT_WRITE
 		}
-		p.mapping, err = unix.Mmap(fd, 0, int(p.Base+s.FileSize), prot, unix.MAP_SHARED)
+		j.mapping, err = unix.Mmap(fd, 0, int(p.Base+s.FileSize), prot, unix.MAP_SHARED)
 		if err != nil {
-			return fmt.Errorf("mmap %s: %w", p.Path, errnoOf(err))
+			return j, fmt.Errorf("mmap %s: %w", p.Path, errnoOf(err))
 		}
 		if s.Fadvise != "" {
-			if err := unix.Madvise(p.mapping, madvice[s.Fadvise]); err != nil {
-				return fmt.Errorf("madvise on the mapping of %s: %w", p.Path, errnoOf(err))
+			if err := unix.Madvise(j.mapping, madvice[s.Fadvise]); err != nil {
+				return j, fmt.Errorf("madvise on the mapping of %s: %w", p.Path, errnoOf(err))
 			}
 		}
-		p.eng = &mmapEngine{m: p.mapping, write: write}
+		j.eng = &mmapEngine{m: j.mapping, write: write}
+	case EngineLibaio:
+		j.aeng, err = newAioEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize)
+	case EngineIOUring:
+		j.aeng, err = newUringEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize)
 	}
-	return nil
+	if err != nil {
+		j.aeng = nil // a nil *aioEngine in the interface would not be nil
+	}
+	return j, err
+}
+
+// release closes what the job holds.
+func (j *job) release() []error {
+	var errs []error
+	if j.aeng != nil {
+		errs = append(errs, j.aeng.close()) // waits for requests in flight: before the buffer goes
+		j.aeng = nil
+	}
+	if j.mapping != nil {
+		errs = append(errs, unix.Munmap(j.mapping))
+		j.mapping = nil
+	}
+	if j.buf != nil {
+		errs = append(errs, unix.Munmap(j.buf[:cap(j.buf)]))
+		j.buf = nil
+	}
+	if j.fd >= 0 {
+		errs = append(errs, unix.Close(j.fd))
+		j.fd = -1
+	}
+	return errs
 }
 
 // Offsets returns a new generator of the offsets Run uses, in the same order.
-func (p *Prepared) Offsets() *Offsets {
-	s := &p.Spec
-	return NewOffsets(p.Base, s.FileSize, s.BlockSize, s.random(), s.Seed)
-}
+func (p *Prepared) Offsets() *Offsets { return p.jobOffsets(0) }
 
 // Cleanup closes the file and removes what Prepare created (the file, and
 // the temporary directory) unless Spec.Keep. It is safe to call twice.
@@ -388,15 +469,9 @@ func (p *Prepared) remove(force bool) error {
 		return nil
 	}
 	p.done = true
-	var errs []error
-	if p.mapping != nil {
-		errs = append(errs, unix.Munmap(p.mapping))
-	}
-	if p.buf != nil {
-		errs = append(errs, unix.Munmap(p.buf[:cap(p.buf)]))
-	}
-	if p.fd >= 0 {
-		errs = append(errs, unix.Close(p.fd))
+	errs := p.release()
+	for _, j := range p.threads {
+		errs = append(errs, j.release()...)
 	}
 	if !p.Spec.Keep || force {
 		if p.created && p.tmpDir == "" {

@@ -248,7 +248,7 @@ func TestBadInputLeavesNothing(t *testing.T) {
 		{Spec{Kind: KindSeqRead, BlockSize: 8192, FileSize: 4096}, "larger than the file size"},
 		{Spec{Kind: KindRandRead, Direct: true, BlockSize: 1000, FileSize: 1 << 20}, "--bs 1000 does not fit O_DIRECT"},
 		{Spec{Kind: KindRead1Byte, Direct: true}, "read-1byte cannot use --direct"},
-		{Spec{Kind: KindSeqRead, Engine: "libaio"}, "unknown engine"},
+		{Spec{Kind: KindSeqRead, Engine: "spdk"}, "unknown engine"},
 		{Spec{Kind: "read"}, "unknown workload kind"},
 	}
 	for _, c := range cases {

@@ -20,6 +20,11 @@ type Report struct {
 	Direct    bool   `json:"direct"`            // O_DIRECT
 	Cold      bool   `json:"cold"`              // dropped from the page cache before the run
 	Fadvise   string `json:"fadvise,omitempty"` // access advice given before the run
+	IODepth   int    `json:"iodepth"`           // requests in flight per job (1 for the synchronous engines)
+	Batch     int    `json:"iodepth_batch"`     // most requests per submit call (libaio, io_uring)
+	NumJobs   int    `json:"numjobs"`           // jobs that ran at once; the numbers here are their aggregate
+	Thread    bool   `json:"thread,omitempty"`  // the jobs were threads, not processes
+	Job       int    `json:"job"`               // this job's index, in Jobs; 0 for the aggregate
 
 	Ops         int64         `json:"ops"`                   // completed reads or writes
 	Bytes       int64         `json:"bytes"`                 // bytes they moved
@@ -28,13 +33,23 @@ type Report struct {
 	Bandwidth   float64       `json:"bw_mib_s"`              // MiB (2^20 bytes) per second
 	Interrupted bool          `json:"interrupted,omitempty"` // the context was cancelled before the planned end
 
-	// Latency of each op: the time between the clock reads after consecutive
-	// ops, so it includes the loop's own few nanoseconds of bookkeeping.
+	// Latency of each op. Synchronous engines: the time between the clock
+	// reads after consecutive ops, so it includes the loop's own few
+	// nanoseconds of bookkeeping. libaio and io_uring: fio's total latency,
+	// from preparing the request to reaping its completion (slat + clat).
 	Latency Latency `json:"lat_ns"`
+	// SubmitLatency (libaio, io_uring) is fio's slat: from preparing a
+	// request to the return of the io_submit/io_uring_enter that submitted it.
+	SubmitLatency *Latency `json:"slat_ns,omitempty"`
+	// CompletionLatency (libaio, io_uring) is fio's clat: from that return
+	// to the return of the call that reaped its completion.
+	CompletionLatency *Latency `json:"clat_ns,omitempty"`
+	// MaxInflight (libaio, io_uring) is the most requests a job had in flight.
+	MaxInflight int `json:"max_inflight,omitempty"`
 	// SyncLatency is of each fsync/fdatasync/msync, when there were any.
 	SyncLatency *Latency `json:"sync_lat_ns,omitempty"`
 
-	CPUUser     time.Duration `json:"cpu_user_ns"` // whole process, over the run
+	CPUUser     time.Duration `json:"cpu_user_ns"` // whole process over the run (a job's thread with --thread)
 	CPUSys      time.Duration `json:"cpu_sys_ns"`
 	MinorFaults int64         `json:"minor_faults"` // page faults served from memory
 	MajorFaults int64         `json:"major_faults"` // page faults that waited for storage
@@ -48,6 +63,12 @@ type Report struct {
 	Cache *Residency `json:"cache_after_cold,omitempty"`
 	// Notes are caveats about the numbers, e.g. that --cold did not work.
 	Notes []string `json:"notes,omitempty"`
+	// Jobs are the reports of each job when NumJobs > 1.
+	Jobs []*Report `json:"jobs,omitempty"`
+
+	hists *runState // the job's histograms, for the aggregate
+	// JobHists carries the histograms from a job process to its parent.
+	JobHists *jobHists `json:"job_histograms,omitempty"`
 }
 
 // Latency summarises a latency histogram, in ns. Percentiles are accurate
@@ -72,32 +93,49 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 }
 
 // report assembles the Report of a finished (or failed) loop.
-func (p *Prepared) report(st *runState, ru0, ru1 *unix.Rusage) *Report {
+func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	s := &p.Spec
 	r := &Report{
 		Kind: s.Kind, Engine: s.Engine, File: p.Path, BlockSize: s.BlockSize,
 		FileSize: s.FileSize, Base: p.Base, Random: s.random(), Direct: s.Direct,
-		Cold: s.Cold, Fadvise: s.Fadvise,
+		Cold: s.Cold, Fadvise: s.Fadvise, IODepth: s.IODepth, Batch: s.IODepthBatch, NumJobs: 1,
 		Ops: st.ops, Bytes: st.bytes, Runtime: st.elapsed, Interrupted: st.stopped,
 		Latency:     summarize(st.lat),
 		CPUUser:     tv(ru1.Utime) - tv(ru0.Utime),
 		CPUSys:      tv(ru1.Stime) - tv(ru0.Stime),
 		MinorFaults: ru1.Minflt - ru0.Minflt,
 		MajorFaults: ru1.Majflt - ru0.Majflt,
-		Syscalls:    p.eng.calls(),
+		Syscalls:    j.calls(),
 		Cache:       p.Cache,
 		Notes:       append([]string(nil), p.Notes...),
 	}
 	if r.Random {
 		r.Seed = s.Seed
 	}
+	if s.Engine == EngineIOUring {
+		r.Notes = append(r.Notes, "kernel_io counts the job's own thread: io_uring requests carried out by io-wq worker threads (iou-wrk-*) are not in it")
+	}
+	r.finish(st)
+	r.MaxInflight = st.maxInflight
+	return r
+}
+
+// finish fills in what follows from the counts and histograms of st: the
+// latency summaries, IOPS and bandwidth over r.Runtime, bytes per call.
+func (r *Report) finish(st *runState) {
+	r.hists = st
 	if st.syncLat.TotalCount() > 0 {
 		l := summarize(st.syncLat)
 		r.SyncLatency = &l
 	}
-	if sec := st.elapsed.Seconds(); sec > 0 {
-		r.IOPS = float64(st.ops) / sec
-		r.Bandwidth = float64(st.bytes) / sec / (1 << 20)
+	if st.slat != nil {
+		r.Latency = summary(st.lat, st.sums[2])
+		sl, cl := summary(st.slat, st.sums[0]), summary(st.clat, st.sums[1])
+		r.SubmitLatency, r.CompletionLatency = &sl, &cl
+	}
+	if sec := r.Runtime.Seconds(); sec > 0 {
+		r.IOPS = float64(r.Ops) / sec
+		r.Bandwidth = float64(r.Bytes) / sec / (1 << 20)
 	}
 	if r.Syscalls == nil {
 		r.Syscalls = []SyscallCount{}
@@ -107,7 +145,14 @@ func (p *Prepared) report(st *runState, ru0, ru1 *unix.Rusage) *Report {
 			c.BytesPerCall = float64(c.Bytes) / float64(c.Calls)
 		}
 	}
-	return r
+}
+
+// calls lists the system calls the job's engine made.
+func (j *job) calls() []SyscallCount {
+	if j.aeng != nil {
+		return j.aeng.calls()
+	}
+	return j.eng.calls()
 }
 
 func tv(t unix.Timeval) time.Duration {

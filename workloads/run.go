@@ -29,6 +29,11 @@ type runState struct {
 	lat     *hdrhistogram.Histogram
 	syncLat *hdrhistogram.Histogram
 	stopped bool // cancelled through the context
+
+	// Async engines only: fio's latency split (lat is the total) and exact sums.
+	slat, clat  *hdrhistogram.Histogram
+	sums        [3]int64 // ns of slat, clat, lat
+	maxInflight int
 }
 
 // Run performs the workload and reports it. It locks the calling goroutine
@@ -36,40 +41,71 @@ type runState struct {
 // /proc/thread-self/io counts exactly the workload's system calls (reported
 // as Report.Kernel). On an IO error it returns the error together with a
 // Report of what completed before it. Cancelling ctx stops the run early
-// (checked every 1024 ops); the Report then has Interrupted set.
+// (checked every 1024 ops); the Report then has Interrupted set. With
+// Spec.NumJobs > 1 it runs the jobs (threads, or processes running this
+// executable) at once and reports each and their aggregate.
 func (p *Prepared) Run(ctx context.Context) (*Report, error) {
 	if p.done {
 		return nil, errors.New("workload already cleaned up")
 	}
+	switch s := &p.Spec; {
+	case s.job.of > 0:
+		return p.runJobProcess(ctx)
+	case s.NumJobs > 1 && s.Thread:
+		return p.runThreads(ctx)
+	case s.NumJobs > 1:
+		return p.runProcesses(ctx)
+	}
+	return p.runJob(ctx, &p.job, 0, nil)
+}
+
+// runJob runs job j, the job with the given index, from one locked thread.
+// gate, if not nil, is called once the job is ready and returns when all
+// jobs may start.
+func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (*Report, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	st := &runState{
-		lat:     hdrhistogram.New(1, maxLatency, 3),
-		syncLat: hdrhistogram.New(1, maxLatency, 3),
+	st := &runState{lat: newHist(), syncLat: newHist()}
+	if j.eng != nil {
+		j.eng.reset(rawSyscalls)
+	} else {
+		j.aeng.reset(rawSyscalls)
 	}
-	p.eng.reset(rawSyscalls)
-	offs := p.Offsets()
+	offs := p.jobOffsets(index)
 	pio, pioErr := openProcIO()
 	if pio != nil {
 		defer pio.close()
 	}
-	if p.mapping != nil {
+	if j.mapping != nil {
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	}
-	runtime.GC() // so the collector has nothing to do during the run
+	who := unix.RUSAGE_SELF
+	if p.Spec.Thread && p.Spec.NumJobs > 1 {
+		who = unix.RUSAGE_THREAD
+	}
+	if gate != nil {
+		gate()
+	} else {
+		runtime.GC() // so the collector has nothing to do during the run
+	}
 	var ru0, ru1 unix.Rusage
 	var io0, io1 ProcIO
 	var self int64
 	if pio != nil {
 		io0, self, pioErr = pio.read()
 	}
-	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
-	err := p.loop(ctx, st, offs)
-	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	unix.Getrusage(who, &ru0)
+	var err error
+	if j.aeng != nil {
+		err = p.asyncRun(ctx, j, st, offs)
+	} else {
+		err = p.loop(ctx, j, st, offs)
+	}
+	unix.Getrusage(who, &ru1)
 	if pio != nil && pioErr == nil {
 		io1, _, pioErr = pio.read()
 	}
-	rep := p.report(st, &ru0, &ru1)
+	rep := p.report(j, st, &ru0, &ru1)
 	if pioErr == nil {
 		d := io1.delta(io0, self)
 		rep.Kernel = &d
@@ -82,16 +118,60 @@ func (p *Prepared) Run(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
+// asyncRun runs the async engine's loop and copies its results into st.
+func (p *Prepared) asyncRun(ctx context.Context, j *job, st *runState, offs *Offsets) error {
+	s := &p.Spec
+	l := newAsyncLoop(j.aeng, s.IODepth, s.BlockSize)
+	l.limit = s.Count
+	if l.limit == 0 {
+		l.limit = math.MaxInt64
+		if s.Duration == 0 {
+			l.limit = offs.Blocks()
+		}
+	}
+	if s.Duration > 0 {
+		l.deadline = s.Duration
+	}
+	l.next, l.done, l.batch = offs.Next, ctx.Done(), s.IODepthBatch
+	l.syncEvery, l.syncLat = s.FsyncEvery, st.syncLat
+	if s.FdatasyncEvery > 0 {
+		l.syncEvery, l.dataSync = s.FdatasyncEvery, true
+	}
+	start := time.Now()
+	l.now = func() time.Duration { return time.Since(start) }
+	err := l.run()
+	var short errShort
+	if errors.As(err, &short) && isWrite(s.Kind) && short.n > 0 {
+		// Like psync's pwrite: write the rest, which either completes or
+		// returns the reason (such as ENOSPC).
+		rest := j.buf[short.n:s.BlockSize]
+		n, werr := sysIO(false, unix.SYS_PWRITE64, j.fd, rest, short.off+short.n)
+		l.bytes += int64(max(n, 0))
+		if werr != nil {
+			err = werr
+		}
+	}
+	st.ops, st.bytes, st.elapsed, st.stopped = l.ops, l.bytes, l.elapsed, l.stopped
+	st.lat, st.slat, st.clat, st.sums, st.maxInflight = l.lat, l.slat, l.clat, l.sums, l.maxInflight
+	return err
+}
+
+// jobOffsets returns job index's offsets: job i uses seed Seed+i.
+func (p *Prepared) jobOffsets(index int) *Offsets {
+	s := &p.Spec
+	return NewOffsets(p.Base, s.FileSize, s.BlockSize, s.random(), s.Seed+uint64(index))
+}
+
 // loop is the measured hot loop: one clock read per op (and per sync), no
 // allocation. Latency of an op is the time between consecutive clock reads.
-func (p *Prepared) loop(ctx context.Context, st *runState, offs *Offsets) (err error) {
+func (p *Prepared) loop(ctx context.Context, j *job, st *runState, offs *Offsets) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = p.faultError(r)
+			err = faultError(r, j.mapping)
 		}
 	}()
 	s := &p.Spec
-	eng, buf, bs := p.eng, p.buf, s.BlockSize
+	eng, buf, bs := j.eng, j.buf, s.BlockSize
 	limit := s.Count
 	if limit == 0 {
 		limit = math.MaxInt64
@@ -164,7 +244,7 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 }
 
 // errShort is a read or write that moved fewer bytes than the block size.
-type errShort struct{ n, bs int64 }
+type errShort struct{ n, bs, off int64 } // off: file offset of the op, for async engines
 
 func (e errShort) Error() string {
 	return fmt.Sprintf("short IO: %d of %d bytes (did the file shrink during the run?)", e.n, e.bs)
@@ -177,19 +257,19 @@ func (e errFault) Error() string {
 	return fmt.Sprintf("memory fault (SIGBUS) at file offset %d", e.off)
 }
 
-// faultError turns a memory fault in the mapping into an errFault, and
+// faultError turns a memory fault in mapping into an errFault, and
 // re-panics on anything else.
-func (p *Prepared) faultError(r any) error {
+func faultError(r any, mapping []byte) error {
 	re, ok := r.(interface {
 		runtime.Error
 		Addr() uintptr
 	})
-	if !ok || len(p.mapping) == 0 {
+	if !ok || len(mapping) == 0 {
 		panic(r)
 	}
-	start := uintptr(unsafe.Pointer(&p.mapping[0]))
+	start := uintptr(unsafe.Pointer(&mapping[0]))
 	off := int64(-1)
-	if a := re.Addr(); a >= start && a < start+uintptr(len(p.mapping)) {
+	if a := re.Addr(); a >= start && a < start+uintptr(len(mapping)) {
 		off = int64(a - start)
 	}
 	return errFault{off: off}

@@ -127,6 +127,15 @@ func testSyscalls(t *testing.T, kind, engine string) {
 		if io != s.Count || iob != s.Count*bs {
 			t.Errorf("sync: %d calls of %d bytes, want one call of %d bytes per op", io, iob, bs)
 		}
+	case EngineLibaio, EngineIOUring:
+		// One request per op, none of the read/write family the kernel counts.
+		sub, subBytes := calls(r, "io_submit", "io_uring_enter (submit)")
+		if io != 0 || k.ReadCalls != 0 || k.WriteCalls != 0 || subBytes != s.Count*bs || sub < 1 || sub > s.Count {
+			t.Errorf("%s: submitted %d bytes in %d calls for %d ops of %d bytes; read/write calls %d, kernel %+v", engine, subBytes, sub, s.Count, bs, io, k)
+		}
+		if r.SubmitLatency == nil || r.SubmitLatency.Count != s.Count || r.CompletionLatency.Count != s.Count {
+			t.Errorf("%s: slat %+v clat %+v, want %d values each", engine, r.SubmitLatency, r.CompletionLatency, s.Count)
+		}
 	case EngineMmap:
 		if len(r.Syscalls) != 0 || k.ReadCalls != 0 || k.WriteCalls != 0 {
 			t.Errorf("mmap issued system calls: %+v, kernel %+v", r.Syscalls, k)

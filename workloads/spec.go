@@ -23,6 +23,13 @@ const (
 	EngineSync  = "sync"  // lseek(2) when the file position differs from the op's offset, then read(2)/write(2)
 	EngineMmap  = "mmap"  // copy to or from a shared mapping of the file: page faults, no read/write calls
 	EngineStdio = "stdio" // a 4096-byte user-space buffer over read(2)/write(2), like glibc fread/fwrite
+	// EngineLibaio keeps Spec.IODepth requests in flight with Linux native
+	// AIO: io_submit(2) and io_getevents(2), like fio's libaio engine.
+	EngineLibaio = "libaio"
+	// EngineIOUring keeps Spec.IODepth requests in flight on an io_uring
+	// (Linux 5.6+): IORING_OP_READ/WRITE submitted and reaped with
+	// io_uring_enter(2), like fio's io_uring engine.
+	EngineIOUring = "io_uring"
 )
 
 // Spec.Fadvise values.
@@ -51,8 +58,11 @@ func Kinds() []string {
 
 // Engines returns the IO engines, default first.
 func Engines() []string {
-	return []string{EnginePsync, EngineSync, EngineMmap, EngineStdio}
+	return []string{EnginePsync, EngineSync, EngineMmap, EngineStdio, EngineLibaio, EngineIOUring}
 }
+
+// async reports whether the engine keeps many requests in flight.
+func async(engine string) bool { return engine == EngineLibaio || engine == EngineIOUring }
 
 // Spec describes one workload. The zero value of each field means its
 // default; Prepare fills the defaults in (Prepared.Spec shows them).
@@ -111,6 +121,24 @@ type Spec struct {
 	File string
 	// Keep leaves the files that Prepare created in place after Cleanup.
 	Keep bool
+	// IODepth is the requests each job keeps in flight, 1 to MaxIODepth,
+	// with the libaio and io_uring engines; 0 means 1.
+	IODepth int
+	// IODepthBatch is the most requests one io_submit or io_uring_enter
+	// submits, 1 to IODepth; 0 means 1, fio's default (iodepth_batch_submit):
+	// each request goes to the device as soon as it is prepared, where a
+	// batch would hold the first ones back (plugged) until the last is in.
+	IODepthBatch int
+	// NumJobs is the number of jobs issuing the workload at once on the same
+	// file, each with its own open file, buffer, engine and offsets (job i
+	// uses seed Seed+i); 0 means 1. The jobs are processes (fio's default),
+	// or threads of this process with Thread. Count and Duration are per
+	// job; the report has each job and the aggregate (fio's group reporting).
+	NumJobs int
+	// Thread runs the jobs as threads instead of processes (fio's --thread).
+	Thread bool
+
+	job jobRole // set in a job process started by Run (the hidden --job flag)
 }
 
 // isWrite reports whether the kind writes.
@@ -146,6 +174,15 @@ func (s *Spec) fillDefaults() {
 	}
 	if s.Seed == 0 {
 		s.Seed = DefaultSeed
+	}
+	if s.IODepth == 0 {
+		s.IODepth = 1
+	}
+	if s.NumJobs == 0 {
+		s.NumJobs = 1
+	}
+	if s.IODepthBatch == 0 {
+		s.IODepthBatch = 1
 	}
 }
 
@@ -201,7 +238,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("choose one of --fsync and --fdatasync, not both")
 	}
 	if s.Direct && (s.Engine == EngineMmap || s.Engine == EngineStdio) {
-		return fmt.Errorf("--direct does not combine with --engine %s: O_DIRECT needs the psync or sync engine", s.Engine)
+		return fmt.Errorf("--direct does not combine with --engine %s: O_DIRECT needs the psync, sync, libaio or io_uring engine", s.Engine)
+	}
+	if err := s.validateQueue(); err != nil {
+		return err
 	}
 	if s.Fadvise != "" && s.Fadvise != FadviseRandom && s.Fadvise != FadviseSequential {
 		return fmt.Errorf("unknown --fadvise %q: choose random or sequential", s.Fadvise)

@@ -65,9 +65,14 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindRandWrite, Overwrite: true}, "--overwrite applies to small-write and seq-write"},
 		{Spec{Kind: KindSeqRead, FsyncEvery: 1}, "apply to write workloads"},
 		{Spec{Kind: KindSeqWrite, FsyncEvery: 1, FdatasyncEvery: 1}, "not both"},
-		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineMmap}, "O_DIRECT needs the psync or sync engine"},
-		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineStdio}, "O_DIRECT needs the psync or sync engine"},
+		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineMmap}, "O_DIRECT needs the psync, sync, libaio or io_uring engine"},
+		{Spec{Kind: KindSeqRead, Direct: true, Engine: EngineStdio}, "O_DIRECT needs the psync, sync, libaio or io_uring engine"},
 		{Spec{Kind: KindSeqRead, Fadvise: "willneed"}, "choose random or sequential"},
+		{Spec{Kind: KindRandRead, Engine: EngineLibaio, IODepth: 100000}, "--iodepth 100000 is out of range: give 1 to 1024"},
+		{Spec{Kind: KindRandRead, Engine: EngineIOUring, IODepth: -1}, "--iodepth -1 is out of range"},
+		{Spec{Kind: KindRandRead, IODepth: 16}, "--iodepth 16 needs --engine libaio or io_uring"},
+		{Spec{Kind: KindRandRead, NumJobs: 1000}, "--numjobs 1000 is out of range"},
+		{Spec{Kind: KindSeqWrite, NumJobs: 2}, "use --overwrite (or rand-write), or --numjobs 1"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
 	}
 	for _, c := range bad {

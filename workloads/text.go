@@ -26,7 +26,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Interrupted, "INTERRUPTED"}} {
+	}{{r.IODepth > 1 || r.SubmitLatency != nil, fmt.Sprintf("iodepth %d", r.IODepth)}, {r.NumJobs > 1, fmt.Sprintf("%d jobs (%s)", r.NumJobs, jobKind(r.Thread))}, {r.Direct, "O_DIRECT"}, {r.Cold, "cold cache"}, {r.Fadvise != "", "fadvise " + r.Fadvise}, {r.Interrupted, "INTERRUPTED"}} {
 		if f.on {
 			desc = append(desc, f.name)
 		}
@@ -40,6 +40,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "bandwidth\t%.1f MiB/s\n", r.Bandwidth)
 	fmt.Fprintf(tw, "cpu\tuser %s, sys %s\n", r.CPUUser, r.CPUSys)
 	fmt.Fprintf(tw, "page faults\tminor %d, major %d\n", r.MinorFaults, r.MajorFaults)
+	if r.MaxInflight > 0 {
+		fmt.Fprintf(tw, "in flight\tat most %d requests per job\n", r.MaxInflight)
+	}
 	fmt.Fprintln(tw)
 
 	fmt.Fprintln(tw, "latency\tcount\tmin\tmean\tp50\tp90\tp99\tp99.9\tmax")
@@ -47,12 +50,25 @@ func (r *Report) WriteText(w io.Writer) error {
 	if isWrite(r.Kind) {
 		op = "write"
 	}
+	if r.SubmitLatency != nil {
+		writeLatency(tw, op+" slat", r.SubmitLatency)
+		writeLatency(tw, op+" clat", r.CompletionLatency)
+		op += " lat"
+	}
 	writeLatency(tw, op, &r.Latency)
 	if r.SyncLatency != nil {
 		writeLatency(tw, "sync", r.SyncLatency)
 	}
 	fmt.Fprintln(tw)
 
+	if len(r.Jobs) > 0 {
+		fmt.Fprintln(tw, "job\tops\tIOPS\tMiB/s\tlat p50\tlat p99\tcpu user\tcpu sys")
+		for _, j := range r.Jobs {
+			fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\n", j.Job, j.Ops, j.IOPS, j.Bandwidth,
+				time.Duration(j.Latency.P50), time.Duration(j.Latency.P99), j.CPUUser, j.CPUSys)
+		}
+		fmt.Fprintln(tw)
+	}
 	fmt.Fprintln(tw, "syscall\tcalls\tbytes\tbytes/call")
 	if len(r.Syscalls) == 0 {
 		fmt.Fprintln(tw, "(none)\t\t\t")
@@ -76,6 +92,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "note\t%s\n", n)
 	}
 	return tw.Flush()
+}
+
+// jobKind names what the jobs were.
+func jobKind(thread bool) string {
+	if thread {
+		return "threads"
+	}
+	return "processes"
 }
 
 func writeLatency(w io.Writer, name string, l *Latency) {

@@ -14,6 +14,7 @@ func init() { subcommands = append(subcommands, newDemoCmd, newDemoChildCmd) }
 
 func newDemoCmd() *cobra.Command {
 	o := &demo.Options{}
+	var tl timelineFlags
 	cmd := &cobra.Command{
 		Use:   "demo NAME",
 		Short: "Run a classic IO experiment under the tracer and explain it with the kernel's numbers",
@@ -31,13 +32,17 @@ and the next demo removes the files left behind.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			o.Signals = session.Catch() // before anything loads
 			defer o.Signals.Stop()
 			if o.Timeout < 0 {
 				return fmt.Errorf("--timeout %s is negative: give how long to wait for writeback, e.g. --timeout 90s", o.Timeout)
 			}
-			o.Out, o.Notes = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " ")); err != nil {
+				return err
+			}
+			defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
+			o.Out, o.Notes, o.Tee, o.OnSummary = cmd.OutOrStdout(), cmd.ErrOrStderr(), activeTimeline.tee, activeTimeline.summary
 			return demo.Get(args[0]).Run(o)
 		},
 	}
@@ -45,6 +50,7 @@ and the next demo removes the files left behind.`,
 	fl.StringVar(&o.Dir, "dir", "", "directory for the demo's file (default: a new temp dir under $TMPDIR, removed afterwards)")
 	fl.BoolVar(&o.Keep, "keep", false, "keep the demo's files")
 	fl.BoolVar(&o.JSON, "json", false, "print the raw records as JSON Lines after the explanation")
+	addTimelineFlags(fl, &tl)
 	cmd.Flags().BoolVar(&o.Fsync, "fsync", false, "write-1byte: fsync after the write")
 	cmd.Flags().IntVar(&o.ExpireCentisecs, "expire-centisecs", 0, "write-1byte: set vm.dirty_expire_centisecs for the demo (restored afterwards)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 90*time.Second, "write-1byte: how long to wait for writeback")

@@ -34,6 +34,7 @@ type traceFlags struct {
 	quiet         bool
 	workload      string // trace_workload.go
 	output        string
+	timeline      timelineFlags
 }
 
 func newTraceCmd() *cobra.Command {
@@ -81,6 +82,7 @@ is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
+	addTimelineFlags(fl, &f.timeline)
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
@@ -93,6 +95,10 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err := checkTraceFlags(f); err != nil {
 		return err
 	}
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+		return err
+	}
+	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args, sig)
 	}
@@ -156,6 +162,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	activeTimeline.summary(res.Summary)
 	out.Summary(res.Summary)
 	return exitWith(errw, res.Code, res.Note())
 }
@@ -192,7 +199,7 @@ func lookCommand(name string) (string, error) {
 func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
 	force := forceMechanisms(f.force)
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: out.Record, Idle: out.Flush, Settle: f.settle, Notes: errw,
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.tee(out.Record), Idle: out.Flush, Settle: f.settle, Notes: errw,
 		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
 	if err != nil {
 		return nil, nil, err

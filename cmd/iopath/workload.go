@@ -41,6 +41,8 @@ Engines:
   sync   lseek (when the position is elsewhere) + read/write
   mmap   copy through a shared mapping: page faults instead of calls
   stdio  a 4096-byte user-space buffer over read/write, like glibc fread/fwrite
+  libaio    --iodepth requests in flight: io_submit/io_getevents (Linux native AIO)
+  io_uring  --iodepth requests in flight on an io_uring (Linux 5.6+)
 
 Sizes take k, m, g suffixes (powers of 1024). By default the file is written
 with real data in a new directory under $TMPDIR, synced, and removed at the end;
@@ -48,7 +50,8 @@ it is left in the page cache unless --cold.`,
 		Example: `  iopath workload rand-read --size 1g --duration 10s
   iopath workload read-1byte --engine stdio
   iopath workload small-write --fdatasync 100 --dir /mnt/data
-  iopath workload rand-read --direct --cold --json`,
+  iopath workload rand-read --direct --cold --json
+  iopath workload rand-read --direct --engine io_uring --iodepth 16 --numjobs 2`,
 		Args:      workloadArgs,
 		ValidArgs: workloads.Kinds(),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,6 +77,7 @@ it is left in the page cache unless --cold.`,
 	fl.StringVar(&s.Dir, "dir", "", "directory for the workload's file (default: a new directory under $TMPDIR)")
 	fl.StringVar(&s.File, "file", "", "file to use; an existing file is never removed, a new one is removed unless --keep")
 	fl.BoolVar(&s.Keep, "keep", false, "keep the files the workload created")
+	workloads.AddFlags(fl, s)
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (units in field names: _ns, _bytes, _mib_s)")
 	return cmd
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,10 +96,14 @@ func TestWorkloadBadInput(t *testing.T) {
 		{"--bs 0: a size of 0", []string{"workload", "rand-read", "--bs", "0"}},
 		{`--bs: invalid size "4q"`, []string{"workload", "rand-read", "--bs", "4q"}},
 		{"block size 8192 bytes is larger than the file size 4096 bytes", []string{"workload", "seq-read", "--bs", "8k", "--size", "4k"}},
-		{`unknown engine "libaio": choose one of psync, sync, mmap, stdio`, []string{"workload", "seq-read", "--engine", "libaio"}},
+		{`unknown engine "spdk": choose one of psync, sync, mmap, stdio, libaio, io_uring`, []string{"workload", "seq-read", "--engine", "spdk"}},
+		{`--iodepth 0 is out of range: give 1 to 1024 requests in flight per job`, []string{"workload", "rand-read", "--engine", "libaio", "--iodepth", "0"}},
+		{`--iodepth 100000 is out of range: give 1 to 1024`, []string{"workload", "rand-read", "--engine", "io_uring", "--iodepth", "100000"}},
+		{`--iodepth 8 needs --engine libaio or io_uring`, []string{"workload", "rand-read", "--iodepth", "8"}},
+		{`--numjobs 0 is out of range: give 1 to 256 jobs`, []string{"workload", "rand-read", "--numjobs", "0"}},
 		{"read-1byte always reads 1 byte per call", []string{"workload", "read-1byte", "--bs", "4k"}},
 		{"directory " + tmp + "/nope does not exist: create it first or choose another --dir", []string{"workload", "seq-read", "--dir", tmp + "/nope"}},
-		{"O_DIRECT needs the psync or sync engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
+		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
 		{"choose one of --fsync and --fdatasync, not both", []string{"workload", "small-write", "--fsync", "1", "--fdatasync", "1"}},
 	} {
 		checkRefused(t, tmp, c.want, c.args...)
@@ -132,7 +138,7 @@ func TestWorkloadFullDisk(t *testing.T) {
 	dir := mountTmpfs(t, "tmpfs", "size=1m")
 	checkRefused(t, dir, "disk full (ENOSPC: no space left on device) while writing", "workload", "seq-write", "--size", "4m")
 	checkRefused(t, dir, "after writing 1048576 bytes (1MiB)", "workload", "seq-write", "--size", "4m", "--dir", dir)
-	checkRefused(t, dir, "while filling", "workload", "rand-read", "--size", "4m")
+	checkRefused(t, dir, "not enough free space for the workload's file: it needs 4194304 more bytes (4MiB)", "workload", "rand-read", "--size", "4m")
 }
 
 func TestWorkloadDirectRefused(t *testing.T) {
@@ -259,5 +265,174 @@ func workloadInterrupt(t *testing.T, sig syscall.Signal, want int) {
 	}
 	if l := leftovers(tmp); len(l) > 0 {
 		t.Errorf("left %v after %v", l, sig)
+	}
+}
+
+// skipIfMemoryFS skips a test that needs O_DIRECT when dir is in memory.
+func skipIfMemoryFS(t *testing.T, dir string) {
+	t.Helper()
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && (st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC) {
+		t.Skipf("%s is in memory; set TMPDIR to a disk filesystem to test O_DIRECT", dir)
+	}
+}
+
+// asyncReport is the part of a workload's JSON report the async tests check.
+type asyncReport struct {
+	Engine      string             `json:"engine"`
+	IODepth     int                `json:"iodepth"`
+	NumJobs     int                `json:"numjobs"`
+	Thread      bool               `json:"thread"`
+	Job         int                `json:"job"`
+	Ops         int64              `json:"ops"`
+	Bytes       int64              `json:"bytes"`
+	MaxInflight int                `json:"max_inflight"`
+	Lat         map[string]float64 `json:"lat_ns"`
+	Slat        map[string]float64 `json:"slat_ns"`
+	Clat        map[string]float64 `json:"clat_ns"`
+	Kernel      map[string]int64   `json:"kernel_io"`
+	Syscalls    []struct {
+		Name  string `json:"name"`
+		Calls int64  `json:"calls"`
+		Bytes int64  `json:"bytes"`
+	} `json:"syscalls"`
+	Jobs     []*asyncReport  `json:"jobs"`
+	JobHists json.RawMessage `json:"job_histograms"`
+}
+
+// TestWorkloadAsyncJobs runs cold O_DIRECT 4 KiB random reads with libaio
+// and io_uring at iodepth 16, as 2 job processes and as 2 threads, and
+// counts: every job did its 300 requests with 16 in flight, the latency
+// split has a value per request, the aggregate sums the jobs, and the
+// kernel read from the device exactly the bytes asked (O_DIRECT: no
+// readahead, no cache), per thread and for the whole process tree (wait4's
+// ru_inblock, in 512-byte units).
+func TestWorkloadAsyncJobs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: --cold checks the page cache, and the test counts device reads")
+	}
+	for _, engine := range []string{"libaio", "io_uring"} {
+		for _, thread := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/thread=%v", engine, thread), func(t *testing.T) {
+				tmp := t.TempDir()
+				skipIfMemoryFS(t, tmp)
+				args := []string{"workload", "rand-read", "--engine", engine, "--iodepth", "16", "--numjobs", "2",
+					"--direct", "--cold", "--size", "16m", "--count", "300", "--json"}
+				if thread {
+					args = append(args, "--thread")
+				}
+				cmd := iopathCmd(tmp, args...)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("%v: %s", err, errb.String())
+				}
+				var r asyncReport
+				if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+					t.Fatalf("%v in %s", err, out.String())
+				}
+				const want = 2 * 300
+				if r.Engine != engine || r.NumJobs != 2 || r.Thread != thread || r.IODepth != 16 || r.Ops != want || r.Bytes != want*4096 || r.MaxInflight != 16 || len(r.JobHists) != 0 {
+					t.Errorf("aggregate: %+v", r)
+				}
+				for _, l := range []map[string]float64{r.Lat, r.Slat, r.Clat} {
+					if l["count"] != want || l["min"] <= 0 || l["p50"] < l["min"] || l["max"] < l["p99"] {
+						t.Errorf("latency %v, want %d values", l, want)
+					}
+				}
+				if r.Lat["mean"] < r.Clat["mean"] || r.Lat["mean"] < r.Slat["mean"] {
+					t.Errorf("lat mean %v below slat %v or clat %v", r.Lat["mean"], r.Slat["mean"], r.Clat["mean"])
+				}
+				var submitted int64
+				for _, c := range r.Syscalls {
+					if c.Name == "io_submit" || c.Name == "io_uring_enter (submit)" {
+						submitted += c.Bytes
+					}
+				}
+				if submitted != want*4096 {
+					t.Errorf("submitted %d bytes, want %d: %+v", submitted, want*4096, r.Syscalls)
+				}
+				if len(r.Jobs) != 2 {
+					t.Fatalf("%d job reports, want 2", len(r.Jobs))
+				}
+				for i, j := range r.Jobs {
+					if j.Job != i || j.Ops != 300 || j.MaxInflight != 16 || j.Slat["count"] != 300 || j.Clat["count"] != 300 {
+						t.Errorf("job %d: %+v", i, j)
+					}
+				}
+				if engine == "libaio" && r.Kernel["read_bytes"] != want*4096 {
+					// libaio issues the bios in io_submit, on the job's thread.
+					t.Errorf("kernel read_bytes %d, want %d", r.Kernel["read_bytes"], want*4096)
+				}
+				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+				if got := ru.Inblock * 512; got < want*4096 || got > want*4096+1<<20 {
+					t.Errorf("the workload's processes read %d bytes from storage (ru_inblock), want %d", got, want*4096)
+				}
+				if l := leftovers(tmp); len(l) > 0 {
+					t.Errorf("left %v", l)
+				}
+			})
+		}
+	}
+}
+
+// TestWorkloadIOUringDisabled sets kernel.io_uring_disabled=2 (restored
+// after): one line naming the sysctl and the fix, exit 1, no file left.
+func TestWorkloadIOUringDisabled(t *testing.T) {
+	const knob = "/proc/sys/kernel/io_uring_disabled"
+	old, err := os.ReadFile(knob)
+	if err != nil || os.Geteuid() != 0 {
+		t.Skipf("needs root and %s (Linux 6.6+)", knob)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, old, 0); err != nil {
+			t.Errorf("restoring %s: %v", knob, err)
+		}
+	})
+	if err := os.WriteFile(knob, []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	checkRefused(t, tmp, "io_uring is refused here (io_uring_setup: EPERM: operation not permitted): kernel.io_uring_disabled is 2 (io_uring is off for everyone); allow it with sysctl kernel.io_uring_disabled=0, or use --engine libaio",
+		"workload", "rand-read", "--engine", "io_uring", "--iodepth", "16", "--numjobs", "2")
+}
+
+// TestWorkloadJobsInterrupt: SIGINT to a workload of 2 job processes stops
+// both, prints the interrupted aggregate, exits 130 and leaves nothing.
+func TestWorkloadJobsInterrupt(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := iopathCmd(tmp, "workload", "rand-read", "--engine", "io_uring", "--iodepth", "4", "--numjobs", "2", "--size", "1m", "--duration", "1m", "--json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The jobs are running once both opened the file: 3 descriptors of it in the tree (parent's and two jobs').
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the jobs never started")
+		}
+		fds, _ := exec.Command("sh", "-c", "ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "+tmp).Output()
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(fds))); n >= 3 {
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("after SIGINT: %v, want exit status 130", err)
+	}
+	var r asyncReport
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.NumJobs != 2 || len(r.Jobs) != 2 || r.Ops == 0 || r.Ops != r.Jobs[0].Ops+r.Jobs[1].Ops {
+		t.Errorf("report after SIGINT: %+v, %v", r, err)
+	}
+	if !strings.Contains(out.String(), `"interrupted": true`) {
+		t.Error("the report does not say interrupted")
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left %v after SIGINT", l)
 	}
 }
