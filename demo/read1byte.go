@@ -84,7 +84,7 @@ func explainRead(c *record.Syscall, title string, fs session.FS) string {
 	fmt.Fprintf(&b, "  It missed the page cache: %d of %d requested page was not cached.\n", cc.PagesMissed, cc.PagesRequested)
 	for _, ra := range cc.Readahead {
 		fmt.Fprintf(&b, "  The kernel's %s readahead chose a window of %d pages (%s) starting at page %d", ra.Kind, ra.Pages, render.Bytes(uint64(ra.Pages)*4096), ra.StartIndex)
-		if ra.Source == "derived" {
+		if ra.Source == record.SourceDerived {
 			b.WriteString(" (derived from the pages added: this kernel has no readahead hook)")
 		}
 		b.WriteString(",\n")

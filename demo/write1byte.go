@@ -158,7 +158,7 @@ func runWrite1(o *Options) error {
 	fmt.Fprintf(w, "The page reached the disk %s after the write: the flusher %s (tid %d) wrote it for reason %q\n",
 		render.Duration(p.DirtyToDiskNs), p.Worker, p.WorkerTid, p.Reason)
 	fmt.Fprintf(w, "in a %s request of %s at sector %d (device time %s).\n", bio.Rwbs, render.Bytes(uint64(bio.RequestBytes)), p.Sector, render.Duration(bio.D2CNs))
-	if p.Reason == "periodic" {
+	if p.Reason == record.ReasonPeriodic {
 		fmt.Fprintf(w, "That delay is the kernel's: a dirty inode is written once it is older than vm.dirty_expire_centisecs,\n"+
 			"checked every vm.dirty_writeback_centisecs (%s). Call fsync(2) to make data durable now (--fsync).\n", why)
 	}

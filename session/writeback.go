@@ -65,7 +65,7 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		fmt.Fprintln(errw, "iopath: --wait-writeback: the traced command left no dirty pages to wait for")
 		return
 	}
-	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, render.Count(uint64(pending), "dirty page"), bound, why, whose)
+	fmt.Fprintf(errw, "iopath: waiting up to %s for %s to reach the disk (kernel bound %s: %s)%s\n", limit, render.Count(pending, "dirty page"), bound, why, whose)
 	var bar *progressbar.ProgressBar
 	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(errw),
