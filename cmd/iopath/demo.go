@@ -41,8 +41,8 @@ and the next demo removes the files left behind.`,
 			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " ")); err != nil {
 				return err
 			}
-			defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
-			o.Out, o.Notes, o.Tee, o.OnSummary = cmd.OutOrStdout(), cmd.ErrOrStderr(), activeTimeline.tee, activeTimeline.summary
+			defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()
+			o.Out, o.Notes, o.Tee, o.OnSummary = cmd.OutOrStdout(), cmd.ErrOrStderr(), activeTimeline.Tee, activeTimeline.Summary
 			return demo.Get(args[0]).Run(o)
 		},
 	}

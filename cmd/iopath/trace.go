@@ -98,7 +98,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
 		return err
 	}
-	defer func() { err = activeTimeline.end(err, cmd.ErrOrStderr()) }()
+	defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()
 	if f.workload != "" {
 		return runTraceWorkload(cmd, f, args, sig)
 	}
@@ -162,7 +162,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	activeTimeline.summary(res.Summary)
+	activeTimeline.Summary(res.Summary)
 	out.Summary(res.Summary)
 	return exitWith(errw, res.Code, res.Note())
 }
@@ -199,7 +199,7 @@ func lookCommand(name string) (string, error) {
 func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
 	force := forceMechanisms(f.force)
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.tee(out.Record), Idle: out.Flush, Settle: f.settle, Notes: errw,
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.Tee(out.Record), Idle: out.Flush, Settle: f.settle, Notes: errw,
 		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
 	if err != nil {
 		return nil, nil, err

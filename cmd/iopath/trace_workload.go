@@ -137,7 +137,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 			res.Report.WriteText(wout)
 		}
 	}
-	activeTimeline.summary(res.Summary)
+	activeTimeline.Summary(res.Summary)
 	out.Summary(res.Summary)
 	if f.json {
 		out.WriteJSON(res.Record)

@@ -1,0 +1,163 @@
+package timeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/iopath/iopath/record"
+)
+
+// Files writes the --timeline/--report files as records arrive, into
+// temp files beside them created before tracing starts (a bad path fails
+// first, with nothing traced); end renames them into place, or removes
+// them if the trace did not get to its summary.
+type Files struct {
+	tl     *Timeline
+	report *Report
+	files  []*os.File
+	finals []string
+	sums   int
+	ended  bool
+}
+
+// OpenFiles creates the outputs asked for: a Chrome JSON trace at trace and
+// an HTML report at report ("": none; nil, nil if neither).
+func OpenFiles(trace, report, title string) (*Files, error) {
+	if trace == "" && report == "" {
+		return nil, nil
+	}
+	if trace != "" && report != "" && filepath.Clean(trace) == filepath.Clean(report) {
+		return nil, fmt.Errorf("--timeline and --report both name %s: give them different files", trace)
+	}
+	o := &Files{}
+	var outs []Output
+	for _, x := range []struct{ flag, path string }{{"--timeline", trace}, {"--report", report}} {
+		if x.path == "" {
+			continue
+		}
+		file, err := createBeside(x.flag, x.path)
+		if err != nil {
+			o.Abort()
+			return nil, err
+		}
+		o.files = append(o.files, file)
+		o.finals = append(o.finals, x.path)
+		if x.flag == "--timeline" {
+			outs = append(outs, NewChrome(file))
+		} else {
+			o.report = NewReport(file, title, 0)
+			outs = append(outs, o.report)
+		}
+	}
+	o.tl = New(outs...)
+	return o, nil
+}
+
+// createBeside creates a temp file in path's directory, saying in one line
+// what is wrong with the path if it cannot.
+func createBeside(flag, path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
+		return nil, fmt.Errorf("%s %s is a directory: give a file name", flag, path)
+	}
+	file, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	switch {
+	case err == nil:
+		if err := file.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+			file.Close()
+			os.Remove(file.Name())
+			return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+		return file, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s %s: directory %s does not exist: create it or choose another path", flag, path, dir)
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
+		why := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err
+		}
+		return nil, fmt.Errorf("%s %s: cannot create a file in %s (%w): choose a writable directory", flag, path, dir, why)
+	}
+	return nil, fmt.Errorf("%s %s: %w: choose another path", flag, path, err)
+}
+
+// Tee returns out, preceded by the timeline when there is one (o may be nil).
+func (o *Files) Tee(out func(any)) func(any) {
+	if o == nil {
+		return out
+	}
+	return func(rec any) {
+		Feed(o.tl, rec)
+		out(rec)
+	}
+}
+
+// Summary adds a run's summary (o may be nil).
+func (o *Files) Summary(s *record.Summary) {
+	if o != nil {
+		o.sums++
+		o.tl.Summary(s)
+	}
+}
+
+// Abort removes the temp files (idempotent; also on SIGINT/SIGTERM).
+func (o *Files) Abort() {
+	if o == nil || o.ended {
+		return
+	}
+	o.ended = true
+	for _, f := range o.files {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
+
+// End finishes the files and moves them into place if the trace reached
+// its summary (even when the traced command failed: err is returned as is),
+// and removes them otherwise. It says on w what it wrote.
+func (o *Files) End(err error, w io.Writer) error {
+	if o == nil || o.ended {
+		return err
+	}
+	if o.sums == 0 {
+		o.Abort()
+		return err
+	}
+	o.ended = true
+	werr := o.tl.Close()
+	for i, f := range o.files {
+		if e := f.Close(); werr == nil {
+			werr = e
+		}
+		if werr == nil {
+			werr = os.Rename(f.Name(), o.finals[i])
+		}
+		if werr != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if werr != nil {
+		return errors.Join(err, fmt.Errorf("writing the timeline: %w", werr))
+	}
+	st := o.tl.Stats()
+	for _, p := range o.finals {
+		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
+			p, st.Calls, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
+	}
+	if o.report != nil && o.report.Omitted() > 0 {
+		fmt.Fprintf(w, "iopath: the report draws the first %d slices and arrows; %d more are only in the --timeline trace\n",
+			DefaultReportSlices, o.report.Omitted())
+	}
+	if st.Overlaps > 0 || st.Forgotten > 0 {
+		fmt.Fprintf(w, "iopath: timeline: %d slices share a lane they overlap (over %d at once); %d bios of traced calls' writeback drawn without their call's record\n",
+			st.Overlaps, MaxLanes, st.Forgotten)
+	}
+	return err
+}
