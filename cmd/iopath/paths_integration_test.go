@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/record"
 )
 
 // The kernel sends a thread's path again whenever the name it reads
@@ -32,7 +34,9 @@ func TestPathOfHardLink(t *testing.T) {
 	tr := traceCmd(t, "--all", "--", "cat", a, b, a)
 	paths := map[string]int{}
 	for _, c := range tr.forIno(inoOf(t, a)) {
-		paths[c.Path]++
+		if record.IsRead(c.Syscall) { // not cat's posix_fadvise(SEQUENTIAL) records
+			paths[c.Path]++
+		}
 	}
 	// cat reads each file twice (data, then end of file).
 	if paths[a] != 4 || paths[b] != 2 || len(paths) != 2 {
