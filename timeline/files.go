@@ -23,6 +23,7 @@ type Files struct {
 	files  []*os.File
 	finals []string
 	sums   int
+	lost   uint64 // ring-buffer records the summaries say were dropped
 	ended  bool
 }
 
@@ -103,6 +104,7 @@ func (o *Files) Tee(out func(any)) func(any) {
 func (o *Files) Summary(s *record.Summary) {
 	if o != nil {
 		o.sums++
+		o.lost += s.LostEvents
 		o.tl.Summary(s)
 	}
 }
@@ -150,6 +152,9 @@ func (o *Files) End(err error, w io.Writer) error {
 	for _, p := range o.finals {
 		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
 			p, st.Calls, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
+	}
+	if o.lost > 0 {
+		fmt.Fprintf(w, "iopath: timeline: %d ring-buffer records were lost (see the summary): calls and bios of those records are missing from it\n", o.lost)
 	}
 	if o.report != nil && o.report.Omitted() > 0 {
 		fmt.Fprintf(w, "iopath: the report draws the first %d slices and arrows; %d more are only in the --timeline trace\n",

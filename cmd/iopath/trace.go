@@ -52,7 +52,9 @@ printed; pure cache hits are counted in the kernel and shown in the summary
 (--all prints them too).
 
 With -- CMD the command shares stdout with iopath's records: give -o FILE to
-keep them apart (on a shared stdout each record starts on a new line).
+keep them apart. On a shared pipe or terminal each record starts on a new
+line; on a shared regular file iopath checks the byte before each record, and
+a write of the command in between can still put a record mid-line.
 
 Signals and exit status: SIGINT or SIGTERM ends the trace after the summary
 with exit status 130 or 143; the command gets the same signal, and SIGKILL

@@ -32,6 +32,8 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
 		{"pid 2 is a kernel thread: it makes no system calls to trace", []string{"trace", "-p", "2"}},
 		{"-o " + tmp + "/no/such/dir/out: open " + tmp + "/no/such/dir/out: no such file or directory: give a writable path", []string{"trace", "-o", tmp + "/no/such/dir/out", "--", "true"}},
+		{"-o and --timeline both name " + tmp + "/t: give them different files", []string{"trace", "-o", tmp + "/t", "--timeline", tmp + "/./t", "--", "true"}},
+		{"-o and --report both name " + tmp + "/r: give them different files", []string{"trace", "-o", tmp + "/r", "--report", tmp + "/r", "--", "true"}},
 		{empty + " is empty: the workload reads or overwrites it and needs data there; give a file with data, or drop --file", []string{"workload", "seq-read", "--file", empty}},
 	} {
 		checkRefused(t, tmp, c.want, c.args...)
