@@ -94,7 +94,7 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %d pages still dirty%s\n", p, overflowNote(left))
+			fmt.Fprintf(errw, "iopath: --wait-writeback interrupted with %s still dirty%s\n", render.Count(p, "page"), overflowNote(left))
 			return
 		case <-tick.C:
 		}

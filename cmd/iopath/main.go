@@ -28,6 +28,11 @@ func newRootCmd() *cobra.Command {
 	for _, add := range subcommands {
 		root.AddCommand(add())
 	}
+	// A value cobra cannot parse (e.g. --duration abc): say which flag and
+	// where its format is, not only the parser's words.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w: see `%s --help` for the flag's format", err, c.CommandPath())
+	})
 	return root
 }
 
