@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"direct-vs-buffered", "read-1byte", "read-vs-fread", "seq-vs-rand", "write-1byte"}
+	want := []string{"direct-vs-buffered", "mmap-vs-read", "read-1byte", "read-vs-fread", "seq-vs-rand", "write-1byte"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("demos %q, want %q", got, want)
 	}
@@ -56,5 +56,41 @@ func TestCallStats(t *testing.T) {
 	}
 	if s.meanDur() != 200 || s.quantileDur(0.5) != 300 || s.quantileDur(0) != 100 {
 		t.Errorf("durations %v: mean %d, p50 %d", s.DurNs, s.meanDur(), s.quantileDur(0.5))
+	}
+}
+
+// MmapRunOf and MmapWhy on synthetic records: a read-around major fault
+// with two bios, a minor fault that slept without a bio, a fault and a
+// call on other files, a madvise call (not a read) on the file.
+func TestMmapRun(t *testing.T) {
+	dev := uint32(254<<20 | 1)
+	d := kernel.Dev(dev)
+	bio := func(bytes uint32) record.Bio { return record.Bio{Dev: "254:1", Bytes: bytes} }
+	recs := []any{
+		&record.Fault{TimeNs: 300, Dev: d, Ino: 7, Index: 16, DurationNs: 50, BlockedNs: 40, FaultAround: &record.PageRange{Index: 16, Pages: 16}},
+		&record.Fault{TimeNs: 100, Dev: d, Ino: 7, Major: true, DurationNs: 150, BlockedNs: 120,
+			Cache: record.Cache{Readahead: []record.Readahead{{Kind: record.ReadaheadReadAround, Pages: 2048}}},
+			Bios:  []record.Bio{bio(8192), bio(1 << 20)}},
+		&record.Fault{TimeNs: 200, Dev: d, Ino: 8, Major: true, Bios: []record.Bio{bio(4096)}},
+		&record.Syscall{TimeNs: 50, Dev: d, Ino: 7, Syscall: "madvise"},
+		&record.Syscall{TimeNs: 60, Dev: d, Ino: 9, Syscall: "pread64"},
+	}
+	r := MmapRunOf("mmap", recs, dev, 7)
+	if r.Calls != 0 || r.Faults != 2 || r.Major != 1 || r.WaitedMinor != 1 || r.Blocked != 2 || r.Bios != 2 ||
+		r.BioBytes != 8192+1<<20 || r.MinBio != 8192 || r.MaxBio != 1<<20 || r.SpanNs != 250 || r.BlockedNs != 160 ||
+		r.FirstRA == nil || r.FirstRA.Pages != 2048 || r.RAKinds[record.ReadaheadReadAround] != 1 || r.MaxAround != 16 || len(r.recs) != 2 {
+		t.Errorf("run %+v", r)
+	}
+	read := MmapRunOf("read", []any{&record.Syscall{TimeNs: 10, Dev: d, Ino: 7, Syscall: "pread64", DurationNs: 5, Bios: []record.Bio{bio(4096)}}}, dev, 7)
+	rnd := &MmapRun{Name: "mmap-random", Faults: 2048, Major: 2048, Bios: 2048, BioBytes: 2048 * 4096, MinBio: 4096, MaxBio: 4096, SpanNs: 2500}
+	why := MmapWhy([]*MmapRun{read, r, rnd}, 8192)
+	for _, s := range []string{"read(2): 1 call of 1 byte", "2 faults on the file were traced, 1 major", "read-around of 2048 pages from page 0",
+		"windows up to 16 pages", "1 minor fault slept", "each major fault read only its own page", "10.0× the time of the plain mapping"} {
+		if !strings.Contains(why, s) {
+			t.Errorf("explanation lacks %q:\n%s", s, why)
+		}
+	}
+	if tab := MmapTable([]*MmapRun{read, r, rnd}); !strings.Contains(tab, "8.0 KiB-1.0 MiB") || !strings.Contains(tab, "mmap-random") {
+		t.Errorf("table:\n%s", tab)
 	}
 }

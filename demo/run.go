@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,6 +76,12 @@ func tracedLines(w io.Writer, runs []*session.WorkloadRun, wrecs []*record.Workl
 // exited, waits up to waitWB for its dirty pages to reach the disk (0: not).
 // The tracer streams every call (--all) so warm hits are shown too.
 func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*traced, error) {
+	return traceChildOut(o, nil, settle, waitWB, args...)
+}
+
+// traceChildOut is traceChild with the child's stdout (a pipe: not traced)
+// going to stdout (nil: /dev/null).
+func traceChildOut(o *Options, stdout io.Writer, settle, waitWB time.Duration, args ...string) (*traced, error) {
 	tr := &traced{}
 	s, err := open(o, tracer.Options{All: true}, settle, &tr.recs)
 	if err != nil {
@@ -86,7 +93,7 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 		return nil, err
 	}
 	res, err := s.Trace(session.Trace{WaitWriteback: waitWB,
-		Command: &session.Command{Path: self, Args: argv, Stderr: o.Notes, DeathSignal: syscall.SIGKILL}})
+		Command: &session.Command{Path: self, Args: argv, Stdout: stdout, Stderr: o.Notes, DeathSignal: syscall.SIGKILL}})
 	switch {
 	case err != nil:
 		return nil, err
@@ -107,12 +114,14 @@ func (o *Options) summary(s *record.Summary) {
 	}
 }
 
-// Child is the traced side of read-1byte and write-1byte (`iopath
-// __demo-child KIND PATH`): exactly the system calls the demo explains,
-// nothing else on the demo's file.
+// Child is the traced side of read-1byte, write-1byte and mmap-vs-read
+// (`iopath __demo-child KIND PATH`): exactly the system calls (and loads)
+// the demo explains, nothing else on the demo's file.
 func Child(kind, path string) error {
 	var c [1]byte
 	switch kind {
+	case "mmap-vs-read:read", "mmap-vs-read:mmap", "mmap-vs-read:mmap-random":
+		return mmapChild(kind, path)
 	case "read-1byte":
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -206,4 +215,50 @@ func SyscallCount(rep *workloads.Report, name string) int64 {
 		}
 	}
 	return 0
+}
+
+// mmapChild is the traced side of mmap-vs-read: one byte of every 4 KiB
+// page of the file, in order, by pread(2) or by loads from a private
+// read-only mapping (after madvise(MADV_RANDOM) for mmap-vs-read:mmap-random).
+// It prints the kernel's count of the thread's faults during the accesses
+// (getrusage RUSAGE_THREAD: "maj_flt N min_flt M").
+func mmapChild(kind, path string) error {
+	runtime.LockOSThread() // the accesses and both counts on one thread
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var before, after unix.Rusage
+	if kind == "mmap-vs-read:read" {
+		var c [1]byte
+		unix.Getrusage(unix.RUSAGE_THREAD, &before)
+		for off := int64(0); off < mmapDemoSize; off += 4096 {
+			if _, err := unix.Pread(fd, c[:], off); err != nil {
+				return err
+			}
+		}
+		unix.Getrusage(unix.RUSAGE_THREAD, &after)
+		_, err := fmt.Printf("maj_flt %d min_flt %d\n", after.Majflt-before.Majflt, after.Minflt-before.Minflt)
+		return err
+	}
+	m, err := unix.Mmap(fd, 0, mmapDemoSize, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(m)
+	if kind == "mmap-vs-read:mmap-random" {
+		if err := unix.Madvise(m, unix.MADV_RANDOM); err != nil {
+			return err
+		}
+	}
+	var sum byte
+	unix.Getrusage(unix.RUSAGE_THREAD, &before)
+	for off := 0; off < mmapDemoSize; off += 4096 {
+		sum += m[off]
+	}
+	unix.Getrusage(unix.RUSAGE_THREAD, &after)
+	runtime.KeepAlive(sum) // the loads must happen
+	_, err = fmt.Printf("maj_flt %d min_flt %d\n", after.Majflt-before.Majflt, after.Minflt-before.Minflt)
+	return err
 }
