@@ -14,6 +14,7 @@
  * Writeback bios: a write bio whose pages are tracked dirty folios is walked
  * (bvec -> page -> folio -> mapping->host) and joined with dirty_pages. */
 #include "op.h"
+#include "flush.h"
 
 #define REQ_OP_MASK 0xff
 #define REQ_OP_WRITE 1
@@ -237,6 +238,7 @@ struct rq_walk {
 	struct rq_issue_ev *ev;
 	struct bio *bio;
 	__u32 nr;
+	__u32 flush_seq; /* OWN_FLUSH_SEQ: the request is in a flush sequence (flush.c) */
 };
 
 static long rq_bio_step(__u32 i, struct rq_walk *w)
@@ -257,7 +259,7 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 			ev->own[n].queue_ns = o->queue_ns;
 			ev->own[n].pid = o->pid;
 			ev->own[n].tid = o->tid;
-			ev->own[n].flags = o->flags;
+			ev->own[n].flags = o->flags | w->flush_seq;
 			ev->nr_own = n + 1;
 		} else {
 			count_event(CNT_RQ_OWN_TRUNC);
@@ -265,8 +267,11 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 		/* Reported: forget the bio now rather than walk the chain
 		 * again at completion. A requeued request is issued again
 		 * with no owned bio left; the issue event still goes out
-		 * (inflight says it is ours) and userspace keeps its bios. */
-		bpf_map_delete_elem(&bio_owners, &key);
+		 * (inflight says it is ours) and userspace keeps its bios.
+		 * A request in a flush sequence ends again after a flush:
+		 * flush.c reports that end and forgets the bio then. */
+		if (!w->flush_seq)
+			bpf_map_delete_elem(&bio_owners, &key);
 	}
 	w->nr++;
 	w->bio = BPF_CORE_READ(bio, bi_next);
@@ -281,7 +286,7 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 		return 0;
 	ev->nr_own = 0;
 	/* rq is a typed tp_btf argument: direct loads. */
-	struct rq_walk w = { .ev = ev, .bio = rq->bio };
+	struct rq_walk w = { .ev = ev, .bio = rq->bio, .flush_seq = (rq->rq_flags & rqf_flush_seq()) ? OWN_FLUSH_SEQ : 0 };
 	bpf_loop(MAX_RQ_BIOS, rq_bio_step, &w, 0);
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);

@@ -47,6 +47,7 @@ enum ev_type {
 	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
 	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
 	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
+	EV_FLUSH_DONE,    /* struct flush_done_ev (flush.c): a bio of a flush sequence ended */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -66,6 +67,7 @@ enum counter {
 	CNT_WALK_MATCHED,       /* diagnostics: of those, tracked dirty folios */
 	CNT_WALK_BIOS,          /* diagnostics: write bios walked */
 	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
+	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
 	CNT_MAX,
 };
 
@@ -203,6 +205,7 @@ struct issue_own {
 
 #define OWN_WRITEBACK 1 /* bio carries tracked dirty pages */
 #define OWN_JOURNAL   2 /* queued by jbd2 while a traced fsync-family call waited on its device */
+#define OWN_FLUSH_SEQ 4 /* set at issue: the bio's request is in a flush sequence (flush.c) */
 
 struct rq_issue_ev {
 	__u32 type;     /* EV_RQ_ISSUE */

@@ -4,4 +4,4 @@
 // so that `go build` needs no compiler.
 package bpf
 
-//go:generate go tool bpf2go -cc clang -target amd64 -type op -type rq_issue_ev -type rq_done_ev -type wb_bio_ev -type wb_start_ev -type wb_inode_ev -type dirty_gone_ev -type stat_key -type stat_val -type counter -type op_sys -type ev_type -type bio_owner -type bio_split_ev -type issue_own -type page_range Iopath iopath.bpf.c -- -I. -O2 -g -Wall -Werror
+//go:generate go tool bpf2go -cc clang -target amd64 -type op -type rq_issue_ev -type rq_done_ev -type wb_bio_ev -type wb_start_ev -type wb_inode_ev -type dirty_gone_ev -type stat_key -type stat_val -type counter -type op_sys -type ev_type -type bio_owner -type bio_split_ev -type flush_done_ev -type issue_own -type page_range Iopath iopath.bpf.c -- -I. -O2 -g -Wall -Werror

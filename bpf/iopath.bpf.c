@@ -11,6 +11,7 @@
 #include "filemap.c"
 #include "readahead.c"
 #include "block.c"
+#include "flush.c"
 #include "sched.c"
 #include "writeback.c"
 
@@ -25,3 +26,4 @@ const struct rq_done_ev *unused_rq_done_ev __attribute__((unused));
 const struct wb_start_ev *unused_wb_start_ev __attribute__((unused));
 const struct wb_inode_ev *unused_wb_inode_ev __attribute__((unused));
 const struct bio_split_ev *unused_bio_split_ev __attribute__((unused));
+const struct flush_done_ev *unused_flush_done_ev __attribute__((unused));

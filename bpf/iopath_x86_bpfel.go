@@ -50,7 +50,8 @@ const (
 	IopathCounterCNT_WALK_MATCHED   IopathCounter = 12
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
-	IopathCounterCNT_MAX            IopathCounter = 15
+	IopathCounterCNT_FLUSH_FULL     IopathCounter = 15
+	IopathCounterCNT_MAX            IopathCounter = 16
 )
 
 type IopathDirtyGoneEv struct {
@@ -94,7 +95,42 @@ const (
 	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 	IopathEvTypeEV_PATH        IopathEvType = 10
+	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
 )
+
+type IopathFlushDoneEv struct {
+	_            structs.HostLayout
+	Type         uint32
+	Dev          uint32
+	Bio          uint64
+	OpId         uint64
+	QueueNs      uint64
+	DoneNs       uint64
+	FlushRq      uint64
+	FlushIssueNs uint64
+	FlushDoneNs  uint64
+	FlushFlags   uint32
+	FlushError   uint32
+	RqFlags      uint32
+	Error        uint32
+	Bytes        uint32
+	Pid          uint32
+	Tid          uint32
+	OwnFlags     uint32
+	FlushTid     uint32
+	Pad          uint32
+}
+
+type IopathFlushSeen struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	DoneNs   uint64
+	Rq       uint64
+	CmdFlags uint32
+	Error    uint32
+	Tid      uint32
+	Pad      uint32
+}
 
 type IopathIssueOwn struct {
 	_       structs.HostLayout
@@ -349,6 +385,8 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
+	IopathMapFlushIssued                  = "flush_issued"
+	IopathMapFlushLast                    = "flush_last"
 	IopathMapFreeSlots                    = "free_slots"
 	IopathMapHitStats                     = "hit_stats"
 	IopathMapInflight                     = "inflight"
@@ -408,6 +446,8 @@ const (
 	IopathProgTpEnterWritev               = "tp_enter_writev"
 	IopathProgTpExitOp                    = "tp_exit_op"
 	IopathProgTpFilemapGetPages           = "tp_filemap_get_pages"
+	IopathProgTpFlushComplete             = "tp_flush_complete"
+	IopathProgTpFlushIssue                = "tp_flush_issue"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -435,6 +475,7 @@ const (
 	IopathVarUnusedCounter                = "unused_counter"
 	IopathVarUnusedDirtyGoneEv            = "unused_dirty_gone_ev"
 	IopathVarUnusedEvType                 = "unused_ev_type"
+	IopathVarUnusedFlushDoneEv            = "unused_flush_done_ev"
 	IopathVarUnusedOpSys                  = "unused_op_sys"
 	IopathVarUnusedRqDoneEv               = "unused_rq_done_ev"
 	IopathVarUnusedWbInodeEv              = "unused_wb_inode_ev"
@@ -534,6 +575,8 @@ type IopathProgramSpecs struct {
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -556,6 +599,8 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
+	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
@@ -586,6 +631,7 @@ type IopathVariableSpecs struct {
 	UnusedCounter     *ebpf.VariableSpec `ebpf:"unused_counter"`
 	UnusedDirtyGoneEv *ebpf.VariableSpec `ebpf:"unused_dirty_gone_ev"`
 	UnusedEvType      *ebpf.VariableSpec `ebpf:"unused_ev_type"`
+	UnusedFlushDoneEv *ebpf.VariableSpec `ebpf:"unused_flush_done_ev"`
 	UnusedOpSys       *ebpf.VariableSpec `ebpf:"unused_op_sys"`
 	UnusedRqDoneEv    *ebpf.VariableSpec `ebpf:"unused_rq_done_ev"`
 	UnusedWbInodeEv   *ebpf.VariableSpec `ebpf:"unused_wb_inode_ev"`
@@ -617,6 +663,8 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
+	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
+	FlushLast   *ebpf.Map `ebpf:"flush_last"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
@@ -634,6 +682,8 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FlushIssued,
+		m.FlushLast,
 		m.FreeSlots,
 		m.HitStats,
 		m.Inflight,
@@ -665,6 +715,7 @@ type IopathVariables struct {
 	UnusedCounter     *ebpf.Variable `ebpf:"unused_counter"`
 	UnusedDirtyGoneEv *ebpf.Variable `ebpf:"unused_dirty_gone_ev"`
 	UnusedEvType      *ebpf.Variable `ebpf:"unused_ev_type"`
+	UnusedFlushDoneEv *ebpf.Variable `ebpf:"unused_flush_done_ev"`
 	UnusedOpSys       *ebpf.Variable `ebpf:"unused_op_sys"`
 	UnusedRqDoneEv    *ebpf.Variable `ebpf:"unused_rq_done_ev"`
 	UnusedWbInodeEv   *ebpf.Variable `ebpf:"unused_wb_inode_ev"`
@@ -726,6 +777,8 @@ type IopathPrograms struct {
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -792,6 +845,8 @@ func (p *IopathPrograms) Close() error {
 		p.TpEnterWritev,
 		p.TpExitOp,
 		p.TpFilemapGetPages,
+		p.TpFlushComplete,
+		p.TpFlushIssue,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

@@ -12,6 +12,7 @@
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
+#define S_IFDIR 0040000
 
 /* How a program may read a struct file: FILE_BTF for a BTF pointer (an fentry
  * argument, or a pointer given a type by bpf_rdonly_cast), read with plain
@@ -157,7 +158,10 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 				op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
 			}
 		}
-		if ((op->c_mode & S_IFMT) != S_IFREG && (op->c_mode & S_IFMT) != S_IFBLK)
+		/* Directories only for the fsync family: a database's fsync of
+		 * its directory makes a create or rename durable. */
+		__u32 fmt = op->c_mode & S_IFMT;
+		if (fmt != S_IFREG && fmt != S_IFBLK && !(fmt == S_IFDIR && is_sync_sys(sys)))
 			return NULL;
 		dev = op->c_dev;
 		magic = op->c_magic;

@@ -43,6 +43,9 @@ type Engine struct {
 	// counted in EngineCounters.EvictedCalls (summary:
 	// map_evictions.pending_calls).
 	MaxPending int
+	// WriteCache, if set, replaces the sysfs lookup of a device's
+	// queue/write_cache (tests).
+	WriteCache func(kdev uint32) string
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
@@ -61,6 +64,7 @@ type Engine struct {
 	firstTs      uint64
 	counters     EngineCounters
 	dec          recordDecoder // Dispatch's state: short records, omitted paths
+	flush        flushState    // device cache flushes (flush.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -385,6 +389,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			p := e.op(own.OpId, ev.Ts)
 			p.bios = append(p.bios, b)
 			b.refs++ // held by the call too
+			e.holdForFlush(b)
 		case own.Flags&ownWriteback == 0:
 			e.counters.UnattributedBios++
 			ps := e.pid(own.Pid, "")
@@ -445,7 +450,7 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 	}
 	delete(e.rqs, ev.Rq)
 	for _, b := range rq.bios {
-		b.done = true
+		b.done = !e.awaitsFlush(b) // else done at the end of its flush sequence (flush.go)
 		b.CompleteNs = ev.Ts
 		b.Error = BlkStatus(ev.Error)
 		b.D2CNs = sub(ev.Ts, b.IssueNs)
@@ -659,7 +664,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 
 // tryRelease prints a call once its record and all its bios are complete.
 func (e *Engine) tryRelease(id uint64, p *pendingOp) {
-	if p.rec == nil || uint32(len(p.bios)) < p.queued {
+	if p.rec == nil || queuedSeen(p.bios) < p.queued {
 		return
 	}
 	for _, b := range p.bios {
@@ -679,7 +684,7 @@ func (e *Engine) release(id uint64, p *pendingOp) {
 // emit completes a call's record with its bios (queued: how many the
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool) {
-	if n := uint32(len(bios)); n < queued {
+	if n := queuedSeen(bios); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
@@ -700,10 +705,13 @@ func (e *Engine) emit(rec *Syscall, bios []*bioRef, queued uint32, isWrite bool)
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
 			readBytes += uint64(b.Bytes)
 		}
-		if isSyncName(rec.Syscall) {
+		if isSyncName(rec.Syscall) || b.flags&ownFlushReq != 0 {
 			b.Kind = bioKind(b)
 		}
 		rec.Bios = append(rec.Bios, b.Bio)
+	}
+	if isSyncName(rec.Syscall) {
+		rec.DeviceFlush = e.deviceFlush(rec)
 	}
 	e.account(rec, readBytes)
 	e.Out(rec)
@@ -930,6 +938,8 @@ func finish(t *Totals) {
 // bioKind classifies a bio of an fsync-family call.
 func bioKind(b *bioRef) string {
 	switch {
+	case b.flags&ownFlushReq != 0:
+		return "flush"
 	case b.flags&ownJournal != 0:
 		return "journal"
 	case b.Bytes == 0 || strings.HasPrefix(b.Rwbs, "F"):

@@ -41,6 +41,11 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
+	// DeviceFlush, for fsync-family calls: flushed (a flush request served
+	// the call: its bios hold it, kind flush), not_needed (the device has
+	// no volatile write cache), none (it has one, but no flush served the
+	// call), not_requested (sync_file_range never flushes), no_block_device.
+	DeviceFlush string `json:"device_flush,omitempty"`
 
 	kdev uint32 // kernel dev_t of Dev
 }

@@ -486,6 +486,11 @@ func Dispatch(e *Engine, raw []byte) error {
 			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
 			return nil
 		}
+	case bpf.IopathEvTypeEV_FLUSH_DONE:
+		if need(unsafe.Sizeof(bpf.IopathFlushDoneEv{})) {
+			e.HandleFlushDone((*bpf.IopathFlushDoneEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
 	case bpf.IopathEvTypeEV_DIRTY_GONE:
 		if need(unsafe.Sizeof(bpf.IopathDirtyGoneEv{})) {
 			e.HandleDirtyGone((*bpf.IopathDirtyGoneEv)(unsafe.Pointer(&raw[0])))
@@ -516,7 +521,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 		bpf.IopathCounterCNT_BVEC_TRUNC: "bio_vecs", bpf.IopathCounterCNT_WB_MATCH_TRUNC: "wb_matches",
 		bpf.IopathCounterCNT_TASK_OPS_FULL: "task_ops", bpf.IopathCounterCNT_WALK_FOLIOS: "walk_folios",
 		bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
-		bpf.IopathCounterCNT_TARGETS_FULL: "targets",
+		bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
 	}
 	out := map[string]uint64{}
 	for idx, name := range names {
