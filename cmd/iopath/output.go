@@ -251,6 +251,9 @@ func storySyscall(r *tracer.Syscall) string {
 	for _, bio := range r.Bios {
 		b.WriteString("  " + bioLine(bio) + "\n")
 	}
+	if line := flushLine(r.DeviceFlush); line != "" {
+		b.WriteString("  " + line + "\n")
+	}
 	return b.String()
 }
 
@@ -276,7 +279,12 @@ func bioLine(bio tracer.Bio) string {
 		rwbs += "   "[len(rwbs):] // %-3s
 	}
 	s := "bio " + rwbs + " " + human(uint64(bio.Bytes)) + " at sector " + strconv.FormatUint(bio.Sector, 10) + " on " + bio.Dev
-	if bio.Kind != "" {
+	if bio.Kind == "flush" && bio.Bytes == 0 {
+		s = "device cache flush: request " + bio.Rwbs + " on " + bio.Dev
+		if bio.IssueNs == 0 {
+			return s + ": ended with no flush request issued (" + dur(bio.Q2CNs) + ")"
+		}
+	} else if bio.Kind != "" {
 		s = bio.Kind + " " + s
 	}
 	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {
