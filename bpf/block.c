@@ -131,6 +131,7 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->bio = (__u64)bio;
 	ev->ts = bpf_ktime_get_ns();
 	ev->op_id = op ? op->op_id : 0;
+	ev->sys = op ? op->sys : 0;
 	ev->tid = tid;
 	ev->nr_match = 0;
 	ev->pages = 0;

@@ -25,6 +25,7 @@
 #define MAX_WALK_STEPS 4352 /* folios + bvecs walked per writeback bio (bpf_loop) */
 #define MAX_WB_MATCH 16  /* dirty-page matches reported per writeback bio */
 #define PATH_PARTS 8     /* dentry names kept per call (deepest first) */
+#define PATH_NAME_ONLY 2 /* path_done bit: an EV_PATH naming path_ino only (a copy's output), not the thread's file */
 #define PART_LEN 48
 
 /* Syscalls (and function hooks) that start an operation. */
@@ -121,6 +122,7 @@ struct op {
 	__u64 c_path_parent;
 	__u64 c_path_up2;      /* ... the parent's parent ... */
 	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 */
+	__u64 out_file;        /* in-kernel copies: the output's struct file * (syscall hooks), for its name */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -174,7 +176,7 @@ struct op {
 	__u32 nr_ra;
 	__u32 nr_ranges;
 	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
-	__u32 pad1;
+	__u32 sys_flags;   /* sync_file_range: its flags (SYNC_FILE_RANGE_*); 0 for other calls */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
@@ -266,6 +268,8 @@ struct wb_bio_ev {
 	__u32 nr_match;
 	__u32 pages;     /* pages walked in the bio */
 	__u32 part;      /* 0: first event of this bio; n: n-th continuation (more than MAX_WB_MATCH matches) */
+	__u32 sys;       /* enum op_sys of op_id's call (the writeback's reason: fsync, sync_file_range...) */
+	__u32 pad;
 	char comm[16];
 	struct wb_match match[MAX_WB_MATCH];
 };

@@ -159,6 +159,7 @@ type IopathOp struct {
 	C_pathParent      uint64
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
+	OutFile           uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -207,7 +208,7 @@ type IopathOp struct {
 	NrRa              uint32
 	NrRanges          uint32
 	PathSeq           uint32
-	Pad1              uint32
+	SysFlags          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -320,6 +321,8 @@ type IopathWbBioEv struct {
 	NrMatch uint32
 	Pages   uint32
 	Part    uint32
+	Sys     uint32
+	Pad     uint32
 	Comm    [16]int8
 	Match   [16]struct {
 		_         structs.HostLayout

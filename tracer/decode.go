@@ -152,6 +152,10 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *Syscall {
 	if rec.Syscall == "" {
 		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
 	}
+	rec.SyncFlags = syncRangeFlags(o)
+	if o.OutIno != 0 {
+		rec.OutDev, rec.OutIno, rec.OutPath, rec.outKdev = e.devName(o.OutDev), o.OutIno, e.paths[fkey(o.OutDev, o.OutIno)], o.OutDev
+	}
 	if o.Ret < 0 {
 		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
 		if rec.Error == "" {

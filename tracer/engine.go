@@ -607,7 +607,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		tracked += m.nr
 	}
 	if wb.OpId != 0 {
-		reason = "fsync"
+		reason = syncReason(wb.Sys)
 		for _, m := range w.matches {
 			if m.opID == wb.OpId {
 				reason = "o_sync" // the call that dirtied the pages wrote them itself
@@ -751,7 +751,7 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 	add := func(t *Totals) {
 		t.Calls++
 		t.StreamedCalls++
-		t.BytesRequested += rec.RequestedBytes
+		t.BytesRequested += requestedBytes(rec)
 		if rec.ReturnedBytes > 0 {
 			t.BytesReturned += uint64(rec.ReturnedBytes)
 		}
@@ -765,7 +765,9 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 		}
 		t.DiskBytesRead += readBytes
 		t.DiskBytesWrite += writeBytes
-		t.DirtiedPages += uint64(rec.DirtiedPages)
+		if rec.OutIno == 0 {
+			t.DirtiedPages += uint64(rec.DirtiedPages) // else the output's (accountCopy)
+		}
 		t.ThrottleNs += rec.ThrottleNs
 		t.BlockedNs += rec.BlockedNs
 		if isReadName(rec.Syscall) {
@@ -783,6 +785,7 @@ func (e *Engine) account(rec *Syscall, readBytes uint64) {
 	if rec.Ino != 0 {
 		add(&e.file(fkey(rec.kdev, rec.Ino)).Totals)
 	}
+	e.accountCopy(rec)
 }
 
 // AddHits folds the kernel's aggregate of calls that were not streamed

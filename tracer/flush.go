@@ -190,3 +190,11 @@ func queuedSeen(bios []*bioRef) uint32 {
 	}
 	return n
 }
+
+// logFlushDone writes an EV_FLUSH_DONE's join keys to IOPATH_DEBUG_EVENTS.
+func logFlushDone(raw []byte) {
+	var ev bpf.IopathFlushDoneEv
+	fill(bytesOf(&ev), raw)
+	fmt.Fprintf(debugEvents, "flushdone bio=%x op=%x own=%d queue=%d done=%d flush_rq=%x issue=%d complete=%d bytes=%d\n",
+		ev.Bio, ev.OpId, ev.OwnFlags, ev.QueueNs, ev.DoneNs, ev.FlushRq, ev.FlushIssueNs, ev.FlushDoneNs, ev.Bytes)
+}

@@ -46,8 +46,17 @@ type Syscall struct {
 	// no volatile write cache), none (it has one, but no flush served the
 	// call), not_requested (sync_file_range never flushes), no_block_device.
 	DeviceFlush string `json:"device_flush,omitempty"`
+	// OutDev, OutIno, OutPath: an in-kernel copy's output file, when the
+	// call dirtied its pages (the summary charges them to its row).
+	OutDev  string `json:"out_dev,omitempty"`
+	OutIno  uint64 `json:"out_ino,omitempty"`
+	OutPath string `json:"out_path,omitempty"`
+	// SyncFlags, for sync_file_range: what it asked for (WAIT_BEFORE,
+	// WRITE, WAIT_AFTER joined by |; "none").
+	SyncFlags string `json:"sync_flags,omitempty"`
 
-	kdev uint32 // kernel dev_t of Dev
+	kdev    uint32 // kernel dev_t of Dev
+	outKdev uint32 // kernel dev_t of OutDev
 }
 
 // Cache is what the call did in the page cache.

@@ -448,7 +448,9 @@ func Dispatch(e *Engine, raw []byte) error {
 		}
 	case bpf.IopathEvTypeEV_PATH:
 		if need(pathFixed) {
-			e.dec.path(raw)
+			if !e.nameOnly(raw) {
+				e.dec.path(raw)
+			}
 			return nil
 		}
 	case bpf.IopathEvTypeEV_RQ_ISSUE:
@@ -694,5 +696,7 @@ func logEvent(raw []byte) {
 	case bpf.IopathEvTypeEV_BIO_SPLIT:
 		ev := (*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0]))
 		fmt.Fprintf(debugEvents, "split split=%x parent=%x ts=%d\n", ev.Split, ev.Parent, ev.Ts)
+	case bpf.IopathEvTypeEV_FLUSH_DONE:
+		logFlushDone(raw)
 	}
 }
