@@ -185,7 +185,7 @@ struct op {
 	__u32 path_type;  /* EV_PATH */
 	__u32 path_tid;
 	__u32 path_no;    /* per-thread number of this EV_PATH (EV_OP's path_seq) */
-	__u32 path_pad;
+	__u32 path_gen;   /* the inode's i_generation: a new number for an inode reused after a delete */
 	__u64 path_ino;
 	__u32 path_dev;
 	__u32 path_depth; /* names in path[] */

@@ -223,7 +223,7 @@ type IopathOp struct {
 	PathType  uint32
 	PathTid   uint32
 	PathNo    uint32
-	PathPad   uint32
+	PathGen   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32

@@ -222,6 +222,7 @@ static __always_inline void fill_path_of(struct op *op, struct file *file, __u64
 	op->path_tid = op->tid;
 	op->path_ino = ino;
 	op->path_dev = dev;
+	op->path_gen = file ? BPF_CORE_READ(file, f_inode, i_generation) : 0;
 	op->path_depth = 0;
 	op->path_done = 0;
 	op->path_trunc = 0;

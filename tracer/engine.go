@@ -65,6 +65,8 @@ type Engine struct {
 	counters     EngineCounters
 	dec          recordDecoder // Dispatch's state: short records, omitted paths
 	flush        flushState    // device cache flushes (flush.go)
+	orphans      orphanState   // completions seen before their issue (orphans.go)
+	renames      renameState   // earlier names and generations of files (names.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -233,11 +235,11 @@ func (e *Engine) opPath(o *bpf.IopathOp) string {
 	}
 	var buf [pathBufLen]byte
 	p := appendOpPath(buf[:0], o)
-	if old, ok := e.paths[key]; ok && old == string(p) {
+	if old, ok := e.paths[key]; ok && old == string(p) && e.sameInode(key, o.PathGen) {
 		return old
 	}
 	s := string(p)
-	e.paths[key] = s
+	e.named(key, o.PathGen, s) // names.go: latest name, earlier names, reused inodes
 	return s
 }
 
@@ -402,6 +404,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		}
 	}
 	e.rqs[ev.Rq] = rq
+	e.replayOrphan(ev.Rq, ev.Ts)
 }
 
 func (e *Engine) newRq() *pendingRq { return reuse(&e.freeRqs) }
@@ -445,7 +448,7 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 	e.seen(ev.Ts)
 	rq, ok := e.rqs[ev.Rq]
 	if !ok {
-		e.counters.OrphanCompletes++
+		e.keepOrphan(ev) // its issue may still come (orphans.go)
 		return
 	}
 	delete(e.rqs, ev.Rq)
@@ -459,6 +462,9 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 	for _, b := range rq.bios {
 		if b.flags&ownWriteback != 0 {
 			e.writebackDone(b)
+		}
+		if !b.done {
+			e.replayFlushOrphan(b.bioP)
 		}
 		if b.opID != 0 {
 			if p, ok := e.ops[b.opID]; ok {
@@ -732,7 +738,7 @@ func (e *Engine) pid(pid uint32, comm string) *PidSummary {
 func (e *Engine) file(k fileKey) *FileSummary {
 	fs := e.files[k]
 	if fs == nil {
-		fs = &FileSummary{Dev: Dev(uint32(k.dev)), Ino: k.ino}
+		fs = &FileSummary{Dev: Dev(uint32(k.dev)), Ino: k.ino, Generation: e.renames.gens[k]}
 		e.files[k] = fs
 	}
 	if fs.Path == "" {
@@ -894,7 +900,11 @@ func (e *Engine) ForgetPending(dev uint32, ino uint64) uint64 {
 func (e *Engine) MemoryOnlyWrites() int64 { return e.memoryWrites.Load() }
 
 // Counters returns the engine's loss counters.
-func (e *Engine) Counters() EngineCounters { return e.counters }
+func (e *Engine) Counters() EngineCounters {
+	c := e.counters
+	c.OrphanCompletes += uint64(len(e.orphans.rqs) + len(e.orphans.flushes)) // kept, issue not seen (yet)
+	return c
+}
 
 // Summary builds the end-of-trace totals (losses and attach filled by the caller).
 func (e *Engine) Summary() *Summary {
@@ -917,6 +927,7 @@ func (e *Engine) Summary() *Summary {
 		finish(&t.Totals)
 		s.Files = append(s.Files, t)
 	}
+	s.Files = append(s.Files, e.retiredFiles()...)
 	sort.Slice(s.Files, func(i, j int) bool {
 		if s.Files[i].Dev != s.Files[j].Dev {
 			return s.Files[i].Dev < s.Files[j].Dev

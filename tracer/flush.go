@@ -105,7 +105,8 @@ func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 		return
 	}
 	if ev.Bytes != 0 {
-		return // data of a sequence whose issue was not seen (lost, or before the trace)
+		e.keepFlushOrphan(ev) // its data's issue or completion has not arrived yet
+		return
 	}
 	if ev.OpId == 0 {
 		if ev.OwnFlags&ownWriteback == 0 {

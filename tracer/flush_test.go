@@ -127,3 +127,22 @@ func TestNoFlushNeeded(t *testing.T) {
 		t.Fatalf("records: %+v", calls)
 	}
 }
+
+// A request completed on another CPU while its issue was being recorded
+// has its completion first in the stream: applied when the issue arrives.
+func TestCompletionBeforeIssue(t *testing.T) {
+	s := newStream(t)
+	id := uint64(7)<<32 | 1
+	s.e.HandleComplete(doneEv(0xa, 200, 0))
+	s.e.HandleIssue(issueEv(0xa, 110, flWrite|flSync, own{op: id, bio: 0xb1, sector: 800, bytes: 4096, queue: 105}))
+	o := opEv(id, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 100, 250)
+	o.BiosQueued = 1
+	s.e.HandleOp(o)
+	calls := s.syscalls()
+	if len(calls) != 1 || calls[0].Bios[0].CompleteNs != 200 || calls[0].Bios[0].D2CNs != 90 {
+		t.Fatalf("records %+v", calls)
+	}
+	if c := s.e.Counters(); c.OrphanCompletes != 0 || c.IncompleteBios != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}

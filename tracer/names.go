@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/iopath/iopath/bpf"
@@ -61,4 +62,63 @@ func (e *Engine) accountCopy(rec *Syscall) {
 	if rec.OutPath != "" {
 		fs.Path = rec.OutPath
 	}
+}
+
+// maxEarlierPaths bounds the earlier names kept per file; more are counted.
+const maxEarlierPaths = 16
+
+type renameState struct {
+	gens    map[fileKey]uint32 // i_generation of the inode last named
+	retired []FileSummary      // rows of deleted files whose inode number was reused
+}
+
+// sameInode says whether gen is the generation of the inode last named k
+// (0: unknown, taken as the same).
+func (e *Engine) sameInode(k fileKey, gen uint32) bool {
+	old, ok := e.renames.gens[k]
+	return !ok || gen == 0 || old == gen
+}
+
+// named records that the file k (an inode of generation gen) is called
+// path now. A new generation is a new file on a reused inode number: the
+// old file's row is kept apart, under its own name. Otherwise a new name
+// becomes the row's, and the old one is listed as earlier.
+func (e *Engine) named(k fileKey, gen uint32, path string) {
+	if e.renames.gens == nil {
+		e.renames.gens = map[fileKey]uint32{}
+	}
+	if !e.sameInode(k, gen) {
+		if fs := e.files[k]; fs != nil {
+			if fs.Path == "" {
+				fs.Path = e.paths[k]
+			}
+			e.renames.retired = append(e.renames.retired, *fs)
+			delete(e.files, k)
+		}
+		delete(e.paths, k)
+	}
+	if gen != 0 {
+		e.renames.gens[k] = gen
+	}
+	old := e.paths[k]
+	e.rename(k, path)
+	if fs := e.files[k]; fs != nil {
+		fs.Generation = e.renames.gens[k]
+		if old != "" && old != path && !slices.Contains(fs.EarlierPaths, old) && len(fs.EarlierPaths) < maxEarlierPaths {
+			fs.EarlierPaths = append(fs.EarlierPaths, old)
+		}
+	} else if old != "" && old != path {
+		e.file(k).EarlierPaths = []string{old}
+	}
+}
+
+// retiredFiles are the summary rows of deleted files whose inode number a
+// later file reused.
+func (e *Engine) retiredFiles() []FileSummary {
+	out := make([]FileSummary, 0, len(e.renames.retired))
+	for _, f := range e.renames.retired {
+		finish(&f.Totals)
+		out = append(out, f)
+	}
+	return out
 }

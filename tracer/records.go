@@ -213,6 +213,12 @@ type PidSummary struct {
 type FileSummary struct {
 	Dev  string `json:"dev"`
 	Ino  uint64 `json:"ino"`
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty"` // the latest name seen
+	// EarlierPaths: other names the inode was seen under, oldest first
+	// (renamed, e.g. PostgreSQL's pg_wal/xlogtemp.N; or hard links).
+	EarlierPaths []string `json:"earlier_paths,omitempty"`
+	// Generation: the inode's i_generation. An inode number reused after a
+	// delete gets a new row (the deleted file's stays, with its name).
+	Generation uint32 `json:"generation,omitempty"`
 	Totals
 }

@@ -57,6 +57,7 @@ type threadPath struct {
 	depth uint32
 	done  uint32
 	trunc uint32
+	igen  uint32 // the inode's i_generation
 	path  [8][48]int8
 }
 
@@ -86,7 +87,7 @@ func (d *recordDecoder) path(raw []byte) {
 		d.paths[p.PathTid] = tp
 	}
 	d.pathGen++
-	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
+	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, igen: p.PathGen, path: p.Path}
 }
 
 // op returns the EV_OP record in raw (at least opFixed bytes) as a whole
@@ -105,13 +106,13 @@ func (d *recordDecoder) op(raw []byte) *bpf.IopathOp {
 			d.MissingPaths++
 		}
 		if d.opPath != nil {
-			o.PathDepth, o.PathDone, o.PathTrunc, o.Path = 0, 0, 0, [8][48]int8{}
+			o.PathDepth, o.PathDone, o.PathTrunc, o.PathGen, o.Path = 0, 0, 0, 0, [8][48]int8{}
 			d.opPath = nil
 		}
 		return o
 	}
 	if d.opPath != tp || d.opGen != tp.gen {
-		o.PathDepth, o.PathDone, o.PathTrunc, o.Path = tp.depth, tp.done, tp.trunc, tp.path
+		o.PathDepth, o.PathDone, o.PathTrunc, o.PathGen, o.Path = tp.depth, tp.done, tp.trunc, tp.igen, tp.path
 		d.opPath, d.opGen = tp, tp.gen
 	}
 	return o

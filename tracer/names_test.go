@@ -1,0 +1,64 @@
+package tracer
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+)
+
+// namedOp is a write call on inode 42 whose record carries path parts
+// (deepest first) and the inode's generation.
+func namedOp(id uint64, gen uint32, parts ...string) *bpf.IopathOp {
+	o := opEv(id, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 100, 200)
+	o.PathDepth, o.PathDone, o.PathGen = uint32(len(parts)), 1, gen
+	for i, p := range parts {
+		for j := 0; j < len(p); j++ {
+			o.Path[i][j] = int8(p[j])
+		}
+	}
+	return o
+}
+
+func fileRows(s *Summary, ino uint64) []FileSummary {
+	var out []FileSummary
+	for _, f := range s.Files {
+		if f.Ino == ino {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// A file renamed between calls (PostgreSQL's pg_wal/xlogtemp.N installed as
+// a segment) is one row, named by its latest path, the earlier one listed.
+func TestRenameBetweenCalls(t *testing.T) {
+	s := newStream(t)
+	s.e.HandleOp(namedOp(7<<32|1, 99, "xlogtemp.22248", "pg_wal"))
+	s.e.HandleOp(namedOp(7<<32|2, 99, "000000010000000000000002", "pg_wal"))
+	rows := fileRows(s.e.Summary(), 42)
+	if len(rows) != 1 || rows[0].Path != "/pg_wal/000000010000000000000002" ||
+		!slices.Equal(rows[0].EarlierPaths, []string{"/pg_wal/xlogtemp.22248"}) || rows[0].Calls != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// An inode number reused after a delete (a new i_generation) is another
+// file: the deleted one keeps its row and name, the new one gets its own.
+func TestInodeReuse(t *testing.T) {
+	s := newStream(t)
+	s.e.HandleOp(namedOp(7<<32|1, 99, "old.dat"))
+	s.e.HandleOp(namedOp(7<<32|2, 100, "new.dat"))
+	s.e.HandleOp(namedOp(7<<32|3, 100, "new.dat"))
+	rows := fileRows(s.e.Summary(), 42)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	byPath := map[string]FileSummary{}
+	for _, r := range rows {
+		byPath[r.Path] = r
+	}
+	if o, n := byPath["/old.dat"], byPath["/new.dat"]; o.Calls != 1 || n.Calls != 2 || len(n.EarlierPaths) != 0 || n.Generation != 100 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
