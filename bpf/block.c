@@ -15,6 +15,7 @@
  * (bvec -> page -> folio -> mapping->host) and joined with dirty_pages. */
 #include "op.h"
 #include "flush.h"
+#include "unattributed.h"
 
 #define REQ_OP_MASK 0xff
 #define REQ_OP_WRITE 1
@@ -201,6 +202,7 @@ int BPF_PROG(tp_block_bio_queue, struct bio *bio)
 		return 0;
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
+		.flags = op ? 0 : unattributed_cause(bio),
 	};
 	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY)) {
 		count_event(CNT_BIO_OWNER_FULL);

@@ -63,10 +63,11 @@ type Engine struct {
 	lastTs       uint64
 	firstTs      uint64
 	counters     EngineCounters
-	dec          recordDecoder // Dispatch's state: short records, omitted paths
-	flush        flushState    // device cache flushes (flush.go)
-	orphans      orphanState   // completions seen before their issue (orphans.go)
-	renames      renameState   // earlier names and generations of files (names.go)
+	dec          recordDecoder           // Dispatch's state: short records, omitted paths
+	flush        flushState              // device cache flushes (flush.go)
+	orphans      orphanState             // completions seen before their issue (orphans.go)
+	renames      renameState             // earlier names and generations of files (names.go)
+	unattr       map[string]*CauseTotals // unattributed bios by cause (unattributed.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -95,11 +96,12 @@ const (
 
 // EngineCounters are the engine's own losses and oddities.
 type EngineCounters struct {
-	UnattributedBios uint64 // bios of traced processes queued outside any traced call
-	IncompleteBios   uint64 // bios released without a completion
-	Requeues         uint64
-	OrphanCompletes  uint64 // completions of requests never seen issued
-	EvictedCalls     uint64 // pending calls evicted because the pending map was full (MaxPending)
+	UnattributedBios  uint64 // bios of traced processes queued outside any traced call
+	UnattributedBytes uint64 // ... their bytes at issue
+	IncompleteBios    uint64 // bios released without a completion
+	Requeues          uint64
+	OrphanCompletes   uint64 // completions of requests never seen issued
+	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
@@ -393,9 +395,8 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			b.refs++ // held by the call too
 			e.holdForFlush(b)
 		case own.Flags&ownWriteback == 0:
-			e.counters.UnattributedBios++
+			e.unattributed(own.Pid, own.Flags, own.Bytes) // unattributed.go
 			ps := e.pid(own.Pid, "")
-			ps.Unattributed++
 			if e.K.IsRead(ev.CmdFlags) {
 				ps.DiskBytesRead += uint64(own.Bytes)
 			} else if e.K.IsWrite(ev.CmdFlags) {
@@ -936,6 +937,8 @@ func (e *Engine) Summary() *Summary {
 	})
 	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
 	s.UnattributedBios = e.counters.UnattributedBios
+	s.UnattributedBytes = e.counters.UnattributedBytes
+	s.UnattributedCauses = e.unattributedCauses()
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()
 	return s

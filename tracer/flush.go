@@ -30,7 +30,7 @@ import (
 // userspace only, a bio that stands for a flush request.
 const (
 	ownFlushSeq = 4
-	ownFlushReq = 1 << 16
+	ownFlushReq = 1 << 31
 )
 
 // Device flush outcomes of fsync-family calls (Syscall.DeviceFlush).
@@ -110,8 +110,7 @@ func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 	}
 	if ev.OpId == 0 {
 		if ev.OwnFlags&ownWriteback == 0 {
-			e.counters.UnattributedBios++
-			e.pid(ev.Pid, "").Unattributed++
+			e.unattributed(ev.Pid, ev.OwnFlags, 0)
 		}
 		return
 	}

@@ -159,10 +159,17 @@ type Summary struct {
 	LostEvents       uint64            `json:"lost_events"`
 	MapEvictions     map[string]uint64 `json:"map_evictions"`
 	UnattributedBios uint64            `json:"unattributed_bios"`
-	IncompleteBios   uint64            `json:"incomplete_bios"`
-	Truncations      map[string]uint64 `json:"truncations"`
-	Attach           map[string]string `json:"attach"`
-	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// UnattributedBytes: bytes of those bios; UnattributedCauses splits
+	// them by why the kernel says they were queued: exec (during execve),
+	// metadata (REQ_META), syscall:NAME (a system call iopath does not
+	// trace), page_fault (no system call: mmap'ed or executable pages),
+	// unknown (the user registers could not be read).
+	UnattributedBytes  uint64                 `json:"unattributed_bytes"`
+	UnattributedCauses map[string]CauseTotals `json:"unattributed_causes"`
+	IncompleteBios     uint64                 `json:"incomplete_bios"`
+	Truncations        map[string]uint64      `json:"truncations"`
+	Attach             map[string]string      `json:"attach"`
+	DirtyPending       uint64                 `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
 	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
 	// their file has no dirty page left: written in a bio iopath did not see.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`

@@ -186,6 +186,9 @@ func storySyscall(r *tracer.Syscall) string {
 		asked = "up to EOF" // cp asks copy_file_range for SSIZE_MAX bytes
 	}
 	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
+	if r.SyncFlags != "" {
+		args += ", " + r.SyncFlags // sync_file_range
+	}
 	if r.Syscall == "fsync" || r.Syscall == "fdatasync" || r.Syscall == "syncfs" {
 		args = "fd=" + num(r.Fd)
 	} else if r.Syscall == "sync" {
@@ -381,6 +384,7 @@ func summaryText(s *tracer.Summary) string {
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
+	b.WriteString(unattributedText(s))
 	if len(s.MissedRuns) > 0 {
 		var m []string
 		for k, v := range s.MissedRuns {
