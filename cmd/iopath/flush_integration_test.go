@@ -228,4 +228,3 @@ func rssKiB(pid int) uint64 {
 	}
 	return 0
 }
-
