@@ -911,6 +911,7 @@ func (e *Engine) Counters() EngineCounters {
 func (e *Engine) Summary() *Summary {
 	s := &Summary{Type: "summary", MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
 		Attach: map[string]string{}}
+	e.resolveRenamed() // names.go
 	if e.lastTs > e.firstTs {
 		s.DurationNs = e.lastTs - e.firstTs
 	}

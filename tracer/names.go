@@ -1,8 +1,12 @@
 package tracer
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/bpf"
 )
@@ -121,4 +125,43 @@ func (e *Engine) retiredFiles() []FileSummary {
 		out = append(out, f)
 	}
 	return out
+}
+
+// maxDirScan bounds the directory entries looked at per renamed file.
+const maxDirScan = 4096
+
+// resolveRenamed names, at the end of a trace, files renamed after their
+// last traced call: a row whose path no longer leads to its inode gets the
+// name the inode has now in the same directory (PostgreSQL installs a WAL
+// segment by renaming pg_wal/xlogtemp.N), the old one listed as earlier;
+// a file deleted or moved elsewhere keeps the name it was last seen under.
+func (e *Engine) resolveRenamed() {
+	for k, fs := range e.files {
+		p := fs.Path
+		if p == "" || p[0] != '/' {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err == nil && st.Ino == k.ino && kdevOf(st.Dev) == k.dev {
+			continue
+		}
+		dir := filepath.Dir(p)
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		names, _ := d.Readdirnames(maxDirScan)
+		d.Close()
+		for _, n := range names {
+			if err := unix.Lstat(filepath.Join(dir, n), &st); err == nil && st.Ino == k.ino && kdevOf(st.Dev) == k.dev {
+				e.named(k, 0, filepath.Join(dir, n))
+				break
+			}
+		}
+	}
+}
+
+// kdevOf converts a userspace dev_t to the kernel's (major<<20 | minor).
+func kdevOf(dev uint64) uint64 {
+	return uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))
 }

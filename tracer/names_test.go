@@ -1,10 +1,13 @@
 package tracer
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/iopath/iopath/bpf"
+	"golang.org/x/sys/unix"
 )
 
 // namedOp is a write call on inode 42 whose record carries path parts
@@ -60,5 +63,37 @@ func TestInodeReuse(t *testing.T) {
 	}
 	if o, n := byPath["/old.dat"], byPath["/new.dat"]; o.Calls != 1 || n.Calls != 2 || len(n.EarlierPaths) != 0 || n.Generation != 100 {
 		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// A file renamed after its last call (a WAL segment installed by rename and
+// not written since) gets its current name at the end of the trace.
+func TestRenamedAfterLastCall(t *testing.T) {
+	dir := t.TempDir()
+	tmp, seg := filepath.Join(dir, "xlogtemp.22248"), filepath.Join(dir, "000000010000000000000003")
+	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(tmp, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := newStream(t)
+	o := opEv(7<<32|1, bpf.IopathOpSysSYS_PWRITE64, 0, 1, 1, 100, 200)
+	o.Ino, o.Dev = st.Ino, uint32(kdevOf(st.Dev))
+	s.e.named(fkey(o.Dev, o.Ino), 0, tmp) // as its path record would (a temp dir is deeper than 8 names)
+	s.e.HandleOp(o)
+	if err := os.Rename(tmp, seg); err != nil {
+		t.Fatal(err)
+	}
+	var row *FileSummary
+	sum := s.e.Summary()
+	for i := range sum.Files {
+		if sum.Files[i].Ino == st.Ino {
+			row = &sum.Files[i]
+		}
+	}
+	if row == nil || row.Path != seg || !slices.Equal(row.EarlierPaths, []string{tmp}) {
+		t.Fatalf("row %+v", row)
 	}
 }
