@@ -6,6 +6,7 @@
 #   fio, bpftrace            baselines for the benchmarks
 #   qemu-system-x86, busybox-static, cpio, kmod, xz-utils, e2fsprogs
 #                            the VM tests on Debian kernels (scripts/vmtest.sh)
+#   postgresql, sqlite3      the database integration tests (cmd/iopath/db_integration_test.go)
 #   staticcheck              lint (Go module proxy)
 # It also mounts tracefs and bpffs if they are not mounted.
 set -euo pipefail
@@ -22,7 +23,7 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 
-pkgs=(clang llvm libbpf-dev fio bpftrace jq qemu-system-x86 busybox-static cpio kmod xz-utils e2fsprogs bpftool)
+pkgs=(clang llvm libbpf-dev fio bpftrace jq qemu-system-x86 busybox-static cpio kmod xz-utils e2fsprogs bpftool postgresql sqlite3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,14 +19,7 @@ type orphanState struct {
 
 // keepOrphan remembers a completion of a request not seen issued.
 func (e *Engine) keepOrphan(ev *bpf.IopathRqDoneEv) {
-	if e.orphans.rqs == nil {
-		e.orphans.rqs = map[uint64]bpf.IopathRqDoneEv{}
-	}
-	if len(e.orphans.rqs) >= maxOrphans {
-		e.counters.OrphanCompletes += uint64(len(e.orphans.rqs))
-		clear(e.orphans.rqs)
-	}
-	e.orphans.rqs[ev.Rq] = *ev
+	keep(&e.orphans.rqs, ev.Rq, *ev, &e.counters.OrphanCompletes)
 }
 
 // replayOrphan applies a kept completion of request rq issued at ts.
@@ -46,14 +39,7 @@ func (e *Engine) replayOrphan(rq, ts uint64) {
 // keepFlushOrphan remembers the end of a flush sequence whose bio's issue
 // has not arrived yet.
 func (e *Engine) keepFlushOrphan(ev *bpf.IopathFlushDoneEv) {
-	if e.orphans.flushes == nil {
-		e.orphans.flushes = map[uint64]bpf.IopathFlushDoneEv{}
-	}
-	if len(e.orphans.flushes) >= maxOrphans {
-		e.counters.OrphanCompletes += uint64(len(e.orphans.flushes))
-		clear(e.orphans.flushes)
-	}
-	e.orphans.flushes[ev.Bio] = *ev
+	keep(&e.orphans.flushes, ev.Bio, *ev, &e.counters.OrphanCompletes)
 }
 
 // replayFlushOrphan applies a kept end of bio's flush sequence, once the
@@ -65,4 +51,17 @@ func (e *Engine) replayFlushOrphan(bio uint64) {
 	}
 	delete(e.orphans.flushes, bio)
 	e.HandleFlushDone(&ev)
+}
+
+// keep stores v under k in a bounded map (created on first use); a full
+// map is cleared and what it held is counted in lost.
+func keep[V any](m *map[uint64]V, k uint64, v V, lost *uint64) {
+	if *m == nil {
+		*m = map[uint64]V{}
+	}
+	if len(*m) >= maxOrphans {
+		*lost += uint64(len(*m))
+		clear(*m)
+	}
+	(*m)[k] = v
 }
