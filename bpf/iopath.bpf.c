@@ -11,6 +11,7 @@
 #include "filemap.c"
 #include "readahead.c"
 #include "block.c"
+#include "flush.c"
 #include "sched.c"
 #include "writeback.c"
 

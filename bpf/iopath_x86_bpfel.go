@@ -51,7 +51,8 @@ const (
 	IopathCounterCNT_WALK_BIOS      IopathCounter = 13
 	IopathCounterCNT_TARGETS_FULL   IopathCounter = 14
 	IopathCounterCNT_HIT_OTHER_FULL IopathCounter = 15
-	IopathCounterCNT_MAX            IopathCounter = 16
+	IopathCounterCNT_FLUSH_FULL     IopathCounter = 16
+	IopathCounterCNT_MAX            IopathCounter = 17
 )
 
 type IopathDirtyGoneEv struct {
@@ -95,7 +96,42 @@ const (
 	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 	IopathEvTypeEV_PATH        IopathEvType = 10
+	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
 )
+
+type IopathFlushDoneEv struct {
+	_            structs.HostLayout
+	Type         uint32
+	Dev          uint32
+	Bio          uint64
+	OpId         uint64
+	QueueNs      uint64
+	DoneNs       uint64
+	FlushRq      uint64
+	FlushIssueNs uint64
+	FlushDoneNs  uint64
+	FlushFlags   uint32
+	FlushError   uint32
+	RqFlags      uint32
+	Error        uint32
+	Bytes        uint32
+	Pid          uint32
+	Tid          uint32
+	OwnFlags     uint32
+	FlushTid     uint32
+	Pad          uint32
+}
+
+type IopathFlushSeen struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	DoneNs   uint64
+	Rq       uint64
+	CmdFlags uint32
+	Error    uint32
+	Tid      uint32
+	Pad      uint32
+}
 
 type IopathIssueOwn struct {
 	_       structs.HostLayout
@@ -125,6 +161,7 @@ type IopathOp struct {
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
+	OutFile           uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -173,7 +210,7 @@ type IopathOp struct {
 	NrRa              uint32
 	NrRanges          uint32
 	PathSeq           uint32
-	Pad1              uint32
+	SysFlags          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -188,7 +225,7 @@ type IopathOp struct {
 	PathType  uint32
 	PathTid   uint32
 	PathNo    uint32
-	PathPad   uint32
+	PathGen   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32
@@ -233,8 +270,11 @@ type IopathOtherKey struct {
 type IopathOwnFlag uint32
 
 const (
-	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
-	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
+	IopathOwnFlagOWN_WRITEBACK   IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL     IopathOwnFlag = 2
+	IopathOwnFlagOWN_FLUSH_SEQ   IopathOwnFlag = 4
+	IopathOwnFlagOWN_CAUSE_SHIFT IopathOwnFlag = 8
+	IopathOwnFlagOWN_SYSNR_SHIFT IopathOwnFlag = 16
 )
 
 type IopathPageRange struct {
@@ -243,6 +283,13 @@ type IopathPageRange struct {
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathPathDoneFlag uint32
+
+const (
+	IopathPathDoneFlagPATH_ROOT      IopathPathDoneFlag = 1
+	IopathPathDoneFlagPATH_NAME_ONLY IopathPathDoneFlag = 2
+)
 
 type IopathRaKind uint32
 
@@ -304,6 +351,16 @@ type IopathStatVal struct {
 	Name           [48]int8
 }
 
+type IopathUnattributedCause uint32
+
+const (
+	IopathUnattributedCauseCAUSE_UNKNOWN IopathUnattributedCause = 0
+	IopathUnattributedCauseCAUSE_EXEC    IopathUnattributedCause = 1
+	IopathUnattributedCauseCAUSE_META    IopathUnattributedCause = 2
+	IopathUnattributedCauseCAUSE_SYSCALL IopathUnattributedCause = 3
+	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
+)
+
 type IopathWbBioEv struct {
 	_       structs.HostLayout
 	Type    uint32
@@ -316,6 +373,8 @@ type IopathWbBioEv struct {
 	NrMatch uint32
 	Pages   uint32
 	Part    uint32
+	Sys     uint32
+	Pad     uint32
 	Comm    [16]int8
 	Match   [16]struct {
 		_         structs.HostLayout
@@ -381,6 +440,8 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
+	IopathMapFlushIssued                  = "flush_issued"
+	IopathMapFlushLast                    = "flush_last"
 	IopathMapFreeSlots                    = "free_slots"
 	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
@@ -449,6 +510,9 @@ const (
 	IopathProgTpEnterWritev               = "tp_enter_writev"
 	IopathProgTpExitOp                    = "tp_exit_op"
 	IopathProgTpFilemapGetPages           = "tp_filemap_get_pages"
+	IopathProgTpFlushComplete             = "tp_flush_complete"
+	IopathProgTpFlushIssue                = "tp_flush_issue"
+	IopathProgTpFlushIssueQ               = "tp_flush_issue_q"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -578,6 +642,9 @@ type IopathProgramSpecs struct {
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -602,6 +669,8 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
+	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -659,6 +728,8 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
+	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
+	FlushLast   *ebpf.Map `ebpf:"flush_last"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
@@ -678,6 +749,8 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FlushIssued,
+		m.FlushLast,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -773,6 +846,9 @@ type IopathPrograms struct {
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -848,6 +924,9 @@ func (p *IopathPrograms) Close() error {
 		p.TpEnterWritev,
 		p.TpExitOp,
 		p.TpFilemapGetPages,
+		p.TpFlushComplete,
+		p.TpFlushIssue,
+		p.TpFlushIssueQ,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

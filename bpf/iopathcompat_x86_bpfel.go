@@ -39,6 +39,17 @@ type IopathCompatDirtyVal struct {
 	Nr   uint32
 }
 
+type IopathCompatFlushSeen struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	DoneNs   uint64
+	Rq       uint64
+	CmdFlags uint32
+	Error    uint32
+	Tid      uint32
+	Pad      uint32
+}
+
 type IopathCompatOp struct {
 	_                 structs.HostLayout
 	SleepStart        uint64
@@ -55,6 +66,7 @@ type IopathCompatOp struct {
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
+	OutFile           uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -103,7 +115,7 @@ type IopathCompatOp struct {
 	NrRa              uint32
 	NrRanges          uint32
 	PathSeq           uint32
-	Pad1              uint32
+	SysFlags          uint32
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -123,7 +135,7 @@ type IopathCompatOp struct {
 	PathType  uint32
 	PathTid   uint32
 	PathNo    uint32
-	PathPad   uint32
+	PathGen   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32
@@ -197,6 +209,8 @@ type IopathCompatWbWork struct {
 		NrMatch uint32
 		Pages   uint32
 		Part    uint32
+		Sys     uint32
+		Pad     uint32
 		Comm    [16]int8
 		Match   [16]struct {
 			_         structs.HostLayout
@@ -227,6 +241,8 @@ const (
 	IopathCompatMapCounters                     = "counters"
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
+	IopathCompatMapFlushIssued                  = "flush_issued"
+	IopathCompatMapFlushLast                    = "flush_last"
 	IopathCompatMapFreeSlots                    = "free_slots"
 	IopathCompatMapHitOther                     = "hit_other"
 	IopathCompatMapHitStats                     = "hit_stats"
@@ -295,6 +311,9 @@ const (
 	IopathCompatProgTpEnterWritev               = "tp_enter_writev"
 	IopathCompatProgTpExitOp                    = "tp_exit_op"
 	IopathCompatProgTpFilemapGetPages           = "tp_filemap_get_pages"
+	IopathCompatProgTpFlushComplete             = "tp_flush_complete"
+	IopathCompatProgTpFlushIssue                = "tp_flush_issue"
+	IopathCompatProgTpFlushIssueQ               = "tp_flush_issue_q"
 	IopathCompatProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathCompatProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathCompatProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -425,6 +444,9 @@ type IopathCompatProgramSpecs struct {
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -450,6 +472,8 @@ type IopathCompatMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
+	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
 	FreeSlots     *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther      *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats      *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -509,6 +533,8 @@ type IopathCompatMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
+	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
+	FlushLast     *ebpf.Map `ebpf:"flush_last"`
 	FreeSlots     *ebpf.Map `ebpf:"free_slots"`
 	HitOther      *ebpf.Map `ebpf:"hit_other"`
 	HitStats      *ebpf.Map `ebpf:"hit_stats"`
@@ -529,6 +555,8 @@ func (m *IopathCompatMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.FlushIssued,
+		m.FlushLast,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -625,6 +653,9 @@ type IopathCompatPrograms struct {
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
+	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -700,6 +731,9 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpEnterWritev,
 		p.TpExitOp,
 		p.TpFilemapGetPages,
+		p.TpFlushComplete,
+		p.TpFlushIssue,
+		p.TpFlushIssueQ,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

@@ -135,6 +135,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	defer t.Close()
 	defer out.Flush()
 	started(cmd.ErrOrStderr(), t, out, force)
+	if len(f.pids) > 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), pidNote(f.pids))
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
