@@ -166,7 +166,9 @@ func TestTracePgbench(t *testing.T) {
 	dir := diskDir(t)
 	os.Chmod(dir, 0o755)
 	data := filepath.Join(dir, "pg")
-	sock := dir
+	// The server creates its socket and lock file there: postgres's own
+	// directory (dir is root's, 0755).
+	sock := filepath.Join(dir, "sock")
 	asPg := func(name string, args ...string) *exec.Cmd {
 		c := exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
 		c.Dir = "/"
@@ -179,7 +181,8 @@ func TestTracePgbench(t *testing.T) {
 		}
 	}
 	os.Mkdir(data, 0o700)
-	run(exec.Command("chown", "postgres:postgres", data))
+	os.Mkdir(sock, 0o700)
+	run(exec.Command("chown", "postgres:postgres", data, sock))
 	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
 	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
 		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB", sock), "start"))
