@@ -166,9 +166,7 @@ func TestTracePgbench(t *testing.T) {
 	dir := diskDir(t)
 	os.Chmod(dir, 0o755)
 	data := filepath.Join(dir, "pg")
-	// The server creates its socket and lock file there: postgres's own
-	// directory (dir is root's, 0755).
-	sock := filepath.Join(dir, "sock")
+	sock := filepath.Join(dir, "sock") // postgres must create its socket there
 	asPg := func(name string, args ...string) *exec.Cmd {
 		c := exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
 		c.Dir = "/"
@@ -181,7 +179,7 @@ func TestTracePgbench(t *testing.T) {
 		}
 	}
 	os.Mkdir(data, 0o700)
-	os.Mkdir(sock, 0o700)
+	os.Mkdir(sock, 0o755)
 	run(exec.Command("chown", "postgres:postgres", data, sock))
 	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
 	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
@@ -202,6 +200,9 @@ func TestTracePgbench(t *testing.T) {
 	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
 	trace.Process.Signal(os.Interrupt)
 	trace.Wait()
+	if d := os.Getenv("IOPATH_TEST_DUMP"); d != "" {
+		os.WriteFile(filepath.Join(d, t.Name()+".jsonl"), []byte(out.String()), 0o644)
+	}
 	tr := parseRecords(t, []byte(out.String()))
 	if tr.summary == nil {
 		t.Fatalf("no summary; stderr:\n%s", errb.String())
