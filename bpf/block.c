@@ -14,6 +14,8 @@
  * Writeback bios: a write bio whose pages are tracked dirty folios is walked
  * (bvec -> page -> folio -> mapping->host) and joined with dirty_pages. */
 #include "op.h"
+#include "flush.h"
+#include "unattributed.h"
 
 #define REQ_OP_MASK 0xff
 #define REQ_OP_WRITE 1
@@ -156,6 +158,7 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 	ev->bio = (__u64)bio;
 	ev->ts = bpf_ktime_get_ns();
 	ev->op_id = op ? op->op_id : 0;
+	ev->sys = op ? op->sys : 0;
 	ev->tid = tid;
 	ev->nr_match = 0;
 	ev->pages = 0;
@@ -266,6 +269,7 @@ static __always_inline int bio_queue(struct bio *bio)
 		return 0;
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
+		.flags = op ? 0 : unattributed_cause(bio),
 	};
 	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY)) {
 		count_event(CNT_BIO_OWNER_FULL);
@@ -318,6 +322,7 @@ struct rq_walk {
 	struct rq_issue_ev *ev;
 	struct bio *bio;
 	__u32 nr;
+	__u32 flush_seq; /* OWN_FLUSH_SEQ: the request is in a flush sequence (flush.c) */
 };
 
 static long rq_bio_step(__u32 i, struct rq_walk *w)
@@ -338,7 +343,7 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 			ev->own[n].queue_ns = o->queue_ns;
 			ev->own[n].pid = o->pid;
 			ev->own[n].tid = o->tid;
-			ev->own[n].flags = o->flags;
+			ev->own[n].flags = o->flags | w->flush_seq;
 			ev->nr_own = n + 1;
 		} else {
 			count_event(CNT_RQ_OWN_TRUNC);
@@ -346,8 +351,11 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 		/* Reported: forget the bio now rather than walk the chain
 		 * again at completion. A requeued request is issued again
 		 * with no owned bio left; the issue event still goes out
-		 * (inflight says it is ours) and userspace keeps its bios. */
-		bpf_map_delete_elem(&bio_owners, &key);
+		 * (inflight says it is ours) and userspace keeps its bios.
+		 * A request in a flush sequence ends again after a flush:
+		 * flush.c reports that end and forgets the bio then. */
+		if (!w->flush_seq)
+			bpf_map_delete_elem(&bio_owners, &key);
 	}
 	w->nr++;
 	w->bio = BPF_CORE_READ(bio, bi_next);
@@ -357,6 +365,19 @@ static long rq_bio_step(__u32 i, struct rq_walk *w)
 struct request___disk {
 	struct gendisk *rq_disk;
 } __attribute__((preserve_access_index));
+
+/* rq_dev returns the kernel dev_t of a request's disk (0: none). The
+ * request_queue names its disk from 5.14; before, the request does (rq_disk;
+ * kernels/issue 16). rq is a typed tp_btf argument: direct loads. */
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	if (bpf_core_field_exists(rq->q->disk)) {
+		struct gendisk *disk = rq->q->disk;
+		return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
+	}
+	struct gendisk *disk = BPF_CORE_READ((struct request___disk *)rq, rq_disk);
+	return disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;
+}
 
 static __always_inline int rq_issue(struct request *rq);
 
@@ -381,7 +402,7 @@ static __always_inline int rq_issue(struct request *rq)
 		return 0;
 	ev->nr_own = 0;
 	/* rq is a typed tp_btf argument: direct loads. */
-	struct rq_walk w = { .ev = ev, .bio = rq->bio };
+	struct rq_walk w = { .ev = ev, .bio = rq->bio, .flush_seq = (rq->rq_flags & rqf_flush_seq()) ? OWN_FLUSH_SEQ : 0 };
 	LOOP(MAX_RQ_BIOS, COMPAT_RQ_BIOS, rq_bio_step, &w); /* compat.h */
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
@@ -391,19 +412,7 @@ static __always_inline int rq_issue(struct request *rq)
 	ev->type = EV_RQ_ISSUE;
 	ev->rq = rqk;
 	ev->ts = bpf_ktime_get_ns();
-	/* request_queue->disk from 5.14; before, the request names it
-	 * (rq_disk; kernels/issue 16). */
-	__u32 dev = 0;
-	if (bpf_core_field_exists(rq->q->disk)) {
-		struct gendisk *disk = rq->q->disk;
-		if (disk)
-			dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
-	} else {
-		struct gendisk *disk = BPF_CORE_READ((struct request___disk *)rq, rq_disk);
-		if (disk)
-			dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
-	}
-	ev->dev = dev;
+	ev->dev = rq_dev(rq);
 	ev->sector = rq->__sector;
 	ev->bytes = rq->__data_len;
 	ev->cmd_flags = rq->cmd_flags;

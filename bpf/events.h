@@ -19,6 +19,12 @@
 #define PATH_PARTS 8     /* dentry names kept per call (deepest first) */
 #define PART_LEN 48
 
+/* struct op.path_done (bits) */
+enum path_done_flag {
+	PATH_ROOT = 1,      /* the walk reached the root; else path[] is a suffix */
+	PATH_NAME_ONLY = 2, /* an EV_PATH naming path_ino only (a copy's output), not the thread's file */
+};
+
 /* Syscalls (and function hooks) that start an operation. */
 enum op_sys {
 	SYS_READ = 1, SYS_PREAD64, SYS_READV, SYS_PREADV, SYS_PREADV2,
@@ -45,6 +51,7 @@ enum ev_type {
 	EV_DIRTY_GONE,    /* struct dirty_gone_ev: tracked dirty folio removed before writeback */
 	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
 	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
+	EV_FLUSH_DONE,    /* struct flush_done_ev (flush.c): a bio of a flush sequence ended */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -68,6 +75,7 @@ enum counter {
 	/* issue 14 (bpf/fault.c) */
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
+	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
 	CNT_MAX,
 };
 
@@ -127,6 +135,7 @@ struct op {
 	__u64 c_path_up2;      /* ... the parent's parent ... */
 	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 ... */
 	__u64 c_path_renames;  /* ... and rename_gen (a directory above renamed) */
+	__u64 out_file;        /* in-kernel copies: the output's struct file * (syscall hooks), for its name */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -180,7 +189,7 @@ struct op {
 	__u32 nr_ra;
 	__u32 nr_ranges;
 	__u32 path_seq;    /* this record's path is the thread's EV_PATH of this number (0: none) */
-	__u32 pad1;
+	__u32 sys_flags;   /* sync_file_range: its flags (SYNC_FILE_RANGE_*); 0 for other calls */
 	/* issue 14: faults (sys SYS_FAULT, bpf/fault.c); offset is the page's
 	 * file offset, count one page */
 	__u64 fault_addr;   /* user address that faulted */
@@ -197,11 +206,11 @@ struct op {
 	__u32 path_type;  /* EV_PATH */
 	__u32 path_tid;
 	__u32 path_no;    /* per-thread number of this EV_PATH (EV_OP's path_seq) */
-	__u32 path_pad;
+	__u32 path_gen;   /* the inode's i_generation: a new number for an inode reused after a delete */
 	__u64 path_ino;
 	__u32 path_dev;
 	__u32 path_depth; /* names in path[] */
-	__u32 path_done;  /* 1: the walk reached the root; 0: path[] is a suffix */
+	__u32 path_done;  /* enum path_done_flag bits (PATH_ROOT: the walk reached the root) */
 	__u32 path_trunc; /* bit j: path[j] was cut at PART_LEN - 1 bytes */
 	char path[PATH_PARTS][PART_LEN]; /* sent up to path_depth */
 };
@@ -221,6 +230,20 @@ struct issue_own {
 enum own_flag {
 	OWN_WRITEBACK = 1, /* bio carries tracked dirty pages */
 	OWN_JOURNAL = 2,   /* queued by jbd2 while a traced fsync-family call waited on its device */
+	OWN_FLUSH_SEQ = 4, /* set at issue: the bio's request is in a flush sequence (flush.c) */
+	/* Bits 8-11: enum unattributed_cause of a bio queued outside any
+	 * traced call; bits 16-27: the syscall number for CAUSE_SYSCALL. */
+	OWN_CAUSE_SHIFT = 8,
+	OWN_SYSNR_SHIFT = 16,
+};
+
+/* Why a traced task queued a bio outside any traced call (unattributed.h). */
+enum unattributed_cause {
+	CAUSE_UNKNOWN = 0,
+	CAUSE_EXEC = 1,    /* during execve (current->in_execve): the binary and its interpreter */
+	CAUSE_META = 2,    /* REQ_META: filesystem metadata (inode tables, directories, journal reads) */
+	CAUSE_SYSCALL = 3, /* inside a system call iopath does not trace (its number follows) */
+	CAUSE_FAULT = 4,   /* not in a system call: a page fault (mmap'ed file, executable pages) */
 };
 
 struct rq_issue_ev {
@@ -268,6 +291,8 @@ struct wb_bio_ev {
 	__u32 nr_match;
 	__u32 pages;     /* pages walked in the bio */
 	__u32 part;      /* 0: first event of this bio; n: n-th continuation (more than MAX_WB_MATCH matches) */
+	__u32 sys;       /* enum op_sys of op_id's call (the writeback's reason: fsync, sync_file_range...) */
+	__u32 pad;
 	char comm[16];
 	struct wb_match match[MAX_WB_MATCH];
 };
@@ -321,6 +346,28 @@ struct bio_split_ev {
 	__u64 ts;
 };
 
+struct flush_done_ev {
+	__u32 type;         /* EV_FLUSH_DONE */
+	__u32 dev;          /* kernel dev_t of the disk */
+	__u64 bio;          /* struct bio * of the waiting bio */
+	__u64 op_id;        /* its owner's call (0: none, see pid) */
+	__u64 queue_ns;     /* block_bio_queue of the bio */
+	__u64 done_ns;      /* the waiting request's final completion */
+	__u64 flush_rq;     /* struct request * of the flush (0: none served it) */
+	__u64 flush_issue_ns;
+	__u64 flush_done_ns;
+	__u32 flush_flags;  /* the flush request's cmd_flags (rwbs) */
+	__u32 flush_error;  /* its blk_status_t */
+	__u32 rq_flags;     /* the waiting request's cmd_flags at its end */
+	__u32 error;        /* the waiting request's blk_status_t */
+	__u32 bytes;        /* the waiting request's data bytes (0: an empty flush) */
+	__u32 pid;
+	__u32 tid;
+	__u32 own_flags;    /* enum own_flag bits of the bio */
+	__u32 flush_tid;    /* the task that issued the flush request */
+	__u32 pad;
+};
+
 struct stat_key {
 	__u64 ino;
 	__u32 pid;
@@ -356,6 +403,8 @@ struct contract {
 	enum range_flag range;
 	enum ra_kind ra;
 	enum own_flag own;
+	enum path_done_flag path_done;
+	enum unattributed_cause cause;
 	struct op op;
 	struct rq_issue_ev rq_issue;
 	struct rq_done_ev rq_done;
@@ -364,6 +413,7 @@ struct contract {
 	struct wb_inode_ev wb_inode;
 	struct dirty_gone_ev dirty_gone;
 	struct bio_split_ev bio_split;
+	struct flush_done_ev flush_done;
 	struct stat_key stat_key;
 	struct stat_val stat_val;
 	struct other_key other_key;

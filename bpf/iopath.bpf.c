@@ -12,6 +12,7 @@
 #include "filemap.c"
 #include "readahead.c"
 #include "block.c"
+#include "flush.c"
 #include "sched.c"
 #include "writeback.c"
 

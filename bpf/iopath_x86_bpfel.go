@@ -53,7 +53,8 @@ const (
 	IopathCounterCNT_HIT_OTHER_FULL   IopathCounter = 15
 	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
 	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
-	IopathCounterCNT_MAX              IopathCounter = 18
+	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
+	IopathCounterCNT_MAX              IopathCounter = 19
 )
 
 type IopathDirtyGoneEv struct {
@@ -97,6 +98,7 @@ const (
 	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 	IopathEvTypeEV_PATH        IopathEvType = 10
+	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
 )
 
 type IopathFaultKey struct {
@@ -114,6 +116,40 @@ type IopathFaultStat struct {
 	FsMagic     uint64
 	Comm        [16]int8
 	Name        [48]int8
+}
+
+type IopathFlushDoneEv struct {
+	_            structs.HostLayout
+	Type         uint32
+	Dev          uint32
+	Bio          uint64
+	OpId         uint64
+	QueueNs      uint64
+	DoneNs       uint64
+	FlushRq      uint64
+	FlushIssueNs uint64
+	FlushDoneNs  uint64
+	FlushFlags   uint32
+	FlushError   uint32
+	RqFlags      uint32
+	Error        uint32
+	Bytes        uint32
+	Pid          uint32
+	Tid          uint32
+	OwnFlags     uint32
+	FlushTid     uint32
+	Pad          uint32
+}
+
+type IopathFlushSeen struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	DoneNs   uint64
+	Rq       uint64
+	CmdFlags uint32
+	Error    uint32
+	Tid      uint32
+	Pad      uint32
 }
 
 type IopathIssueOwn struct {
@@ -144,6 +180,7 @@ type IopathOp struct {
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
+	OutFile           uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -192,7 +229,7 @@ type IopathOp struct {
 	NrRa              uint32
 	NrRanges          uint32
 	PathSeq           uint32
-	Pad1              uint32
+	SysFlags          uint32
 	FaultAddr         uint64
 	AroundIndex       uint64
 	AroundPages       uint32
@@ -213,7 +250,7 @@ type IopathOp struct {
 	PathType  uint32
 	PathTid   uint32
 	PathNo    uint32
-	PathPad   uint32
+	PathGen   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32
@@ -263,8 +300,11 @@ type IopathOtherKey struct {
 type IopathOwnFlag uint32
 
 const (
-	IopathOwnFlagOWN_WRITEBACK IopathOwnFlag = 1
-	IopathOwnFlagOWN_JOURNAL   IopathOwnFlag = 2
+	IopathOwnFlagOWN_WRITEBACK   IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL     IopathOwnFlag = 2
+	IopathOwnFlagOWN_FLUSH_SEQ   IopathOwnFlag = 4
+	IopathOwnFlagOWN_CAUSE_SHIFT IopathOwnFlag = 8
+	IopathOwnFlagOWN_SYSNR_SHIFT IopathOwnFlag = 16
 )
 
 type IopathPageRange struct {
@@ -273,6 +313,13 @@ type IopathPageRange struct {
 	Nr    uint32
 	Flags uint32
 }
+
+type IopathPathDoneFlag uint32
+
+const (
+	IopathPathDoneFlagPATH_ROOT      IopathPathDoneFlag = 1
+	IopathPathDoneFlagPATH_NAME_ONLY IopathPathDoneFlag = 2
+)
 
 type IopathRaKind uint32
 
@@ -334,6 +381,16 @@ type IopathStatVal struct {
 	Name           [48]int8
 }
 
+type IopathUnattributedCause uint32
+
+const (
+	IopathUnattributedCauseCAUSE_UNKNOWN IopathUnattributedCause = 0
+	IopathUnattributedCauseCAUSE_EXEC    IopathUnattributedCause = 1
+	IopathUnattributedCauseCAUSE_META    IopathUnattributedCause = 2
+	IopathUnattributedCauseCAUSE_SYSCALL IopathUnattributedCause = 3
+	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
+)
+
 type IopathWbBioEv struct {
 	_       structs.HostLayout
 	Type    uint32
@@ -346,6 +403,8 @@ type IopathWbBioEv struct {
 	NrMatch uint32
 	Pages   uint32
 	Part    uint32
+	Sys     uint32
+	Pad     uint32
 	Comm    [16]int8
 	Match   [16]struct {
 		_         structs.HostLayout
@@ -412,6 +471,8 @@ const (
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
 	IopathMapFaultStats                   = "fault_stats"
+	IopathMapFlushIssued                  = "flush_issued"
+	IopathMapFlushLast                    = "flush_last"
 	IopathMapFreeSlots                    = "free_slots"
 	IopathMapHitOther                     = "hit_other"
 	IopathMapHitStats                     = "hit_stats"
@@ -489,6 +550,9 @@ const (
 	IopathProgTpFilemapFault              = "tp_filemap_fault"
 	IopathProgTpFilemapGetPages           = "tp_filemap_get_pages"
 	IopathProgTpFilemapMapPages           = "tp_filemap_map_pages"
+	IopathProgTpFlushComplete             = "tp_flush_complete"
+	IopathProgTpFlushIssue                = "tp_flush_issue"
+	IopathProgTpFlushIssueQ               = "tp_flush_issue_q"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -631,6 +695,9 @@ type IopathProgramSpecs struct {
 	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
+	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -657,6 +724,8 @@ type IopathMapSpecs struct {
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
+	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
+	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
 	FreeSlots   *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther    *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -718,6 +787,8 @@ type IopathMaps struct {
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
 	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
+	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
+	FlushLast   *ebpf.Map `ebpf:"flush_last"`
 	FreeSlots   *ebpf.Map `ebpf:"free_slots"`
 	HitOther    *ebpf.Map `ebpf:"hit_other"`
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
@@ -738,6 +809,8 @@ func (m *IopathMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.FaultStats,
+		m.FlushIssued,
+		m.FlushLast,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -845,6 +918,9 @@ type IopathPrograms struct {
 	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
+	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -930,6 +1006,9 @@ func (p *IopathPrograms) Close() error {
 		p.TpFilemapFault,
 		p.TpFilemapGetPages,
 		p.TpFilemapMapPages,
+		p.TpFlushComplete,
+		p.TpFlushIssue,
+		p.TpFlushIssueQ,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

@@ -56,6 +56,17 @@ type IopathCompatFaultStat struct {
 	Name        [48]int8
 }
 
+type IopathCompatFlushSeen struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	DoneNs   uint64
+	Rq       uint64
+	CmdFlags uint32
+	Error    uint32
+	Tid      uint32
+	Pad      uint32
+}
+
 type IopathCompatOp struct {
 	_                 structs.HostLayout
 	SleepStart        uint64
@@ -72,6 +83,7 @@ type IopathCompatOp struct {
 	C_pathUp2         uint64
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
+	OutFile           uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -120,7 +132,7 @@ type IopathCompatOp struct {
 	NrRa              uint32
 	NrRanges          uint32
 	PathSeq           uint32
-	Pad1              uint32
+	SysFlags          uint32
 	FaultAddr         uint64
 	AroundIndex       uint64
 	AroundPages       uint32
@@ -146,7 +158,7 @@ type IopathCompatOp struct {
 	PathType  uint32
 	PathTid   uint32
 	PathNo    uint32
-	PathPad   uint32
+	PathGen   uint32
 	PathIno   uint64
 	PathDev   uint32
 	PathDepth uint32
@@ -220,6 +232,8 @@ type IopathCompatWbWork struct {
 		NrMatch uint32
 		Pages   uint32
 		Part    uint32
+		Sys     uint32
+		Pad     uint32
 		Comm    [16]int8
 		Match   [16]struct {
 			_         structs.HostLayout
@@ -251,6 +265,8 @@ const (
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
 	IopathCompatMapFaultStats                   = "fault_stats"
+	IopathCompatMapFlushIssued                  = "flush_issued"
+	IopathCompatMapFlushLast                    = "flush_last"
 	IopathCompatMapFreeSlots                    = "free_slots"
 	IopathCompatMapHitOther                     = "hit_other"
 	IopathCompatMapHitStats                     = "hit_stats"
@@ -328,6 +344,9 @@ const (
 	IopathCompatProgTpFilemapFault              = "tp_filemap_fault"
 	IopathCompatProgTpFilemapGetPages           = "tp_filemap_get_pages"
 	IopathCompatProgTpFilemapMapPages           = "tp_filemap_map_pages"
+	IopathCompatProgTpFlushComplete             = "tp_flush_complete"
+	IopathCompatProgTpFlushIssue                = "tp_flush_issue"
+	IopathCompatProgTpFlushIssueQ               = "tp_flush_issue_q"
 	IopathCompatProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathCompatProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathCompatProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -471,6 +490,9 @@ type IopathCompatProgramSpecs struct {
 	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
+	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -498,6 +520,8 @@ type IopathCompatMapSpecs struct {
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
+	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
+	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
 	FreeSlots     *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther      *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats      *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -561,6 +585,8 @@ type IopathCompatMaps struct {
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
 	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
+	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
+	FlushLast     *ebpf.Map `ebpf:"flush_last"`
 	FreeSlots     *ebpf.Map `ebpf:"free_slots"`
 	HitOther      *ebpf.Map `ebpf:"hit_other"`
 	HitStats      *ebpf.Map `ebpf:"hit_stats"`
@@ -582,6 +608,8 @@ func (m *IopathCompatMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.FaultStats,
+		m.FlushIssued,
+		m.FlushLast,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,
@@ -690,6 +718,9 @@ type IopathCompatPrograms struct {
 	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
+	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
+	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
+	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -775,6 +806,9 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpFilemapFault,
 		p.TpFilemapGetPages,
 		p.TpFilemapMapPages,
+		p.TpFlushComplete,
+		p.TpFlushIssue,
+		p.TpFlushIssueQ,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

@@ -13,6 +13,7 @@
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
+#define S_IFDIR 0040000
 
 /* How a program may read a struct file: FILE_BTF for a BTF pointer (an fentry
  * argument, or a pointer given a type by bpf_rdonly_cast), read with plain
@@ -172,7 +173,10 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 				op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
 			}
 		}
-		if ((op->c_mode & S_IFMT) != S_IFREG && (op->c_mode & S_IFMT) != S_IFBLK)
+		/* Directories only for the fsync family: a database's fsync of
+		 * its directory makes a create or rename durable. */
+		__u32 fmt = op->c_mode & S_IFMT;
+		if (fmt != S_IFREG && fmt != S_IFBLK && !(fmt == S_IFDIR && is_sync_sys(sys)))
 			return NULL;
 		dev = op->c_dev;
 		magic = op->c_magic;
@@ -203,6 +207,8 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 	op->fs_magic = magic;
 	op->touched = 0;
 	op->active = 1;
+	if (sys != SYS_SYNC_FILE_RANGE)
+		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
 	if (is_sync_sys(sys) && dev) {
 		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
 		__sync_fetch_and_add(&syncs_active, 1);
@@ -225,13 +231,13 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 
 /* fill_path records the file's dentry names, deepest first, crossing mounts
  * the way d_path does; only for streamed calls. */
-static __always_inline void fill_path(struct op *op)
+static __always_inline void fill_path_of(struct op *op, struct file *file, __u64 ino, __u32 dev)
 {
-	struct file *file = (struct file *)op->file;
 	op->path_type = EV_PATH;
 	op->path_tid = op->tid;
-	op->path_ino = op->ino;
-	op->path_dev = op->dev;
+	op->path_ino = ino;
+	op->path_dev = dev;
+	op->path_gen = file ? BPF_CORE_READ(file, f_inode, i_generation) : 0;
 	op->path_depth = 0;
 	op->path_done = 0;
 	op->path_trunc = 0;
@@ -246,7 +252,7 @@ static __always_inline void fill_path(struct op *op)
 		if (d == mnt_root) {
 			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
 			if (parent == mnt || !parent) {
-				op->path_done = 1;
+				op->path_done = PATH_ROOT;
 				break;
 			}
 			d = BPF_CORE_READ(mnt, mnt_mountpoint);
@@ -256,7 +262,7 @@ static __always_inline void fill_path(struct op *op)
 		}
 		struct dentry *up = BPF_CORE_READ(d, d_parent);
 		if (up == d) {
-			op->path_done = 1;
+			op->path_done = PATH_ROOT;
 			break;
 		}
 		if (j >= PATH_PARTS)
@@ -269,6 +275,42 @@ static __always_inline void fill_path(struct op *op)
 		d = up;
 	}
 	op->path_depth = j;
+}
+
+static __always_inline void fill_path(struct op *op)
+{
+	fill_path_of(op, (struct file *)op->file, op->ino, op->dev);
+}
+
+/* emit_path sends the path fields of op as an EV_PATH. */
+static __always_inline int emit_path(struct op *op)
+{
+	__u32 depth = op->path_depth;
+	if (depth > PATH_PARTS)
+		depth = PATH_PARTS;
+	return emit(&op->path_type, offsetof(struct op, path) - offsetof(struct op, path_type) + depth * PART_LEN);
+}
+
+/* name_copy_output sends the name of the file an in-kernel copy dirtied
+ * pages of (its output), once per call: an EV_PATH with PATH_NAME_ONLY,
+ * which names out_ino and leaves the thread's path numbering alone. The
+ * call's own file is walked again the next time (its path fields now hold
+ * the output's). */
+static __always_inline void name_copy_output(struct op *op)
+{
+	struct file *out = (struct file *)op->out_file;
+	op->out_file = 0;
+	if (!out || !op->out_ino || op->sys < SYS_SENDFILE || op->sys > SYS_COPY_FILE_RANGE)
+		return;
+	if (BPF_CORE_READ(out, f_inode, i_ino) != op->out_ino)
+		return; /* the pages dirtied are not the output fd's (a race with close/dup2) */
+	__u32 no = op->path_no;
+	fill_path_of(op, out, op->out_ino, op->out_dev);
+	op->path_done |= PATH_NAME_ONLY;
+	op->path_no = 0;
+	emit_path(op);
+	op->path_no = no;
+	op->c_path_dentry = 0;
 }
 
 #define PATH_RESEND 256
@@ -430,6 +472,7 @@ static __always_inline void op_stream(struct op *op)
 	__u32 n = op->nr_ranges;
 	if (n > MAX_RANGES)
 		n = MAX_RANGES;
+	name_copy_output(op); /* before the record, which then finds the name */
 	emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
 }
 

@@ -106,6 +106,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_SYNC_FILE_RANGE:
 		off = a1;
 		count = a2;
+		op->sys_flags = a3;
 		break;
 	case SYS_SYNC:
 		op_begin_in(op, sys, NULL, -1, 0, 0, access);
@@ -125,11 +126,13 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 		count = a2;
 		break;
 	case SYS_SENDFILE: /* (out_fd, in_fd, loff_t *offset, count) */
+		op->out_file = (__u64)fd_file(fd, access); /* named at exit if the call dirtied it */
 		fd = (int)a1;
 		off = user_off((void *)a2);
 		count = a3;
 		break;
 	case SYS_COPY_FILE_RANGE: /* (fd_in, loff_t *off_in, fd_out, loff_t *off_out, len, flags) */
+		op->out_file = (__u64)fd_file((int)a2, access);
 		off = user_off((void *)a1);
 		count = a4;
 		break;

@@ -95,7 +95,9 @@ SEC("tracepoint/syscalls/sys_enter_sync_file_range")
 int tp_enter_sync_file_range(struct trace_event_raw_sys_enter *ctx)
 {
 	int fd = ctx->args[0];
-	op_begin(SYS_SYNC_FILE_RANGE, fd_file(fd, FILE_PROBE), fd, ctx->args[1], ctx->args[2], FILE_PROBE);
+	struct op *op = op_begin(SYS_SYNC_FILE_RANGE, fd_file(fd, FILE_PROBE), fd, ctx->args[1], ctx->args[2], FILE_PROBE);
+	if (op)
+		op->sys_flags = ctx->args[3];
 	return 0;
 }
 

@@ -56,6 +56,19 @@ const (
 	BioFlush    BioKind = "flush"    // a cache flush (rwbs F, or no data)
 )
 
+// DeviceFlush says what an fsync-family call did to its device's volatile
+// write cache (syscall.device_flush; empty for other calls).
+type DeviceFlush string
+
+// Device flush outcomes.
+const (
+	FlushDone         DeviceFlush = "flushed"         // a flush request served the call (a bio of kind flush)
+	FlushNotNeeded    DeviceFlush = "not_needed"      // the device has no volatile write cache ("write through")
+	FlushNone         DeviceFlush = "none"            // the device has a volatile cache, but no flush served this call
+	FlushNotRequested DeviceFlush = "not_requested"   // sync_file_range: never flushes the device cache
+	FlushNoDevice     DeviceFlush = "no_block_device" // tmpfs, proc...: nothing to flush
+)
+
 // Outcome is what became of the pages a write call dirtied (persisted.outcome).
 type Outcome string
 
@@ -81,5 +94,8 @@ const (
 	ReasonPeriodic   Reason = "periodic"   // WB_REASON_PERIODIC, or writeback_control.for_kupdate
 	ReasonFsync      Reason = "fsync"      // written by a traced fsync-family call
 	ReasonOSync      Reason = "o_sync"     // written by the call that dirtied the pages (O_SYNC, O_DSYNC)
-	ReasonUnknown    Reason = "unknown"    // the worker's writeback_start was not seen
+	// ReasonSyncFileRange: written by a traced sync_file_range (it starts
+	// writeback of a range; it is no fsync: no metadata, no device flush).
+	ReasonSyncFileRange Reason = "sync_file_range"
+	ReasonUnknown       Reason = "unknown" // the worker's writeback_start was not seen
 )

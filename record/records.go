@@ -52,6 +52,18 @@ type Syscall struct {
 	MemoryOnly bool `json:"memory_only,omitempty"`
 	// Advice: madvise and fadvise64 calls' advice (willneed, random, ...).
 	Advice string `json:"advice,omitempty"`
+	// DeviceFlush, for fsync-family calls: what became of the device's
+	// volatile write cache (enum DeviceFlush: flushed, not_needed, none,
+	// not_requested, no_block_device).
+	DeviceFlush DeviceFlush `json:"device_flush,omitempty"`
+	// OutDev, OutIno, OutPath: an in-kernel copy's output file, when the
+	// call dirtied its pages (the summary charges them to its row).
+	OutDev  string `json:"out_dev,omitempty"`
+	OutIno  uint64 `json:"out_ino,omitempty"`
+	OutPath string `json:"out_path,omitempty"`
+	// SyncFlags, for sync_file_range: what it asked for (WAIT_BEFORE,
+	// WRITE, WAIT_AFTER joined by |; "none").
+	SyncFlags string `json:"sync_flags,omitempty"`
 }
 
 // Cache is what the call did in the page cache.
@@ -154,10 +166,17 @@ type Summary struct {
 	LostEvents       uint64            `json:"lost_events"`
 	MapEvictions     map[string]uint64 `json:"map_evictions"`
 	UnattributedBios uint64            `json:"unattributed_bios"`
-	IncompleteBios   uint64            `json:"incomplete_bios"`
-	Truncations      map[string]uint64 `json:"truncations"`
-	Attach           map[string]string `json:"attach"`
-	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// UnattributedBytes: bytes of those bios; UnattributedCauses splits
+	// them by why the kernel says they were queued: exec (during execve),
+	// metadata (REQ_META), syscall:NAME (a system call iopath does not
+	// trace), page_fault (no system call: mmap'ed or executable pages),
+	// unknown (the user registers could not be read).
+	UnattributedBytes  uint64                 `json:"unattributed_bytes"`
+	UnattributedCauses map[string]CauseTotals `json:"unattributed_causes"`
+	IncompleteBios     uint64                 `json:"incomplete_bios"`
+	Truncations        map[string]uint64      `json:"truncations"`
+	Attach             map[string]string      `json:"attach"`
+	DirtyPending       uint64                 `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
 	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
 	// their file has no dirty page left: written in a bio iopath did not see.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`
@@ -170,6 +189,12 @@ type Summary struct {
 	// HitsNotItemized: cache hits counted in their process's totals but in
 	// no file's, because the kernel's per-file map (hit_stats) was full.
 	HitsNotItemized []HitsNotItemized `json:"hits_not_itemized"`
+}
+
+// CauseTotals counts the unattributed bios of one cause (Summary.UnattributedCauses).
+type CauseTotals struct {
+	Bios  uint64 `json:"bios"`
+	Bytes uint64 `json:"bytes"` // at issue
 }
 
 // HitsNotItemized are the not-streamed calls (pure cache hits) of one
@@ -228,11 +253,17 @@ type PidSummary struct {
 
 // FileSummary totals one file (all traced processes).
 type FileSummary struct {
-	Dev  string `json:"dev"`
-	Ino  uint64 `json:"ino"`
-	Path string `json:"path,omitempty"`
+	Dev string `json:"dev"`
+	Ino uint64 `json:"ino"`
 	// FS is the file's filesystem type where a fault named it (tmpfs:
 	// faults of its mappings never read a disk).
-	FS string `json:"fs,omitempty"`
+	FS   string `json:"fs,omitempty"`
+	Path string `json:"path,omitempty"` // the latest name seen
+	// EarlierPaths: other names the inode was seen under, oldest first
+	// (renamed, e.g. PostgreSQL's pg_wal/xlogtemp.N; or hard links).
+	EarlierPaths []string `json:"earlier_paths,omitempty"`
+	// Generation: the inode's i_generation. An inode number reused after a
+	// delete gets a new row (the deleted file's stays, with its name).
+	Generation uint32 `json:"generation,omitempty"`
 	Totals
 }

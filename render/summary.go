@@ -54,6 +54,7 @@ func SummaryText(s *record.Summary) string {
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
+	b.WriteString(unattributedText(s))
 	if len(s.MissedRuns) > 0 {
 		var m []string
 		for k, v := range s.MissedRuns {
@@ -87,4 +88,24 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// unattributedText details the summary's unattributed bios: their bytes
+// and why the kernel says they were queued ("" when there are none).
+func unattributedText(s *record.Summary) string {
+	if s.UnattributedBios == 0 {
+		return ""
+	}
+	causes := make([]string, 0, len(s.UnattributedCauses))
+	for k := range s.UnattributedCauses {
+		causes = append(causes, k)
+	}
+	sort.Strings(causes)
+	var parts []string
+	for _, k := range causes {
+		c := s.UnattributedCauses[k]
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", k, c.Bios, Bytes(c.Bytes)))
+	}
+	return fmt.Sprintf("unattributed bios (queued by traced processes outside any traced call): %s: %s\n",
+		Bytes(s.UnattributedBytes), strings.Join(parts, ", "))
 }

@@ -32,6 +32,9 @@ func SyscallStory(r *record.Syscall) string {
 		asked = "up to EOF" // cp asks copy_file_range for SSIZE_MAX bytes
 	}
 	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
+	if r.SyncFlags != "" {
+		args += ", " + r.SyncFlags // sync_file_range
+	}
 	switch r.Syscall {
 	case "fsync", "fdatasync", "syncfs":
 		args = "fd=" + num(r.Fd)
@@ -110,7 +113,26 @@ func SyscallStory(r *record.Syscall) string {
 	for _, bio := range r.Bios {
 		b.WriteString("  " + bioLine(bio) + "\n")
 	}
+	if line := flushLine(r.DeviceFlush); line != "" {
+		b.WriteString("  " + line + "\n")
+	}
 	return b.String()
+}
+
+// flushLine tells what an fsync-family call did to the device's volatile
+// write cache when no flush request appears among its bios.
+func flushLine(outcome record.DeviceFlush) string {
+	switch outcome {
+	case record.FlushNotNeeded:
+		return "device cache: write through (queue/write_cache): no flush was needed"
+	case record.FlushNone:
+		return "device cache: write back, but no flush request served this call (the data may still be in the device's cache)"
+	case record.FlushNotRequested:
+		return "device cache: not flushed (sync_file_range starts or waits for writeback only; it never flushes the device cache)"
+	case record.FlushNoDevice:
+		return "device cache: none (no block device)"
+	}
+	return ""
 }
 
 func bioLine(bio record.Bio) string {
@@ -119,7 +141,12 @@ func bioLine(bio record.Bio) string {
 		rwbs += "   "[len(rwbs):] // %-3s
 	}
 	s := "bio " + rwbs + " " + Bytes(uint64(bio.Bytes)) + " at sector " + strconv.FormatUint(bio.Sector, 10) + " on " + bio.Dev
-	if bio.Kind != "" {
+	if bio.Kind == record.BioFlush && bio.Bytes == 0 {
+		s = "device cache flush: request " + bio.Rwbs + " on " + bio.Dev
+		if bio.IssueNs == 0 {
+			return s + ": ended with no flush request issued (" + Duration(bio.Q2CNs) + ")"
+		}
+	} else if bio.Kind != "" {
 		s = string(bio.Kind) + " " + s
 	}
 	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {

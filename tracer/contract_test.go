@@ -57,7 +57,7 @@ func TestContractEnums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"op_sys", "ev_type", "counter", "range_flag", "ra_kind", "own_flag"} {
+	for _, name := range []string{"op_sys", "ev_type", "counter", "range_flag", "ra_kind", "own_flag", "path_done_flag", "unattributed_cause"} {
 		want, ok := src[name]
 		if !ok {
 			t.Errorf("bpf/events.h has no enum %s", name)
@@ -86,7 +86,9 @@ func TestContractEnums(t *testing.T) {
 		"RANGE_ADDED": uint64(engine.RangeAdded), "RANGE_DIRTIED": uint64(engine.RangeDirtied),
 		"RA_SYNC": uint64(engine.RASync), "RA_ASYNC": uint64(engine.RAAsync), "RA_ORDER": uint64(engine.RAOrder),
 		"OWN_WRITEBACK": uint64(engine.OwnWriteback), "OWN_JOURNAL": uint64(engine.OwnJournal),
-		"EV_OP": uint64(bpf.IopathEvTypeEV_OP), "EV_PATH": uint64(bpf.IopathEvTypeEV_PATH),
+		"OWN_FLUSH_SEQ": uint64(engine.OwnFlushSeq), "PATH_NAME_ONLY": uint64(pathNameOnly),
+		"EV_FLUSH_DONE": uint64(bpf.IopathEvTypeEV_FLUSH_DONE),
+		"EV_OP":         uint64(bpf.IopathEvTypeEV_OP), "EV_PATH": uint64(bpf.IopathEvTypeEV_PATH),
 		"EV_RQ_ISSUE": uint64(bpf.IopathEvTypeEV_RQ_ISSUE), "EV_WB_BIO": uint64(bpf.IopathEvTypeEV_WB_BIO),
 		"SYS_MAX": uint64(bpf.IopathOpSysSYS_MAX), "CNT_MAX": uint64(bpf.IopathCounterCNT_MAX),
 	}

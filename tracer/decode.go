@@ -59,6 +59,7 @@ type threadPath struct {
 	depth uint32
 	done  uint32
 	trunc uint32
+	igen  uint32 // the inode's i_generation
 	path  [8][48]int8
 }
 
@@ -88,7 +89,26 @@ func (d *Decoder) path(raw []byte) {
 		d.paths[p.PathTid] = tp
 	}
 	d.pathGen++
-	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, path: p.Path}
+	*tp = threadPath{gen: d.pathGen, no: p.PathNo, depth: p.PathDepth, done: p.PathDone, trunc: p.PathTrunc, igen: p.PathGen, path: p.Path}
+}
+
+// pathNameOnly is PATH_NAME_ONLY (bpf/events.h, enum path_done_flag): an
+// EV_PATH that names path_ino (an in-kernel copy's output file), not its
+// thread's next records' file.
+const pathNameOnly = uint32(bpf.IopathPathDoneFlagPATH_NAME_ONLY)
+
+// nameOnly hands a name-only EV_PATH to the engine and reports whether raw
+// was one (the thread's path numbering is left alone).
+func (d *Decoder) nameOnly(e *engine.Engine, raw []byte) bool {
+	at := unsafe.Offsetof(bpf.IopathOp{}.PathDone) - pathStart
+	if uintptr(len(raw)) < at+4 || *(*uint32)(unsafe.Pointer(&raw[at]))&pathNameOnly == 0 {
+		return false // the common case: looked at without a copy
+	}
+	p := &d.pathBuf
+	fill(bytesOf(p)[pathStart:], raw)
+	p.PathDone &^= pathNameOnly
+	e.HandleFileName(p)
+	return true
 }
 
 // op returns the EV_OP record in raw (at least opFixed bytes) as a whole
@@ -107,13 +127,13 @@ func (d *Decoder) op(raw []byte) *bpf.IopathOp {
 			d.MissingPaths++
 		}
 		if d.opPath != nil {
-			o.PathDepth, o.PathDone, o.PathTrunc, o.Path = 0, 0, 0, [8][48]int8{}
+			o.PathDepth, o.PathDone, o.PathTrunc, o.PathGen, o.Path = 0, 0, 0, 0, [8][48]int8{}
 			d.opPath = nil
 		}
 		return o
 	}
 	if d.opPath != tp || d.opGen != tp.gen {
-		o.PathDepth, o.PathDone, o.PathTrunc, o.Path = tp.depth, tp.done, tp.trunc, tp.path
+		o.PathDepth, o.PathDone, o.PathTrunc, o.PathGen, o.Path = tp.depth, tp.done, tp.trunc, tp.igen, tp.path
 		d.opPath, d.opGen = tp, tp.gen
 	}
 	return o
@@ -145,7 +165,9 @@ func (d *Decoder) Dispatch(e *engine.Engine, raw []byte) error {
 		}
 	case bpf.IopathEvTypeEV_PATH:
 		if need(pathFixed) {
-			d.path(raw)
+			if !d.nameOnly(e, raw) {
+				d.path(raw)
+			}
 			return nil
 		}
 	case bpf.IopathEvTypeEV_RQ_ISSUE:
@@ -181,6 +203,11 @@ func (d *Decoder) Dispatch(e *engine.Engine, raw []byte) error {
 	case bpf.IopathEvTypeEV_BIO_SPLIT:
 		if need(unsafe.Sizeof(bpf.IopathBioSplitEv{})) {
 			e.HandleSplit((*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_FLUSH_DONE:
+		if need(unsafe.Sizeof(bpf.IopathFlushDoneEv{})) {
+			e.HandleFlushDone((*bpf.IopathFlushDoneEv)(unsafe.Pointer(&raw[0])))
 			return nil
 		}
 	case bpf.IopathEvTypeEV_DIRTY_GONE:

@@ -210,6 +210,10 @@ func Hooks() []Hook {
 		{Name: "block_rq_complete", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqComplete, akTPBTF, "block_rq_complete")}},
 		}},
+		{Name: "device_flush", Loses: "device cache flushes of fsync-family calls (their flush bios are released incomplete)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpFlushIssue, akTPBTF, "block_rq_issue", "request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
+			{mech: TPBTF, variant: "(q, rq) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpFlushIssueQ, akTPBTF, "block_rq_issue", "request_queue,request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
+		}},
 		{Name: "block_rq_requeue", Loses: "requeue counts", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqRequeue, akTPBTF, "block_rq_requeue")}},
 		}},

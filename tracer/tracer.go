@@ -496,6 +496,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
+	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -689,5 +690,10 @@ func logEvent(raw []byte) {
 	case bpf.IopathEvTypeEV_BIO_SPLIT:
 		ev := (*bpf.IopathBioSplitEv)(unsafe.Pointer(&raw[0]))
 		fmt.Fprintf(debugEvents, "split split=%x parent=%x ts=%d\n", ev.Split, ev.Parent, ev.Ts)
+	case bpf.IopathEvTypeEV_FLUSH_DONE:
+		var ev bpf.IopathFlushDoneEv
+		fill(bytesOf(&ev), raw)
+		fmt.Fprintf(debugEvents, "flushdone bio=%x op=%x own=%d queue=%d done=%d flush_rq=%x issue=%d complete=%d bytes=%d\n",
+			ev.Bio, ev.OpId, ev.OwnFlags, ev.QueueNs, ev.DoneNs, ev.FlushRq, ev.FlushIssueNs, ev.FlushDoneNs, ev.Bytes)
 	}
 }

@@ -135,6 +135,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		return err
 	}
 	defer end()
+	if len(f.pids) > 0 {
+		fmt.Fprintln(errw, pidNote(f.pids)) // -p follows only that process's future children
+	}
 
 	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
 	if len(args) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
@@ -85,6 +86,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 		}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
+	e.accountCopy(rec, o.OutDev) // totals.go
 	if isWrite && o.Ret > 0 && kernel.MemoryOnly(rec.FS) {
 		e.memoryWrites.Add(1)
 	}
@@ -107,7 +109,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 
 // tryRelease prints a call once its record and all its bios are complete.
 func (e *Engine) tryRelease(id uint64, p *pendingOp) {
-	if !p.ready() || uint32(len(p.bios)) < p.queued {
+	if !p.ready() || queuedSeen(p.bios) < p.queued {
 		return
 	}
 	for _, b := range p.bios {
@@ -150,7 +152,7 @@ func (p *pendingOp) endNs() uint64 {
 // emit completes a call's record with its bios (queued: how many the
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
-	if n := uint32(len(bios)); n < queued {
+	if n := queuedSeen(bios); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
@@ -171,10 +173,13 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
 			readBytes += uint64(b.Bytes)
 		}
-		if record.IsSync(rec.Syscall) {
+		if record.IsSync(rec.Syscall) || b.flags&ownFlushReq != 0 {
 			b.Kind = bioKind(b)
 		}
 		rec.Bios = append(rec.Bios, b.Bio)
+	}
+	if record.IsSync(rec.Syscall) {
+		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
 	}
 	e.account(rec, kdev, readBytes)
 	e.Out(rec)
@@ -231,6 +236,10 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 	if rec.Syscall == "" {
 		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
 	}
+	rec.SyncFlags = syncRangeFlags(o)
+	if o.OutIno != 0 {
+		rec.OutDev, rec.OutIno, rec.OutPath = e.devName(o.OutDev), o.OutIno, e.paths[fkey(o.OutDev, o.OutIno)]
+	}
 	if o.Ret < 0 {
 		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
 		if rec.Error == "" {
@@ -263,4 +272,32 @@ type recordBlock struct {
 	added [1]record.PageRange
 	ra    [1]record.Readahead
 	bio   [1]record.Bio
+}
+
+// sync_file_range(2) is not an fsync: it starts writeback of a range
+// (SYNC_FILE_RANGE_WRITE) and may wait for writeback already running
+// before (WAIT_BEFORE) or for the one it started (WAIT_AFTER); it writes
+// no metadata and never flushes the device cache (include/uapi/linux/fs.h,
+// fs/sync.c).
+var syncRangeFlagNames = []struct {
+	bit  uint32
+	name string
+}{{unix.SYNC_FILE_RANGE_WAIT_BEFORE, "WAIT_BEFORE"}, {unix.SYNC_FILE_RANGE_WRITE, "WRITE"}, {unix.SYNC_FILE_RANGE_WAIT_AFTER, "WAIT_AFTER"}}
+
+// syncRangeFlags names sync_file_range's flags ("" for other calls; "none"
+// for no flag: the kernel then does nothing).
+func syncRangeFlags(o *bpf.IopathOp) string {
+	if o.Sys != uint32(bpf.IopathOpSysSYS_SYNC_FILE_RANGE) {
+		return ""
+	}
+	var names []string
+	for _, f := range syncRangeFlagNames {
+		if o.SysFlags&f.bit != 0 {
+			names = append(names, f.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "|")
 }

@@ -5,12 +5,16 @@
 // One file per join:
 //   - calls.go: a call's record and its release (call ↔ its bios);
 //   - requests.go: block requests, issue to completion (request ↔ bios);
+//   - flush.go: device cache flushes (flush request ↔ the calls it served),
+//     and completions that arrive before their issue;
 //   - pagecache.go: a call's page-cache hits, misses and insertions;
 //   - readahead.go: the call's readahead windows (kernel or derived);
 //   - writeback.go: dirty pages ↔ writeback bios ↔ persisted records;
 //   - totals.go: per-process and per-file totals, the summary;
+//   - unattributed.go: bios queued outside any traced call, by cause;
 //   - pools.go: caches of repeated strings and free lists of pending state;
-//   - names.go: names of the kernel's numbers, C strings and paths.
+//   - names.go: names of the kernel's numbers, C strings and paths, and
+//     the files' names across renames and reused inodes.
 package engine
 
 import (
@@ -55,6 +59,9 @@ type Engine struct {
 	// counted in Counters.EvictedCalls (summary:
 	// map_evictions.pending_calls).
 	MaxPending int
+	// WriteCache, if set, replaces the sysfs lookup of a device's
+	// queue/write_cache (tests).
+	WriteCache func(kdev uint32) string
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
@@ -72,7 +79,11 @@ type Engine struct {
 	lastTs       uint64
 	firstTs      uint64
 	counters     Counters
-	notItemized  []record.HitsNotItemized // see AddHitsNotItemized (hits.go)
+	notItemized  []record.HitsNotItemized       // see AddHitsNotItemized (hits.go)
+	flush        flushState                     // device cache flushes (flush.go)
+	orphans      orphanState                    // completions seen before their issue (flush.go)
+	renames      renameState                    // earlier names and generations of files (names.go)
+	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -101,11 +112,12 @@ const (
 
 // Counters are the engine's own losses and oddities.
 type Counters struct {
-	UnattributedBios uint64 // bios of traced processes queued outside any traced call
-	IncompleteBios   uint64 // bios released without a completion
-	Requeues         uint64
-	OrphanCompletes  uint64 // completions of requests never seen issued
-	EvictedCalls     uint64 // pending calls evicted because the pending map was full (MaxPending)
+	UnattributedBios  uint64 // bios of traced processes queued outside any traced call
+	UnattributedBytes uint64 // ... their bytes at issue
+	IncompleteBios    uint64 // bios released without a completion
+	Requeues          uint64
+	OrphanCompletes   uint64 // completions of requests never seen issued
+	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
@@ -139,7 +151,11 @@ func (e *Engine) seen(ts uint64) {
 }
 
 // Counters returns the engine's loss counters.
-func (e *Engine) Counters() Counters { return e.counters }
+func (e *Engine) Counters() Counters {
+	c := e.counters
+	c.OrphanCompletes += uint64(len(e.orphans.rqs) + len(e.orphans.flushes)) // kept, issue not seen (yet)
+	return c
+}
 
 // Pending returns how many calls wait for their record or their bios, and
 // how many issued requests wait for their completion: the reader drains

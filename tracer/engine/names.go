@@ -2,7 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
@@ -81,7 +86,7 @@ func appendOpPath(dst []byte, o *bpf.IopathOp) []byte {
 		return dst
 	}
 	n = min(n, len(o.Path))
-	if o.PathDone != 0 {
+	if o.PathDone&uint32(bpf.IopathPathDoneFlagPATH_ROOT) != 0 {
 		dst = append(dst, '/')
 	} else {
 		dst = append(dst, ".../"...) // the walk stopped before the root
@@ -104,3 +109,124 @@ func OpPath(o *bpf.IopathOp) string { return string(appendOpPath(nil, o)) }
 // pathBufLen holds the longest path a record can carry: ".../", its names
 // (PATH_PARTS of up to PART_LEN - 1 bytes), their separators and "…".
 const pathBufLen = 4 + len(bpf.IopathOp{}.Path)*len(bpf.IopathOp{}.Path[0]) + len("…")
+
+// HandleFileName takes a name-only EV_PATH (PATH_NAME_ONLY, its flag
+// cleared by the decoder): the name of an in-kernel copy's output file,
+// sent before the copy's EV_OP. The file gets that path (its rows,
+// writeback and persisted records).
+func (e *Engine) HandleFileName(p *bpf.IopathOp) {
+	if p.PathDepth == 0 {
+		return
+	}
+	e.rename(fkey(p.PathDev, p.PathIno), string(appendOpPath(nil, p)))
+}
+
+// rename records path as the latest name of file k.
+func (e *Engine) rename(k fileKey, path string) {
+	if old, ok := e.paths[k]; ok && old == path {
+		return
+	}
+	e.paths[k] = path
+	if fs := e.files[k]; fs != nil {
+		fs.Path = path
+	}
+}
+
+// maxEarlierPaths bounds the earlier names kept per file.
+const maxEarlierPaths = 16
+
+// renameState remembers what names files across a trace.
+type renameState struct {
+	gens    map[fileKey]uint32   // i_generation of the inode last named
+	retired []record.FileSummary // rows of deleted files whose inode number was reused
+}
+
+// sameInode says whether gen is the generation of the inode last named k
+// (0: unknown, taken as the same).
+func (e *Engine) sameInode(k fileKey, gen uint32) bool {
+	old, ok := e.renames.gens[k]
+	return !ok || gen == 0 || old == gen
+}
+
+// named records that the file k (an inode of generation gen) is called
+// path now. A new generation is a new file on a reused inode number: the
+// old file's row is kept apart, under its own name. Otherwise a new name
+// becomes the row's, and the old one is listed as earlier.
+func (e *Engine) named(k fileKey, gen uint32, path string) {
+	if e.renames.gens == nil {
+		e.renames.gens = map[fileKey]uint32{}
+	}
+	if !e.sameInode(k, gen) {
+		if fs := e.files[k]; fs != nil {
+			if fs.Path == "" {
+				fs.Path = e.paths[k]
+			}
+			e.renames.retired = append(e.renames.retired, *fs)
+			delete(e.files, k)
+		}
+		delete(e.paths, k)
+	}
+	if gen != 0 {
+		e.renames.gens[k] = gen
+	}
+	old := e.paths[k]
+	e.rename(k, path)
+	if fs := e.files[k]; fs != nil {
+		fs.Generation = e.renames.gens[k]
+		if old != "" && old != path && !slices.Contains(fs.EarlierPaths, old) && len(fs.EarlierPaths) < maxEarlierPaths {
+			fs.EarlierPaths = append(fs.EarlierPaths, old)
+		}
+	} else if old != "" && old != path {
+		e.file(k).EarlierPaths = []string{old}
+	}
+}
+
+// retiredFiles are the summary rows of deleted files whose inode number a
+// later file reused.
+func (e *Engine) retiredFiles() []record.FileSummary {
+	out := make([]record.FileSummary, 0, len(e.renames.retired))
+	for _, f := range e.renames.retired {
+		finish(&f.Totals)
+		out = append(out, f)
+	}
+	return out
+}
+
+// maxDirScan bounds the directory entries looked at per renamed file.
+const maxDirScan = 4096
+
+// resolveRenamed names, at the end of a trace, files renamed after their
+// last traced call: a row whose path no longer leads to its inode gets the
+// name the inode has now in the same directory (PostgreSQL installs a WAL
+// segment by renaming pg_wal/xlogtemp.N), the old one listed as earlier;
+// a file deleted or moved elsewhere keeps the name it was last seen under.
+func (e *Engine) resolveRenamed() {
+	for k, fs := range e.files {
+		p := fs.Path
+		if p == "" || p[0] != '/' {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err == nil && st.Ino == k.ino && kdevOf(st.Dev) == k.dev {
+			continue
+		}
+		dir := filepath.Dir(p)
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		names, _ := d.Readdirnames(maxDirScan)
+		_ = d.Close()
+		for _, n := range names {
+			if err := unix.Lstat(filepath.Join(dir, n), &st); err == nil && st.Ino == k.ino && kdevOf(st.Dev) == k.dev {
+				e.named(k, 0, filepath.Join(dir, n))
+				break
+			}
+		}
+	}
+}
+
+// kdevOf converts a userspace dev_t to the kernel's (major<<20 | minor).
+func kdevOf(dev uint64) uint64 {
+	return uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))
+}

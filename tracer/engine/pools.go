@@ -70,11 +70,11 @@ func (e *Engine) opPath(o *bpf.IopathOp) string {
 	}
 	var buf [pathBufLen]byte
 	p := appendOpPath(buf[:0], o)
-	if old, ok := e.paths[key]; ok && old == string(p) {
+	if old, ok := e.paths[key]; ok && old == string(p) && e.sameInode(key, o.PathGen) {
 		return old
 	}
 	s := string(p)
-	e.paths[key] = s
+	e.named(key, o.PathGen, s) // names.go: latest name, earlier names, reused inodes
 	return s
 }
 

@@ -57,11 +57,11 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		case own.OpId != 0:
 			p := e.op(own.OpId, ev.Ts)
 			p.bios = append(p.bios, b)
-			b.refs++ // held by the call too
+			b.refs++          // held by the call too
+			e.holdForFlush(b) // flush.go
 		case own.Flags&OwnWriteback == 0:
-			e.counters.UnattributedBios++
+			e.unattributed(own.Pid, own.Flags, own.Bytes) // unattributed.go
 			ps := e.pid(own.Pid, "")
-			ps.Unattributed++
 			if e.K.IsRead(ev.CmdFlags) {
 				ps.DiskBytesRead += uint64(own.Bytes)
 			} else if e.K.IsWrite(ev.CmdFlags) {
@@ -70,6 +70,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		}
 	}
 	e.rqs[ev.Rq] = rq
+	e.replayOrphan(ev.Rq, ev.Ts) // flush.go
 }
 
 // Bio ownership flags (struct issue_own.flags): bpf/events.h's enum
@@ -92,12 +93,12 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 	e.seen(ev.Ts)
 	rq, ok := e.rqs[ev.Rq]
 	if !ok {
-		e.counters.OrphanCompletes++
+		e.keepOrphan(ev) // its issue may still come (flush.go)
 		return
 	}
 	delete(e.rqs, ev.Rq)
 	for _, b := range rq.bios {
-		b.done = true
+		b.done = !awaitsFlush(b) // else done at the end of its flush sequence (flush.go)
 		b.CompleteNs = ev.Ts
 		b.Error = kernel.BlkStatus(ev.Error)
 		b.D2CNs = sub(ev.Ts, b.IssueNs)
@@ -106,6 +107,9 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 	for _, b := range rq.bios {
 		if b.flags&OwnWriteback != 0 {
 			e.writebackDone(b)
+		}
+		if !b.done {
+			e.replayFlushOrphan(b.bioP)
 		}
 		if b.opID != 0 {
 			if p, ok := e.ops[b.opID]; ok {
@@ -126,6 +130,8 @@ func sub(a, b uint64) uint64 {
 // bioKind classifies a bio of an fsync-family call.
 func bioKind(b *bioRef) record.BioKind {
 	switch {
+	case b.flags&ownFlushReq != 0:
+		return record.BioFlush
 	case b.flags&OwnJournal != 0:
 		return record.BioJournal
 	case b.Bytes == 0 || strings.HasPrefix(b.Rwbs, "F"):

@@ -22,7 +22,7 @@ func (e *Engine) pid(pid uint32, comm string) *record.PidSummary {
 func (e *Engine) file(k fileKey) *record.FileSummary {
 	fs := e.files[k]
 	if fs == nil {
-		fs = &record.FileSummary{Dev: kernel.Dev(uint32(k.dev)), Ino: k.ino}
+		fs = &record.FileSummary{Dev: kernel.Dev(uint32(k.dev)), Ino: k.ino, Generation: e.renames.gens[k]}
 		e.files[k] = fs
 	}
 	if fs.Path == "" {
@@ -41,7 +41,7 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	add := func(t *record.Totals) {
 		t.Calls++
 		t.StreamedCalls++
-		t.BytesRequested += rec.RequestedBytes
+		t.BytesRequested += requestedBytes(rec)
 		if rec.ReturnedBytes > 0 {
 			t.BytesReturned += uint64(rec.ReturnedBytes)
 		}
@@ -56,17 +56,15 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 		}
 		t.DiskBytesRead += readBytes
 		t.DiskBytesWrite += writeBytes
-		t.DirtiedPages += uint64(rec.DirtiedPages)
+		if rec.OutIno == 0 {
+			t.DirtiedPages += uint64(rec.DirtiedPages) // else the output's (accountCopy)
+		}
 		t.ThrottleNs += rec.ThrottleNs
 		t.BlockedNs += rec.BlockedNs
 		switch class {
 		case record.ClassRead:
 			t.ReadCalls++
-			req := rec.RequestedBytes
-			if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
-				req = uint64(rec.ReturnedBytes) // cp asks copy_file_range for up to SSIZE_MAX bytes
-			}
-			t.ReadBytesReq += req
+			t.ReadBytesReq += requestedBytes(rec)
 		case record.ClassWrite:
 			t.WriteCalls++
 		}
@@ -77,10 +75,36 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	}
 }
 
+// requestedBytes is what a call asked for, as the totals sum it: an
+// in-kernel copy's length is a bound (cp asks copy_file_range for up to
+// SSIZE_MAX bytes), so its bytes copied count instead.
+func requestedBytes(rec *record.Syscall) uint64 {
+	if record.IsCopy(rec.Syscall) && rec.ReturnedBytes >= 0 {
+		return uint64(rec.ReturnedBytes)
+	}
+	return rec.RequestedBytes
+}
+
+// accountCopy charges the pages an in-kernel copy dirtied to its output
+// file's row (outKdev: its kernel dev_t), and to the process: they are its
+// dirtied pages.
+func (e *Engine) accountCopy(rec *record.Syscall, outKdev uint32) {
+	if rec.OutIno == 0 {
+		return
+	}
+	e.pid(rec.Pid, rec.Comm).DirtiedPages += uint64(rec.DirtiedPages)
+	fs := e.file(fkey(outKdev, rec.OutIno))
+	fs.DirtiedPages += uint64(rec.DirtiedPages)
+	if rec.OutPath != "" {
+		fs.Path = rec.OutPath
+	}
+}
+
 // Summary builds the end-of-trace totals (losses and attach filled by the caller).
 func (e *Engine) Summary() *record.Summary {
 	s := &record.Summary{Type: record.TypeSummary, MapEvictions: map[string]uint64{}, Truncations: map[string]uint64{},
 		Attach: map[string]string{}}
+	e.resolveRenamed() // names.go
 	if e.lastTs > e.firstTs {
 		s.DurationNs = e.lastTs - e.firstTs
 	}
@@ -98,6 +122,7 @@ func (e *Engine) Summary() *record.Summary {
 		finish(&t.Totals)
 		s.Files = append(s.Files, t)
 	}
+	s.Files = append(s.Files, e.retiredFiles()...)
 	sort.Slice(s.Files, func(i, j int) bool {
 		if s.Files[i].Dev != s.Files[j].Dev {
 			return s.Files[i].Dev < s.Files[j].Dev
@@ -106,6 +131,8 @@ func (e *Engine) Summary() *record.Summary {
 	})
 	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
 	s.UnattributedBios = e.counters.UnattributedBios
+	s.UnattributedBytes = e.counters.UnattributedBytes
+	s.UnattributedCauses = e.unattributedCauses()
 	s.IncompleteBios = e.counters.IncompleteBios
 	s.DirtyPending = e.DirtyPending()
 	s.HitsNotItemized = e.hitsNotItemized()

@@ -160,7 +160,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		tracked += m.nr
 	}
 	if wb.OpId != 0 {
-		reason = record.ReasonFsync
+		reason = syncReason(wb.Sys)
 		for _, m := range w.matches {
 			if m.opID == wb.OpId {
 				reason = record.ReasonOSync // the call that dirtied the pages wrote them itself
@@ -266,3 +266,13 @@ func (e *Engine) ForgetPending(dev uint32, ino uint64) uint64 {
 // MemoryOnlyWrites counts writes to filesystems without writeback (tmpfs).
 // Safe to call from any goroutine.
 func (e *Engine) MemoryOnlyWrites() int64 { return e.memoryWrites.Load() }
+
+// syncReason is the writeback reason of a bio submitted by a traced call
+// of the fsync family (sys: its enum op_sys): the call's name (fsync,
+// fdatasync, sync_file_range, syncfs, sync).
+func syncReason(sys uint32) record.Reason {
+	if sysClass(sys) == record.ClassSync {
+		return record.Reason(SysName(sys))
+	}
+	return record.ReasonFsync
+}

@@ -1,0 +1,240 @@
+package main
+
+// Privileged integration tests with real databases and cp: the stories a
+// DBA reads (issue 12). Each traces only the database's processes (by pid
+// or comm) and checks iopath's records against the kernel's own counters.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/record"
+)
+
+// sqliteCommits is a python3 program: 50 commits in rollback-journal mode
+// (journal_mode=DELETE, synchronous=FULL: each commit syncs the journal,
+// its directory and the database).
+func sqliteCommits(db string) []string {
+	prog := fmt.Sprintf(`import sqlite3
+c = sqlite3.connect(%q, isolation_level=None)
+c.execute("PRAGMA journal_mode=DELETE")
+c.execute("PRAGMA synchronous=FULL")
+c.execute("CREATE TABLE IF NOT EXISTS t(k INTEGER PRIMARY KEY, v BLOB)")
+for i in range(50):
+    c.execute("BEGIN")
+    c.execute("INSERT INTO t(v) VALUES(randomblob(3000))")
+    c.execute("COMMIT")
+c.close()
+`, db)
+	return []string{"python3", "-c", prog}
+}
+
+// Must-be-true 4: each commit's fdatasyncs on the database, the journal and
+// the directory appear with their bios (the device flush among them).
+func TestTraceSQLiteCommits(t *testing.T) {
+	needRoot(t)
+	needPython(t)
+	dir := diskDir(t)
+	db := filepath.Join(dir, "test.db")
+	// The table exists before the trace: the 50 commits are the traced part.
+	if out, err := exec.Command("python3", "-c", fmt.Sprintf(`import sqlite3
+c = sqlite3.connect(%q); c.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)"); c.commit()`, db)).CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3: %v %s", err, out)
+	}
+	tr := traceCmd(t, append([]string{"--"}, sqliteCommits(db)...)...)
+	syncs := map[string]int{}
+	for _, c := range tr.calls {
+		if c.Syscall != "fsync" && c.Syscall != "fdatasync" {
+			continue
+		}
+		syncs[c.Path]++
+		if len(c.Bios) == 0 {
+			t.Errorf("%s of %s: no bio", c.Syscall, c.Path)
+		}
+		for _, b := range c.Bios {
+			if b.CompleteNs == 0 {
+				t.Errorf("%s of %s: bio without completion %+v", c.Syscall, c.Path, b)
+			}
+		}
+		if c.DeviceFlush != record.FlushDone && c.DeviceFlush != record.FlushNotNeeded {
+			t.Errorf("%s of %s: device_flush %q, bios %+v", c.Syscall, c.Path, c.DeviceFlush, c.Bios)
+		}
+	}
+	t.Logf("syncs by path: %v", syncs)
+	for _, p := range []string{db, db + "-journal", dir} {
+		if syncs[p] < 50 {
+			t.Errorf("%s: %d syncs for 50 commits", p, syncs[p])
+		}
+	}
+	if tr.summary.IncompleteBios != 0 {
+		t.Errorf("incomplete bios: %d", tr.summary.IncompleteBios)
+	}
+}
+
+// Must-be-true 5: cp of a 200 MiB cold file (copy_file_range asked for up
+// to SSIZE_MAX bytes): the bytes requested are the bytes copied, the
+// destination has its own row with its path, and its dirtied pages and
+// their persisted records name it (sync DST writes them).
+func TestTraceCpCopy(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	src := coldFile(t, dir, 200<<20)
+	dst := filepath.Join(dir, "copy.dat")
+	tr := traceCmd(t, "--", "sh", "-c", fmt.Sprintf("cp %s %s && sync %s", src, dst, dst))
+	srcIno, dstIno := inoOf(t, src), inoOf(t, dst)
+	const size, pages = 200 << 20, 200 << 20 / 4096
+	var srcRow, dstRow *record.FileSummary
+	for i := range tr.summary.Files {
+		switch f := &tr.summary.Files[i]; f.Ino {
+		case srcIno:
+			srcRow = f
+		case dstIno:
+			dstRow = f
+		}
+	}
+	if srcRow == nil || dstRow == nil {
+		t.Fatalf("rows: source %v, destination %v", srcRow, dstRow)
+	}
+	if srcRow.ReadBytesReq != size || srcRow.BytesRequested != size || srcRow.DirtiedPages != 0 {
+		t.Errorf("source row %+v", *srcRow)
+	}
+	if dstRow.Path != dst || dstRow.DirtiedPages != pages {
+		t.Errorf("destination row %+v", *dstRow)
+	}
+	var persisted uint64
+	for _, p := range tr.persisted {
+		if p.Ino == dstIno {
+			if p.Path != dst {
+				t.Errorf("persisted record without the destination's path: %+v", p)
+			}
+			persisted += uint64(p.Pages)
+		}
+	}
+	if persisted != pages {
+		t.Errorf("persisted pages of the destination: %d, want %d", persisted, pages)
+	}
+	for _, c := range tr.calls {
+		if c.Syscall == "copy_file_range" && c.ReturnedBytes > 0 && c.OutPath != dst {
+			t.Errorf("copy record names output %q, want %s", c.OutPath, dst)
+		}
+	}
+}
+
+// postgresBin finds PostgreSQL's server binaries (Debian installs them in
+// /usr/lib/postgresql/N/bin), installing the Debian package if missing.
+func postgresBin(t *testing.T) string {
+	t.Helper()
+	find := func() string {
+		m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+		if len(m) > 0 {
+			return filepath.Dir(m[len(m)-1])
+		}
+		if p, err := exec.LookPath("initdb"); err == nil {
+			return filepath.Dir(p)
+		}
+		return ""
+	}
+	if bin := find(); bin != "" {
+		return bin
+	}
+	if out, err := exec.Command("sh", "-c", "apt-get install -y -qq --no-install-recommends postgresql postgresql-contrib").CombinedOutput(); err != nil {
+		t.Skipf("PostgreSQL is not installed and apt-get failed: %v %s", err, out)
+	}
+	if bin := find(); bin != "" {
+		return bin
+	}
+	t.Skip("PostgreSQL is not installed")
+	return ""
+}
+
+// Must-be-true 3: pgbench -c 4 -T 20 under --comm postgres.
+func TestTracePgbench(t *testing.T) {
+	needRoot(t)
+	bin := postgresBin(t)
+	pgbench, err := exec.LookPath("pgbench")
+	if err != nil {
+		if _, e := os.Stat(filepath.Join(bin, "pgbench")); e != nil {
+			t.Skip("needs pgbench")
+		}
+		pgbench = filepath.Join(bin, "pgbench")
+	}
+	dir := diskDir(t)
+	os.Chmod(dir, 0o755)
+	data := filepath.Join(dir, "pg")
+	sock := filepath.Join(dir, "sock") // postgres must create its socket there
+	asPg := func(name string, args ...string) *exec.Cmd {
+		c := exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
+		c.Dir = "/"
+		return c
+	}
+	run := func(c *exec.Cmd) {
+		t.Helper()
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c.Args, err, out)
+		}
+	}
+	os.Mkdir(data, 0o700)
+	os.Mkdir(sock, 0o755)
+	run(exec.Command("chown", "postgres:postgres", data, sock))
+	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
+	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
+		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB", sock), "start"))
+	t.Cleanup(func() { asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").Run() })
+	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-i", "-s", "10", "-q", "postgres"))
+
+	// Trace while pgbench runs, then a checkpoint (its directory fsyncs).
+	ready := filepath.Join(dir, "ready")
+	trace := iopathCmd(os.TempDir(), "trace", "--json", "--comm", "postgres", "--ready-file", ready)
+	var out, errb strings.Builder
+	trace.Stdout, trace.Stderr = &out, &errb
+	if err := trace.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, ready)
+	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-c", "4", "-T", "20", "postgres"))
+	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
+	trace.Process.Signal(os.Interrupt)
+	trace.Wait()
+	if d := os.Getenv("IOPATH_TEST_DUMP"); d != "" {
+		os.WriteFile(filepath.Join(d, t.Name()+".jsonl"), []byte(out.String()), 0o644)
+	}
+	tr := parseRecords(t, []byte(out.String()))
+	if tr.summary == nil {
+		t.Fatalf("no summary; stderr:\n%s", errb.String())
+	}
+	var syncs, flushed, dirSyncs int
+	for _, c := range tr.calls {
+		if c.Comm != "postgres" || (c.Syscall != "fsync" && c.Syscall != "fdatasync") {
+			continue
+		}
+		syncs++
+		if c.DeviceFlush == record.FlushDone {
+			flushed++
+		}
+		if st, err := os.Stat(c.Path); err == nil && st.IsDir() {
+			dirSyncs++
+		}
+	}
+	t.Logf("postgres: %d fsync-family calls, %d with a device flush, %d of directories; incomplete bios %d; unattributed %d bios %d bytes %v",
+		syncs, flushed, dirSyncs, tr.summary.IncompleteBios, tr.summary.UnattributedBios, tr.summary.UnattributedBytes, tr.summary.UnattributedCauses)
+	if tr.summary.IncompleteBios != 0 || tr.summary.MapEvictions["pending_calls"] != 0 {
+		t.Errorf("incomplete bios %d, pending_calls evictions %d", tr.summary.IncompleteBios, tr.summary.MapEvictions["pending_calls"])
+	}
+	if syncs == 0 || flushed != syncs {
+		t.Errorf("%d of %d fsync-family calls have their device flush", flushed, syncs)
+	}
+	if dirSyncs == 0 {
+		t.Errorf("no directory fsync seen")
+	}
+	for _, f := range tr.summary.Files {
+		if strings.Contains(filepath.Base(f.Path), "xlogtemp.") {
+			if _, err := os.Stat(f.Path); err != nil {
+				t.Errorf("row named by a renamed segment's temporary name: %+v", f)
+			}
+		}
+	}
+}

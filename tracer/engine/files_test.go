@@ -1,0 +1,107 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
+)
+
+// namedOp is a write call on inode 42 whose record carries path parts
+// (deepest first) and the inode's generation.
+func namedOp(id uint64, gen uint32, parts ...string) *bpf.IopathOp {
+	o := enginetest.Op(id, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 100, 200)
+	o.PathDepth, o.PathDone, o.PathGen = uint32(len(parts)), 1, gen
+	for i, p := range parts {
+		for j := 0; j < len(p); j++ {
+			o.Path[i][j] = int8(p[j])
+		}
+	}
+	return o
+}
+
+func fileRows(s *record.Summary, ino uint64) []record.FileSummary {
+	var out []record.FileSummary
+	for _, f := range s.Files {
+		if f.Ino == ino {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// A file renamed between calls (PostgreSQL's pg_wal/xlogtemp.N installed as
+// a segment) is one row, named by its latest path, the earlier one listed.
+func TestRenameBetweenCalls(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.HandleOp(namedOp(7<<32|1, 99, "xlogtemp.22248", "pg_wal"))
+	s.E.HandleOp(namedOp(7<<32|2, 99, "000000010000000000000002", "pg_wal"))
+	rows := fileRows(s.E.Summary(), 42)
+	if len(rows) != 1 || rows[0].Path != "/pg_wal/000000010000000000000002" ||
+		!slices.Equal(rows[0].EarlierPaths, []string{"/pg_wal/xlogtemp.22248"}) || rows[0].Calls != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// An inode number reused after a delete (a new i_generation) is another
+// file: the deleted one keeps its row and name, the new one gets its own.
+func TestInodeReuse(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.HandleOp(namedOp(7<<32|1, 99, "old.dat"))
+	s.E.HandleOp(namedOp(7<<32|2, 100, "new.dat"))
+	s.E.HandleOp(namedOp(7<<32|3, 100, "new.dat"))
+	rows := fileRows(s.E.Summary(), 42)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	byPath := map[string]record.FileSummary{}
+	for _, r := range rows {
+		byPath[r.Path] = r
+	}
+	if o, n := byPath["/old.dat"], byPath["/new.dat"]; o.Calls != 1 || n.Calls != 2 || len(n.EarlierPaths) != 0 || n.Generation != 100 {
+		t.Fatalf("rows %+v", rows)
+	}
+}
+
+// A file renamed after its last call (a WAL segment installed by rename and
+// not written since) gets its current name at the end of the trace.
+func TestRenamedAfterLastCall(t *testing.T) {
+	// Under /tmp, not t.TempDir: a record carries at most 8 names, and
+	// TMPDIR may be deeper.
+	dir, err := os.MkdirTemp("/tmp", "iopath-rename-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	tmp, seg := filepath.Join(dir, "xlogtemp.22248"), filepath.Join(dir, "000000010000000000000003")
+	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(tmp, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := enginetest.NewStream()
+	o := enginetest.Op(7<<32|1, bpf.IopathOpSysSYS_PWRITE64, 0, 1, 1, 100, 200)
+	o.Ino, o.Dev = st.Ino, unix.Major(st.Dev)<<20|unix.Minor(st.Dev)
+	s.E.HandleOp(enginetest.Named(o, "postgres", tmp))
+	if err := os.Rename(tmp, seg); err != nil {
+		t.Fatal(err)
+	}
+	var row *record.FileSummary
+	sum := s.E.Summary()
+	for i := range sum.Files {
+		if sum.Files[i].Ino == st.Ino {
+			row = &sum.Files[i]
+		}
+	}
+	if row == nil || row.Path != seg || !slices.Equal(row.EarlierPaths, []string{tmp}) {
+		t.Fatalf("row %+v", row)
+	}
+}
