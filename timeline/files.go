@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -25,6 +26,9 @@ type Files struct {
 	sums   int
 	lost   uint64 // ring-buffer records the summaries say were dropped
 	ended  bool
+	// Stale lists temp files of earlier runs that died (SIGKILL) before
+	// they could remove them; OpenFiles removed them.
+	Stale []string
 }
 
 // OpenFiles creates the outputs asked for: a Chrome JSON trace at trace and
@@ -42,6 +46,7 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 		if x.path == "" {
 			continue
 		}
+		o.Stale = append(o.Stale, removeStale(x.path)...)
 		file, err := createBeside(x.flag, x.path)
 		if err != nil {
 			o.Abort()
@@ -67,7 +72,7 @@ func createBeside(flag, path string) (*os.File, error) {
 	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
 		return nil, fmt.Errorf("%s %s is a directory: give a file name", flag, path)
 	}
-	file, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	file, err := os.CreateTemp(dir, tempPrefix(base, os.Getpid())+"*.tmp")
 	switch {
 	case err == nil:
 		if err := file.Chmod(0o644); err != nil { // CreateTemp makes it 0600
@@ -165,4 +170,30 @@ func (o *Files) End(err error, w io.Writer) error {
 			st.Overlaps, MaxLanes, st.Forgotten)
 	}
 	return err
+}
+
+// tempPrefix names the temp files of path base written by process pid:
+// the pid lets a later run tell a dead run's file from a live one's.
+func tempPrefix(base string, pid int) string {
+	return "." + base + ".iopath-" + strconv.Itoa(pid) + "."
+}
+
+// removeStale removes the temp files beside path that a run which no
+// longer exists left (killed before it could rename or remove them), and
+// returns their names.
+func removeStale(path string) []string {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+base+".iopath-*.tmp"))
+	var gone []string
+	for _, m := range matches {
+		rest := strings.TrimPrefix(filepath.Base(m), "."+base+".iopath-")
+		pid, err := strconv.Atoi(rest[:max(strings.IndexByte(rest, '.'), 0)])
+		if err != nil || pid <= 0 || pid == os.Getpid() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue
+		}
+		if os.Remove(m) == nil {
+			gone = append(gone, m)
+		}
+	}
+	return gone
 }

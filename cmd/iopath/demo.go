@@ -38,7 +38,7 @@ and the next demo removes the files left behind.`,
 			if o.Timeout < 0 {
 				return fmt.Errorf("--timeout %s is negative: give how long to wait for writeback, e.g. --timeout 90s", o.Timeout)
 			}
-			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " ")); err != nil {
+			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " "), cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()

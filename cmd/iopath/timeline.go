@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/iopath/iopath/timeline"
 	"github.com/spf13/pflag"
 )
@@ -18,7 +21,14 @@ func addTimelineFlags(fl *pflag.FlagSet, f *timelineFlags) {
 // trace or demo command before tracing starts.
 var activeTimeline *timeline.Files
 
-// openTimeline creates the outputs f asks for (nil, nil if none).
-func openTimeline(f *timelineFlags, title string) (*timeline.Files, error) {
-	return timeline.OpenFiles(f.trace, f.report, title)
+// openTimeline creates the outputs f asks for (nil, nil if none), saying
+// on notes which temp files of killed earlier runs it removed.
+func openTimeline(f *timelineFlags, title string, notes io.Writer) (*timeline.Files, error) {
+	o, err := timeline.OpenFiles(f.trace, f.report, title)
+	if o != nil {
+		for _, p := range o.Stale {
+			fmt.Fprintf(notes, "iopath: removed %s, left by an iopath run that no longer runs\n", p)
+		}
+	}
+	return o, err
 }

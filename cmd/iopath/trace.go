@@ -97,7 +97,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err := checkTraceFlags(f); err != nil {
 		return err
 	}
-	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " ")); err != nil {
+	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " "), cmd.ErrOrStderr()); err != nil {
 		return err
 	}
 	defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()
