@@ -189,6 +189,11 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 			if (offset < 0)
 				offset = BPF_CORE_READ(file, f_pos);
 		}
+		/* O_APPEND: the kernel writes at the end of the file
+		 * (generic_write_checks), whatever f_pos says, and on Linux
+		 * even where pwrite(2) gives an offset: the inode's size now. */
+		if ((f_flags & 02000 /* O_APPEND */) && is_write_sys(sys))
+			offset = access == FILE_BTF ? inode->i_size : BPF_CORE_READ(inode, i_size);
 	}
 	op->type = EV_OP;
 	op->sys = sys;
