@@ -355,7 +355,7 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 			continue
 		}
 		pages += p.Pages
-		if p.ByOpID != ms.OpID || p.Reason != record.ReasonFsync || p.Outcome != record.OutcomeWritten ||
+		if p.ByOpID != ms.OpID || p.Reason != record.Reason(ms.Syscall) || p.Outcome != record.OutcomeWritten ||
 			p.PersistedNs < ms.TimeNs || p.PersistedNs > ms.TimeNs+ms.DurationNs {
 			t.Errorf("persisted %+v, msync %+v", p, *ms)
 		}
