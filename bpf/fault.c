@@ -67,6 +67,7 @@ struct vma_ctx {
 	__u64 pgoff;
 };
 
+#ifndef IOPATH_COMPAT
 static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct vma_ctx *c)
 {
 	c->file = (__u64)vma->vm_file;
@@ -74,17 +75,28 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct 
 	c->pgoff = vma->vm_pgoff;
 	return 0;
 }
+#endif
 
 /* vma_file returns the file mapped at addr in the current task (NULL for an
  * anonymous mapping) and the page index of addr in it. bpf_find_vma takes
  * the mmap lock with a trylock: a contended lock gives NULL. */
 static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
 {
+#ifdef IOPATH_COMPAT
+	/* bpf_find_vma is 5.17+, like bpf_loop: the compat build (kernels
+	 * without bpf_loop, compat.h) finds no file here, so it has no fault
+	 * records and no msync/madvise records (their hooks' probes refuse
+	 * them: doctor says unavailable). Its callback would be a subprogram
+	 * that 5.10's verifier rejects ("number of funcs in func_info doesn't
+	 * match number of subprogs") in every program that includes this. */
+	return NULL;
+#else
 	struct vma_ctx c = {};
 	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_cb, &c, 0) || !c.file)
 		return NULL;
 	*index = ((addr - c.start) >> PAGE_SHIFT) + c.pgoff;
 	return (struct file *)c.file;
+#endif
 }
 
 /* map_call_begin starts an msync(addr, len, flags) or madvise(addr, len,
