@@ -73,9 +73,9 @@ unit:
 ## vmtest: the same tests on Debian 5.10, 6.1, 6.12 and 7.2 under qemu (TCG). One vCPU: with two,
 ## TCG raced the kernel's live text patching (int3 oops in syscall exit while attaching, seen on 6.12).
 VMTEST_KERNELS ?= 5.10 6.1 6.12 7.2
-VMTEST_FLAGS   ?= -test.timeout=9m
+VMTEST_FLAGS   ?= -test.timeout=14m
 vmtest: build
-	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) --smp 1 --disk-size 1536 -t 600 ./... -- $(VMTEST_FLAGS)
+	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) --smp 1 --disk-size 1536 -t 900 ./... -- $(VMTEST_FLAGS)
 
 ## bench: the benchmarks (docs/benchmarks.md).
 bench: build

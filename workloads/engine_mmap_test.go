@@ -28,7 +28,8 @@ func diskTempDir(t *testing.T) string {
 
 // Under MADV_RANDOM a fault reads only its own page: one pass over a cold
 // 1 MiB mapping in 4 KiB ops reads the 256 pages in about as many major
-// faults (255 measured on 6.18: one fault of the pass is counted minor).
+// faults (255 measured on 6.18: one fault of the pass is counted minor;
+// Debian 6.1's read_bytes had 3 pages more than the file).
 func TestMmapRandomAdviceFaults(t *testing.T) {
 	p := prepare(t, Spec{Kind: KindSeqRead, Engine: EngineMmap, FileSize: 1 << 20, Cold: true, Madvise: MadviseRandom, Dir: diskTempDir(t)})
 	r := run(t, p)
@@ -36,7 +37,7 @@ func TestMmapRandomAdviceFaults(t *testing.T) {
 	if f == nil || r.Madvise != MadviseRandom {
 		t.Fatalf("report without mmap faults or advice: %+v", r)
 	}
-	if f.Major < 250 || f.Major > 256 || r.Kernel == nil || r.Kernel.ReadBytes != 256*4096 || f.DiskBytesPerMajor > 4096*256/250 {
+	if f.Major < 250 || f.Major > 256 || r.Kernel == nil || r.Kernel.ReadBytes < 256*4096 || r.Kernel.ReadBytes > 256*4096+64<<10 || f.DiskBytesPerMajor > 4096*256/250 {
 		t.Errorf("MADV_RANDOM over a cold 1 MiB mapping: %+v, kernel %+v", f, r.Kernel)
 	}
 	// Without advice the first fault reads around its page: fewer major

@@ -360,9 +360,11 @@ func TestWorkloadAsyncJobs(t *testing.T) {
 						t.Errorf("job %d: %+v", i, j)
 					}
 				}
-				if engine == "libaio" && r.Kernel["read_bytes"] != want*4096 {
-					// libaio issues the bios in io_submit, on the job's thread.
-					t.Errorf("kernel read_bytes %d, want %d", r.Kernel["read_bytes"], want*4096)
+				if rb := r.Kernel["read_bytes"]; engine == "libaio" && (rb < want*4096 || rb > want*4096+1<<20) {
+					// libaio issues the bios in io_submit, on the job's
+					// thread; a few pages more are the process's own (seen
+					// on Debian 6.1: 12 KiB).
+					t.Errorf("kernel read_bytes %d, want %d (+ at most 1 MiB)", rb, want*4096)
 				}
 				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 				if got := ru.Inblock * 512; got < want*4096 || got > want*4096+1<<20 {
