@@ -8,6 +8,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 	"io"
 	"os"
 	"os/exec"
@@ -143,7 +146,7 @@ func (tr *traced) faultsOn(ino uint64) []record.Fault {
 // stride. Every bio of the loop is a fault's; the number of major fault
 // records is the kernel's count.
 func TestFaultColdMappingStride(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	f := coldFile(t, diskDir(t), 64<<20)
 	ino := inoOf(t, f)
 	tr, kernelMajor := traceFaults(t, false, "read", f, 256<<10)
@@ -187,7 +190,7 @@ func TestFaultColdMappingStride(t *testing.T) {
 // Must-be-true 2: a cached mapped page faults minor, without IO, and is
 // a record only with --all.
 func TestFaultCachedPage(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	f := coldFile(t, diskDir(t), 1<<20)
 	if _, err := os.ReadFile(f); err != nil { // now cached
 		t.Fatal(err)
@@ -218,7 +221,7 @@ func TestFaultCachedPage(t *testing.T) {
 // binary: static, megabytes of text) pages its text in through faults
 // attributed to that process.
 func TestFaultExecColdBinary(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	bin := filepath.Join(diskDir(t), "exec-copy")
 	copyFile(t, os.Args[0], bin, 0o755)
 	if left, err := demo.Evict(bin); err != nil || left != 0 {
@@ -253,7 +256,7 @@ func TestFaultExecColdBinary(t *testing.T) {
 
 // A mapping of a tmpfs file: the fault is said to be memory only.
 func TestFaultTmpfsSaysNoBlockIO(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	if session.DescribeFS("/dev/shm").Type != "tmpfs" {
 		t.Skip("/dev/shm is not tmpfs")
 	}
@@ -318,7 +321,7 @@ func traceText(t *testing.T, args ...string) string {
 // cached page, then msync(MS_SYNC): the fault dirtied the page's folio,
 // and msync wrote it (persisted inside the msync call, reason fsync).
 func TestFaultMappedWriteMsync(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	f := coldFile(t, diskDir(t), 1<<20)
 	if _, err := os.ReadFile(f); err != nil { // cached and clean
 		t.Fatal(err)
@@ -372,6 +375,13 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 func TestFaultHooksPerKernel(t *testing.T) {
 	needRoot(t)
 	m := mechanisms(doctorJSON(t))
+	if !haveFindVma() {
+		// 5.10: no bpf_find_vma, so no fault, msync or madvise records.
+		if m["fault_entry"] != tracer.None || m["msync"] != tracer.None || m["advice"] != tracer.None {
+			t.Errorf("without bpf_find_vma: fault_entry %s, msync %s, advice %s; want none", m["fault_entry"], m["msync"], m["advice"])
+		}
+		return
+	}
 	if m["fault_entry"] == tracer.None || m["fault_end"] != tracer.PerfEvent {
 		t.Fatalf("fault hooks: %v", m)
 	}
@@ -388,7 +398,7 @@ func TestFaultHooksPerKernel(t *testing.T) {
 // Must-be-true (issue 14, madvise/fadvise): MADV_WILLNEED, POSIX_FADV_WILLNEED
 // and readahead(2) read ahead themselves: the pages and bios are the call's.
 func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
-	needRoot(t)
+	needFaults(t)
 	dir := diskDir(t)
 	for _, c := range []struct{ mode, syscall, advice string }{
 		{"willneed", "madvise", "willneed"}, {"fadvise", "fadvise64", "willneed"}, {"readahead", "readahead", ""},
@@ -414,5 +424,21 @@ func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
 			}
 			t.Logf("%s: %d pages added, %d bios", c.syscall, rec.Cache.PagesAdded, len(rec.Bios))
 		})
+	}
+}
+
+// haveFindVma says whether this kernel's tracing programs may call
+// bpf_find_vma (5.17+), which fault, msync and madvise records need.
+func haveFindVma() bool {
+	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnFindVma) == nil
+}
+
+// needFaults skips a test of fault records where the kernel cannot give
+// them (doctor says so: fault_entry none).
+func needFaults(t *testing.T) {
+	t.Helper()
+	needRoot(t)
+	if !haveFindVma() {
+		t.Skip("fault, msync and madvise records need bpf_find_vma (Linux 5.17+); this kernel has none (doctor: fault_entry none)")
 	}
 }
