@@ -61,6 +61,7 @@ type Tracer struct {
 	hits       *ebpf.Map
 	links      []link.Link
 	rd         *ringbuf.Reader
+	rw         *ringWait // nil: Run waits in rd
 	opts       Options
 	started    time.Time
 	out        func(any)
@@ -224,6 +225,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
 	}
 	t.rd = rd
+	if os.Getenv("IOPATH_RING_EPOLL") == "" { // IOPATH_RING_EPOLL=1: the reader's own wait (for comparison)
+		t.rw = newRingWait(t.events)
+	}
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
@@ -404,6 +408,11 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 	done := ctx.Done()
 	draining := false
 	var drainUntil, deadline time.Time
+	ready := func() bool { return t.rd.AvailableBytes() > 0 }
+	if t.rw != nil {
+		t.rd.SetDeadline(time.Unix(1, 0)) // never block in the reader: t.rw waits
+	}
+	timedOut := false
 	for {
 		// The deadline only matters when ReadInto has to wait, which it
 		// does only once the ring is empty: with records left (Remaining,
@@ -430,15 +439,22 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 					deadline = time.Now()
 				}
 			}
-			t.rd.SetDeadline(deadline)
+			if t.rw != nil {
+				timedOut = t.rw.wait(deadline, ready)
+			} else {
+				t.rd.SetDeadline(deadline)
+			}
 		}
 		err := t.rd.ReadInto(&rec)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ringbuf.ErrFlushed) {
-				// It waited: set a fresh deadline next time (a last
-				// Remaining > 0 can be stale when the records left were
-				// discarded ones).
+				// The ring is empty: wait with a fresh deadline next
+				// time (a last Remaining > 0 can be stale when the
+				// records left were discarded ones).
 				rec.Remaining = 0
+				if t.rw != nil && !timedOut {
+					continue // drained after a wakeup: wait again
+				}
 				t.Engine.Tick(monotonicNow())
 				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || t.joined()) {
 					t.Engine.Flush()
@@ -643,6 +659,8 @@ func (t *Tracer) Close() error {
 	}
 	wg.Wait()
 	t.links = nil
+	t.rw.close()
+	t.rw = nil
 	if t.rd != nil {
 		t.rd.Close()
 		t.rd = nil
