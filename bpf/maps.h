@@ -41,6 +41,10 @@ const volatile __u32 self_tgid = 0;
 const volatile __u8 emit_all = 0;      /* stream every call, not only interesting ones */
 const volatile __u8 filter_comm = 0;   /* trace tasks whose comm equals target_comm */
 const volatile char target_comm[16] = {};
+/* target_comm as two little-endian words, and masks covering its bytes and
+ * the NUL after them: comm_matches compares a task's comm in two loads. */
+const volatile __u64 target_comm_lo = 0, target_comm_hi = 0;
+const volatile __u64 target_comm_mask_lo = 0, target_comm_mask_hi = 0;
 const volatile __u8 track_dirty = 1;   /* follow dirtied pages to writeback */
 /* Wake the reader only once wakeup_bytes are queued: each wakeup is a
  * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -297,7 +298,9 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		}
 		var c [16]byte
 		copy(c[:], opts.Comm)
-		sets = append(sets, set{vars.FilterComm, uint8(1)}, set{vars.TargetComm, c})
+		lo, hi, mlo, mhi := commWords(opts.Comm)
+		sets = append(sets, set{vars.FilterComm, uint8(1)}, set{vars.TargetComm, c},
+			set{vars.TargetCommLo, lo}, set{vars.TargetCommHi, hi}, set{vars.TargetCommMaskLo, mlo}, set{vars.TargetCommMaskHi, mhi})
 	}
 	rb := opts.RingBufBytes
 	if rb == 0 {
@@ -333,6 +336,20 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		}
 	}
 	return nil
+}
+
+// commWords returns comm (at most 15 bytes) as the two little-endian words
+// of a 16-byte task comm, and masks covering its bytes and the NUL after
+// them (bpf/helpers.h, comm_matches: a comm matches when those bytes are
+// equal, whatever follows the NUL).
+func commWords(comm string) (lo, hi, maskLo, maskHi uint64) {
+	var c, m [16]byte
+	copy(c[:], comm)
+	for i := 0; i <= len(comm) && i < 16; i++ {
+		m[i] = 0xff
+	}
+	le := binary.LittleEndian
+	return le.Uint64(c[:8]), le.Uint64(c[8:]), le.Uint64(m[:8]), le.Uint64(m[8:])
 }
 
 func attach(a attachment, prog *ebpf.Program) ([]link.Link, error) {
