@@ -104,12 +104,17 @@ func (p *Printer) Record(rec any) {
 	if p.quiet {
 		return
 	}
+	from := len(p.batch)
 	if p.json {
+		if r, ok := rec.(*record.Syscall); ok { // the one streamed per call
+			p.batch = append(AppendSyscallJSON(p.batch, r), '\n')
+			p.added(from)
+			return
+		}
 		p.enc.Encode(rec)
 		p.add()
 		return
 	}
-	from := len(p.batch)
 	switch r := rec.(type) {
 	case *record.Syscall:
 		p.batch = AppendSyscallStory(p.batch, r)
