@@ -49,7 +49,7 @@ const volatile __u8 track_dirty = 1;   /* follow dirtied pages to writeback */
 /* Wake the reader only once wakeup_bytes are queued: each wakeup is a
  * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF
  * time fell from 23.6 to 5.6 µs). The reader also polls every 100 ms. */
-const volatile __u64 wakeup_bytes = 256 << 10; /* set by the loader: min(256 KiB, ring / 4) */
+const volatile __u64 wakeup_bytes = 1 << 20; /* set by the loader: min(1 MiB, ring / 4) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -233,9 +233,9 @@ tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
 }
 BT
 
-# proc_cpu_ticks PID: user + system clock ticks of PID (all its threads).
-proc_cpu_ticks() { awk '{print $14 + $15}' /proc/"$1"/stat 2>/dev/null || echo 0; }
-clk_tck=$(getconf CLK_TCK)
+# proc_cpu_ns PID: the CPU time of PID's threads, ns (schedstat: exact,
+# where /proc/PID/stat counts 10 ms ticks).
+proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d\n", s}'; }
 # records_in FILE: the call records in a tracer's output (JSON lines of
 # type syscall, or story headers "name(args) target [...] -> ..."); for
 # bpftrace, its output lines.
@@ -280,7 +280,7 @@ run_fio() {
 			wait_for test -e "$rf" || die "iopath did not attach ($cfg): $(cat "$shm/tracer.err")"
 		fi
 		ready_ms=$(ms_since "$t0")
-		c0=$(proc_cpu_ticks "$tp")
+		c0=$(proc_cpu_ns "$tp")
 		if ((ready_ms > STARTDELAY * 1000 - 300)); then
 			note "warning: $cfg was ready ${ready_ms} ms after fio started, too close to its ${STARTDELAY}s startdelay: raise STARTDELAY"
 		fi
@@ -288,7 +288,7 @@ run_fio() {
 	wait "$fp" || die "fio failed ($cfg): $(cat "$fout")"
 	lost=0
 	if [ -n "$tp" ]; then
-		cpu_us=$((($(proc_cpu_ticks "$tp") - c0) * 1000000 / clk_tck))
+		cpu_us=$((($(proc_cpu_ns "$tp") - c0) / 1000))
 	fi
 	if [ "$kind" = iopath ]; then
 		lost=$(iopath_counter "$tp" 0)
