@@ -2,13 +2,19 @@
 # bench.sh (`make bench`): what tracing with iopath costs, in one run.
 #
 #   1 worst case  1-byte reads of a cached 1 MiB file (fio psync): untraced,
-#                 `iopath trace -p` (default mode), `iopath trace --all --json
-#                 >/dev/null`, and a minimal bpftrace script on the same
-#                 tracepoints (enter/exit of fio's syscall + mm_filemap_get_pages,
-#                 per-tid map, in-kernel histogram, filtered to fio's pid)
-#   2 typical     4 KiB cold random reads (file evicted before each round) and
-#                 1 MiB sequential buffered rewrites of a cached file made
-#                 clean before each round: untraced vs `iopath trace -p`
+#                 `iopath trace -p` and `--comm fio` (default mode), `iopath
+#                 trace --all --json >/dev/null`, a minimal bpftrace script on
+#                 the same tracepoints (enter/exit of fio's syscall +
+#                 mm_filemap_get_pages, per-tid map, in-kernel histogram,
+#                 filtered to fio's pid), and the floor: two empty
+#                 raw_syscalls programs
+#   2 typical     4 KiB cold random reads (file evicted before each round):
+#                 untraced, `iopath trace --comm fio`, `-p`, `--json -p` (each
+#                 to a tmpfs file, with iopath's CPU per record), and two
+#                 bpftrace anchors: a line per request (biosnoop-like) and an
+#                 in-kernel latency histogram (biolatency-like); 1 MiB
+#                 sequential buffered rewrites of a cached file made clean
+#                 before each round: untraced vs `iopath trace -p`
 #   3 capacity    go test -bench in tracer/bench_test.go: decoder + engine
 #                 events/s on one core, allocs/event
 #   4 startup     exec of `iopath trace --ready-file F -p PID` until F exists
@@ -20,7 +26,12 @@
 #                 map overflowed (counted; shown with the default bound)
 #   6 drops       a 4 KiB ring buffer under --all: lost events are printed
 #   + profile     bpf_stats of iopath's programs during 1-byte cached reads
-#                 and 4 KiB cold reads: which program is hot, ns per call
+#                 and 4 KiB cold reads, minus those of as long a run without
+#                 fio: which program is hot, ns per call
+#
+# A configuration (a tracer and how it is started) is one `config` line
+# below; a benchmark lists the configurations it interleaves (W_CFGS and
+# C_CFGS override the lists of benchmarks 1 and 2).
 #
 # Ratios are measured in this run: ROUNDS rounds, the configurations of a
 # benchmark interleaved (each round starts with the next configuration),
@@ -275,12 +286,13 @@ run_fio() {
 	if [ -n "$tp" ]; then
 		bg_pids+=("$tp")
 		if [ "$kind" = bpftrace ]; then
-			wait_for grep -q Attaching "$out" || die "bpftrace did not attach ($cfg): $(cat "$shm/tracer.err")"
+			wait_for grep -qs Attaching "$out" || die "bpftrace did not attach ($cfg): $(cat "$shm/tracer.err")"
 		else
 			wait_for test -e "$rf" || die "iopath did not attach ($cfg): $(cat "$shm/tracer.err")"
 		fi
 		ready_ms=$(ms_since "$t0")
 		c0=$(proc_cpu_ns "$tp")
+		[ "$cfg" = profile ] && bpftool -j prog show >"$work/progs0.json"
 		if ((ready_ms > STARTDELAY * 1000 - 300)); then
 			note "warning: $cfg was ready ${ready_ms} ms after fio started, too close to its ${STARTDELAY}s startdelay: raise STARTDELAY"
 		fi
@@ -293,7 +305,15 @@ run_fio() {
 	if [ "$kind" = iopath ]; then
 		lost=$(iopath_counter "$tp" 0)
 		if [ "$cfg" = profile ]; then
-			bpftool -j prog show >"$work/progs.json"
+			# Program statistics from ready to fio's exit, and over
+			# as long again without fio (the machine's other system
+			# calls, which the raw_syscalls programs also see).
+			local p0 p1 dt
+			p0=$(now_ns)
+			bpftool -j prog show >"$work/progs1.json"
+			dt=$(((p0 - t0) / 1000000 - ready_ms))
+			sleep "$(awk -v ms="$dt" 'BEGIN{printf "%.3f", ms/1000}')"
+			bpftool -j prog show >"$work/progs2.json"
 			iopath_prog_ids "$tp" | jq -s . >"$work/prog_ids.json"
 		fi
 	fi
@@ -352,7 +372,7 @@ rounds() {
 			fi
 			if [ "${cfg_kind[$cfg]}" != none ]; then
 				extra[$name.$cfg.lost]+="$lost "
-				if ((recs > 0)); then
+				if ((recs >= 1000)); then
 					per=$(awk -v c="$cpu_us" -v n="$recs" 'BEGIN{printf "%.2f", c/n}')
 					extra[$name.$cfg.cpu]+="$per "
 					per=", cpu ${cpu_us} us / $recs records = $per us"
@@ -432,7 +452,7 @@ fi
 # profile_run NAME LABEL FIOARGS...: one fio run under iopath (default mode)
 # with kernel.bpf_stats_enabled=1; prints iopath's programs by total run
 # time, and per fio call. Sets prof_ns (BPF ns per fio call) and prof_hot.
-prof_ns=0 prof_hot=
+prof_ns=0 prof_hot= prof_all=
 profile_run() {
 	local name=$1 label=$2
 	shift 2
@@ -442,33 +462,37 @@ profile_run() {
 	sysctl -qw kernel.bpf_stats_enabled="${saved_sysctl[kernel.bpf_stats_enabled]}"
 	local ios sel
 	ios=$(jq '[.jobs[0].read.total_ios, .jobs[0].write.total_ios] | add' "$work/profile.$name.json")
-	echo "  $label: $(si "$ios")fio calls; iopath's programs (ids its fds held), by total run time:"
-	sel='$ids[0] as $ids | [.[] | select(.id as $id | $ids | index($id)) | select(.run_cnt != null and .run_cnt > 0)]'
-	jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"'
-		| sort_by(-.run_time_ns)
-		| (["program", "runs", "avg_ns", "total_ms", "ns_per_fio_call"] | @tsv),
-		  (.[0:8][] | [.name, .run_cnt, (.run_time_ns / .run_cnt | floor), (.run_time_ns / 1e6 | floor), (.run_time_ns / $ios | floor)] | @tsv),
-		  (["all", ([.[].run_cnt] | add), "-", ([.[].run_time_ns] | add / 1e6 | floor), ([.[].run_time_ns] | add / $ios | floor)] | @tsv)
-	' "$work/progs.json" | column -t | sed 's/^/    /'
-	prof_ns=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"' | [.[].run_time_ns] | add / $ios | floor' "$work/progs.json")
-	prof_hot=$(jq -r --slurpfile ids "$work/prog_ids.json" --argjson ios "$ios" "$sel"' | sort_by(-.run_time_ns) | .[0:3] | map("\(.name) \(.run_time_ns / $ios | floor) ns") | join(", ")' "$work/progs.json")
+	# Per program: runs and run time during fio's run (progs1 - progs0),
+	# and the same without fio (progs2 - progs1, as long): what the
+	# machine's other processes cost iopath's programs meanwhile.
+	jq -n --slurpfile ids "$work/prog_ids.json" --slurpfile a "$work/progs0.json" --slurpfile b "$work/progs1.json" \
+		--slurpfile c "$work/progs2.json" '
+		def stats($s): [$s[0][] | select(.id as $id | $ids[0] | index($id)) | {key: "\(.id)", value: {name, cnt: (.run_cnt // 0), ns: (.run_time_ns // 0)}}] | from_entries;
+		stats($a) as $a | stats($b) as $b | stats($c) as $c |
+		[$b | keys[] as $k | {name: $b[$k].name, cnt: ($b[$k].cnt - ($a[$k].cnt // 0)), ns: ($b[$k].ns - ($a[$k].ns // 0)),
+			bgcnt: (($c[$k].cnt // 0) - $b[$k].cnt), bgns: (($c[$k].ns // 0) - $b[$k].ns)} | select(.cnt > 0)]' >"$work/prof.$name.json"
+	echo "  $label: $(si "$ios")fio calls; iopath's programs (ids its fds held), by run time during fio's run;"
+	echo "  \"idle\": the same programs over as long again without fio (other processes' calls and switches):"
+	sel='sort_by(-.ns)'
+	jq -r --argjson ios "$ios" "$sel"'
+		| (["program", "runs", "avg_ns", "total_ms", "ns_per_fio_call", "idle_runs", "idle_ms", "fio_ns_per_call"] | @tsv),
+		  (.[0:10][] | [.name, .cnt, (.ns / .cnt | floor), (.ns / 1e6 | floor), (.ns / $ios | floor), .bgcnt, (.bgns / 1e6 | floor), ([(.ns - .bgns) / $ios, 0] | max | floor)] | @tsv),
+		  (["all", ([.[].cnt] | add), "-", ([.[].ns] | add / 1e6 | floor), ([.[].ns] | add / $ios | floor), ([.[].bgcnt] | add), ([.[].bgns] | add / 1e6 | floor), ([([.[].ns] | add) - ([.[].bgns] | add), 0] | max / $ios | floor)] | @tsv)
+	' "$work/prof.$name.json" | column -t | sed 's/^/    /'
+	prof_ns=$(jq -r --argjson ios "$ios" '[([.[].ns] | add) - ([.[].bgns] | add), 0] | max / $ios | floor' "$work/prof.$name.json")
+	prof_all=$(jq -r --argjson ios "$ios" '[.[].ns] | add / $ios | floor' "$work/prof.$name.json")
+	prof_hot=$(jq -r --argjson ios "$ios" 'map(.f = ([(.ns - .bgns) / $ios, 0] | max | floor)) | sort_by(-.f) | .[0:3] | map("\(.name) \(.f) ns") | join(", ")' "$work/prof.$name.json")
 }
-big=$work/cold
-make_cold() {
-	[ -e "$big" ] || fio --name=layout --filename="$big" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
-		--output-format=terse >/dev/null
-}
-cfio=(--filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1)
 if ! skip profile profile; then
 	echo
 	echo "== profile: iopath's BPF programs (kernel.bpf_stats_enabled=1, one run each; runs count every process's events:"
 	echo "   the raw_syscalls hooks fire on every system call, the block and sched hooks on every request and switch)"
 	profile_run worst "1-byte cached reads" "${wfio0[@]}" "${ptimed[@]}"
-	row "  profile" "BPF time per 1-byte cached read" "$prof_ns ns" "" "" "top: $prof_hot"
+	row "  profile" "BPF time per 1-byte cached read (minus the idle machine's)" "$prof_ns ns" "" "" "all: $prof_all ns; top: $prof_hot"
 	make_cold
 	dd if="$big" iflag=nocache count=0 status=none
 	profile_run cold "4 KiB cold random reads" "${cfio[@]}" "${ptimed[@]}"
-	row "  profile" "BPF time per 4 KiB cold read" "$prof_ns ns" "" "<= 2000 ns" "$(verdict "$prof_ns" "<=" 2000); top: $prof_hot"
+	row "  profile" "BPF time per 4 KiB cold read (minus the idle machine's)" "$prof_ns ns" "" "<= 2000 ns" "$(verdict "$prof_ns" "<=" 2000); all: $prof_all ns; top: $prof_hot"
 fi
 
 # --- 2: typical ----------------------------------------------------------
