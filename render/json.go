@@ -92,6 +92,14 @@ func AppendSyscallJSON(b []byte, r *record.Syscall) []byte {
 	if r.DeviceFlush != "" {
 		b = appendStringField(b, `,"device_flush":`, string(r.DeviceFlush))
 	}
+	if w := r.SyncWriteback; w != nil {
+		b = appendUintField(b, `,"sync_writeback":{"bios":`, w.Bios)
+		b = appendUintField(b, `,"bytes":`, w.Bytes)
+		if w.AtLeast {
+			b = append(b, `,"at_least":true`...)
+		}
+		b = append(b, '}')
+	}
 	if r.OutDev != "" {
 		b = appendStringField(b, `,"out_dev":`, r.OutDev)
 	}

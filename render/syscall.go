@@ -187,17 +187,42 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 			b = append(b, "  disk: no IO (served from the page cache)\n"...)
 		}
 	}
+	if w := r.SyncWriteback; w != nil {
+		b = append(b, "  "...)
+		b = append(b, syncWritebackLine(r.Syscall, w)...)
+		b = append(b, '\n')
+	}
 	for i := range r.Bios {
 		b = append(b, "  "...)
 		b = appendBioLine(b, &r.Bios[i])
 		b = append(b, '\n')
 	}
-	if line := flushLine(r.DeviceFlush); line != "" {
+	if r.Syscall == "sync" && r.DeviceFlush == record.FlushNone {
+		b = append(b, "  device cache: no flush request attributed to this call (sync has each filesystem flush its device; a flush another thread sent for it is not attributed)\n"...)
+	} else if line := flushLine(r.DeviceFlush); line != "" {
 		b = append(b, "  "...)
 		b = append(b, line...)
 		b = append(b, '\n')
 	}
 	return b
+}
+
+// syncWritebackLine tells what sync or syncfs had the flusher threads
+// write (fs/sync.c: every dirty inode, written and waited for).
+func syncWritebackLine(call string, w *record.SyncWriteback) string {
+	what := "every dirty inode of every filesystem"
+	if call == "syncfs" {
+		what = "every dirty inode of this filesystem"
+	}
+	s := "writeback: started for " + what + " and waited for; "
+	if w.Bios == 0 && !w.AtLeast {
+		return s + "the flusher threads wrote no page traced calls dirtied (reason sync) while it ran"
+	}
+	n := Count(w.Bios, "bio")
+	if w.AtLeast {
+		n = "at least " + n
+	}
+	return s + "the flusher threads wrote " + Bytes(w.Bytes) + " in " + n + " with pages traced calls dirtied (reason sync: see the writeback records)"
 }
 
 // appendAsked appends a call's requested size; cp asks copy_file_range for
