@@ -193,7 +193,8 @@ bg_keep=$keeper
 # Configurations: one `config` line each. config NAME KIND LABEL COMMAND
 #   KIND     iopath (ready when --ready-file "$rf" exists; loss counters and
 #            CPU per record read) or bpftrace (ready when its output says
-#            "Attaching"); none for the untraced baseline
+#            "Attaching", as bpftrace and scripts/floor print); none for the
+#            untraced baseline
 #   LABEL    the table's configuration column
 #   COMMAND  eval'd in the background during fio's startdelay, with $fp
 #            (fio's pid), $rf (ready file), $out (the tracer's output file,
@@ -214,19 +215,18 @@ config profile iopath "iopath trace -p FIO, kernel.bpf_stats_enabled=1" \
 	'"$bin" trace --ready-file "$rf" -p "$fp" -p "$keeper" >"$out"'
 config bpftrace bpftrace "bpftrace, 3 tracepoints (pread64 enter/exit, get_pages)" \
 	'bpftrace "$work/min.bt" "$fp" >"$out"'
-config floor bpftrace "floor: bpftrace, empty raw_syscalls enter+exit programs" \
-	'bpftrace "$work/floor.bt" >"$out"'
+config floor bpftrace "floor: two empty tp_btf programs on raw_syscalls sys_enter/sys_exit (scripts/floor)" \
+	'"$work/floor" >"$out"'
 config biosnoop bpftrace "bpftrace biosnoop-like: a line per request (issue/complete by dev+sector) >FILE" \
 	'bpftrace "$work/biosnoop.bt" >"$out"'
 config biolatency bpftrace "bpftrace biolatency-like: in-kernel histogram of request latency" \
 	'bpftrace "$work/biolatency.bt" >"$out"'
 
-# The floor of any syscall-tracepoint hook: programs that do nothing but
-# exist (registering them turns on syscall tracing for every task).
-cat >"$work/floor.bt" <<'BT'
-tracepoint:raw_syscalls:sys_enter /pid == 0/ { }
-tracepoint:raw_syscalls:sys_exit /pid == 0/ { }
-BT
+# The floor of iopath's call hooks on a kernel without fentry: two empty
+# tp_btf programs on raw_syscalls (registering them turns on syscall
+# tracing for every task). bpftrace 0.17 has no raw tracepoints, and its
+# classic tracepoints cost more than the floor (perf's record buffer).
+CGO_ENABLED=0 go build -trimpath -o "$work/floor" ./scripts/floor
 # The two bpftrace anchors of the cold-read benchmark (machine-wide, as
 # biosnoop and biolatency are).
 cat >"$work/biosnoop.bt" <<'BT'
@@ -496,7 +496,7 @@ if ! skip profile profile; then
 fi
 
 # --- 2: typical ----------------------------------------------------------
-C_CFGS=${C_CFGS:-"base comm pid json biosnoop biolatency"}
+C_CFGS=${C_CFGS:-"base comm pid json biosnoop biolatency floor"}
 target[c.comm]=">= 0.92" target[c.pid]=">= 0.92" target[c.json]=">= 0.90"
 target[s.pid]=">= 0.98"
 if ! skip 2 typical; then
