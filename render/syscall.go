@@ -38,22 +38,10 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = append(b, " of a mapping, from file offset "...)
 		b = strconv.AppendUint(b, r.Offset, 10)
 	case "fadvise64":
-		b = append(b, "fd="...)
-		b = strconv.AppendInt(b, r.Fd, 10)
-		b = append(b, ", POSIX_FADV_"...)
-		b = append(b, strings.ToUpper(r.Advice)...)
-		b = append(b, ", "...)
-		b = appendAsked(b, r.RequestedBytes)
-		b = append(b, " at offset "...)
-		b = strconv.AppendUint(b, r.Offset, 10)
+		b = appendRangeArgs(b, r, "POSIX_FADV_"+strings.ToUpper(r.Advice)+", ")
 	case "sync":
 	default:
-		b = append(b, "fd="...)
-		b = strconv.AppendInt(b, r.Fd, 10)
-		b = append(b, ", "...)
-		b = appendAsked(b, r.RequestedBytes)
-		b = append(b, " at offset "...)
-		b = strconv.AppendUint(b, r.Offset, 10)
+		b = appendRangeArgs(b, r, "")
 		if r.SyncFlags != "" {
 			b = append(b, ", "...)
 			b = append(b, r.SyncFlags...) // sync_file_range
@@ -223,6 +211,18 @@ func syncWritebackLine(call string, w *record.SyncWriteback) string {
 		n = "at least " + n
 	}
 	return s + "the flusher threads wrote " + Bytes(w.Bytes) + " in " + n + " with pages traced calls dirtied (reason sync: see the writeback records)"
+}
+
+// appendRangeArgs appends "fd=N, " then extra, then the size asked and the
+// offset.
+func appendRangeArgs(b []byte, r *record.Syscall, extra string) []byte {
+	b = append(b, "fd="...)
+	b = strconv.AppendInt(b, r.Fd, 10)
+	b = append(b, ", "...)
+	b = append(b, extra...)
+	b = appendAsked(b, r.RequestedBytes)
+	b = append(b, " at offset "...)
+	return strconv.AppendUint(b, r.Offset, 10)
 }
 
 // appendAsked appends a call's requested size; cp asks copy_file_range for

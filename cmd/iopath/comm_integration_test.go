@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +31,7 @@ func TestTraceCommFilter(t *testing.T) {
 		t.Skip("needs dd")
 	}
 	named := filepath.Join(dir, "ioptst")
-	copyExecutable(t, dd, named)
+	copyFile(t, dd, named, 0o755)
 
 	cmd, out, errb := startTrace(t, os.TempDir(), "trace", "--json", "--comm", "ioptst")
 	// Each read is one pread of a cold file (a miss: a streamed record).
@@ -52,12 +52,7 @@ name("other"); read(%q)
 	if b, err := exec.Command(named, "if="+files[5], "of=/dev/null", "bs=4096", "count=1", "status=none").CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v %s", named, err, b)
 	}
-	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
-	tr := parseRecords(t, out.Bytes())
-	if tr.summary == nil {
-		t.Fatalf("no summary; stderr:\n%s", errb)
-	}
+	tr := stopTrace(t, cmd, out, errb)
 	want := []bool{true, false, false, true, false, true}
 	for i, f := range files {
 		got := tr.forIno(inoOf(t, f))
@@ -85,18 +80,13 @@ func TestTraceCommFifteenBytes(t *testing.T) {
 		t.Skip("needs dd")
 	}
 	long := filepath.Join(dir, "iopath-commtest-long") // comm "iopath-commtest"
-	copyExecutable(t, dd, long)
+	copyFile(t, dd, long, 0o755)
 	f := testColdNamed(t, dir, "comm15.dat")
 	cmd, out, errb := startTrace(t, os.TempDir(), "trace", "--json", "--comm", "iopath-commtest")
 	if b, err := exec.Command(long, "if="+f, "of=/dev/null", "bs=4096", "count=1", "status=none").CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v %s", long, err, b)
 	}
-	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
-	tr := parseRecords(t, out.Bytes())
-	if tr.summary == nil {
-		t.Fatalf("no summary; stderr:\n%s", errb)
-	}
+	tr := stopTrace(t, cmd, out, errb)
 	got := tr.forIno(inoOf(t, f))
 	if len(got) == 0 || !strings.HasPrefix(got[0].Comm, "iopath-commtest") {
 		t.Errorf("the read of %s by comm iopath-commtest: %d records %+v", f, len(got), got)
@@ -109,21 +99,15 @@ func testColdNamed(t *testing.T, dir, name string) string {
 	return testutil.ColdFile(t, dir, name, 64<<10)
 }
 
-func copyExecutable(t *testing.T, from, to string) {
+// stopTrace ends a trace started by startTrace (SIGINT) and parses its
+// JSON output.
+func stopTrace(t *testing.T, cmd *exec.Cmd, out, errb *bytes.Buffer) *traced {
 	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	tr := parseRecords(t, out.Bytes())
+	if tr.summary == nil {
+		t.Fatalf("no summary; stderr:\n%s", errb)
 	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return tr
 }
