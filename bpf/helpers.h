@@ -57,6 +57,8 @@ static __always_inline bool is_traced(__u32 tgid)
 {
 	if (tgid == self_tgid)
 		return false;
+	if (trace_all)
+		return true;
 	if (bpf_map_lookup_elem(&targets, &tgid))
 		return true;
 	if (filter_comm && comm_matches())
