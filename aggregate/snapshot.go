@@ -61,16 +61,16 @@ const PageSize = 4096
 // Bytes of reads are the bytes returned, of writes the bytes written.
 type IO struct {
 	Calls, Errors, Bytes, LatencyNs [Ops]uint64
-	HitPages       uint64 // read pages found in the page cache
-	MissPages      uint64 // read pages the call had to insert (inside its range)
-	ReadaheadPages uint64 // pages inserted beyond the calls' ranges
-	DiskReadBytes  uint64 // bios queued by read calls
-	DiskWriteBytes uint64 // bios queued by write and sync calls (O_SYNC, O_DIRECT, fsync)
-	WritebackBytes uint64 // pages the calls dirtied, written back by the flusher
-	DirtiedPages   uint64 // pages the calls turned dirty
-	CleanedPages   uint64 // of tracked dirty pages, written back or dropped since
-	ThrottleNs     uint64 // time in balance_dirty_pages
-	Lat            [Ops]Hist
+	HitPages                        uint64 // read pages found in the page cache
+	MissPages                       uint64 // read pages the call had to insert (inside its range)
+	ReadaheadPages                  uint64 // pages inserted beyond the calls' ranges
+	DiskReadBytes                   uint64 // bios queued by read calls
+	DiskWriteBytes                  uint64 // bios queued by write and sync calls (O_SYNC, O_DIRECT, fsync)
+	WritebackBytes                  uint64 // pages the calls dirtied, written back by the flusher
+	DirtiedPages                    uint64 // pages the calls turned dirty
+	CleanedPages                    uint64 // of tracked dirty pages, written back or dropped since
+	ThrottleNs                      uint64 // time in balance_dirty_pages
+	Lat                             [Ops]Hist
 }
 
 // Proc is one process's IO (key: tgid).
@@ -298,4 +298,64 @@ func Delta(prev, cur *Snapshot) *Snapshot {
 		g.Overflow[i] = sub(cur.Global.Overflow[i], prev.Global.Overflow[i])
 	}
 	return d
+}
+
+// NewInterval returns an empty interval starting at at, for Accumulate.
+func NewInterval(at time.Time) *Snapshot {
+	return &Snapshot{At: at, Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{}, Devices: map[DevKey]*Device{},
+		RetiredByComm: map[string]*IO{}, interval: true}
+}
+
+// Accumulate adds the interval d to the interval s (made by NewInterval):
+// s then spans from its start to d's end, with every row any of the
+// intervals had (exited processes included).
+func (s *Snapshot) Accumulate(d *Snapshot) {
+	s.Elapsed += d.Elapsed
+	s.At = d.At
+	for k, p := range d.Procs {
+		q := s.Procs[k]
+		if q == nil {
+			q = &Proc{Pid: p.Pid}
+			s.Procs[k] = q
+		}
+		q.Comm, q.Exited = p.Comm, p.Exited
+		q.Add(&p.IO)
+	}
+	for k, f := range d.Files {
+		g := s.Files[k]
+		if g == nil {
+			g = &File{FileKey: k, Name: f.Name}
+			s.Files[k] = g
+		}
+		g.Add(&f.IO)
+	}
+	for k, v := range d.Devices {
+		w := s.Devices[k]
+		if w == nil {
+			w = &Device{DevKey: k}
+			s.Devices[k] = w
+		}
+		w.Requests += v.Requests
+		w.Bytes += v.Bytes
+		w.Errors += v.Errors
+		w.D2CNs += v.D2CNs
+		w.Q2CNs += v.Q2CNs
+		w.Q2CUnknown += v.Q2CUnknown
+		w.D2C.Add(&v.D2C)
+		w.Q2C.Add(&v.Q2C)
+	}
+	s.OtherProcs.Add(&d.OtherProcs)
+	s.OtherFiles.Add(&d.OtherFiles)
+	g := &s.Global
+	for i := range Ops {
+		for c := range 2 {
+			g.SyscallLat[i][c].Add(&d.Global.SyscallLat[i][c])
+			g.SyscallLatNs[i][c] += d.Global.SyscallLatNs[i][c]
+		}
+	}
+	g.DirtyToDisk.Add(&d.Global.DirtyToDisk)
+	g.DirtyToDiskNs += d.Global.DirtyToDiskNs
+	for i := range g.Overflow {
+		g.Overflow[i] += d.Global.Overflow[i]
+	}
 }

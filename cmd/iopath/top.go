@@ -185,7 +185,13 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 	}()
 	tick := time.NewTicker(f.interval)
 	defer tick.Stop()
-	prev := first
+	prev, total := first, aggregate.NewInterval(first.At)
+	interval := func(cur *aggregate.Snapshot) {
+		d := aggregate.Delta(prev, cur)
+		total.Accumulate(d)
+		show("interval", d, cur, s.T.Counters()["ringbuf_lost"])
+		prev = cur
+	}
 	for {
 		select {
 		case <-tick.C:
@@ -196,14 +202,12 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 				done()
 				return err
 			}
-			show("interval", aggregate.Delta(prev, cur), cur, s.T.Counters()["ringbuf_lost"])
-			prev = cur
+			interval(cur)
 		case e := <-end:
-			cur, rerr := rd.Read()
+			cur, rerr := settled(rd)
 			if rerr == nil {
-				lost := s.T.Counters()["ringbuf_lost"]
-				show("interval", aggregate.Delta(prev, cur), cur, lost)
-				show("total", aggregate.Delta(first, cur), cur, lost)
+				interval(cur)
+				show("total", total, cur, s.T.Counters()["ringbuf_lost"])
 			}
 			done()
 			if e.err != nil {
@@ -259,4 +263,32 @@ func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *top
 			p.Quit()
 			<-ran
 		}
+}
+
+// settled reads the aggregates once the disks' byte counts stopped moving
+// (20 ms apart, at most 500 ms): a cold read returns when its own folio is
+// read, while the rest of its readahead may still be in flight.
+func settled(rd *aggregate.Reader) (*aggregate.Snapshot, error) {
+	cur, err := rd.Read()
+	for deadline := time.Now().Add(500 * time.Millisecond); err == nil && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		next, nerr := rd.Read()
+		if nerr != nil {
+			return nil, nerr
+		}
+		same := deviceBytes(next) == deviceBytes(cur)
+		cur = next
+		if same {
+			break
+		}
+	}
+	return cur, err
+}
+
+func deviceBytes(s *aggregate.Snapshot) uint64 {
+	var n uint64
+	for _, d := range s.Devices {
+		n += d.Bytes
+	}
+	return n
 }
