@@ -144,3 +144,19 @@ func cString(b []int8) string {
 	}
 	return string(out)
 }
+
+// DeviceBytes is the bytes of every request completed on every disk so
+// far (to see whether requests are still completing).
+func (r *Reader) DeviceBytes() (uint64, error) {
+	var dk bpf.IopathAggDevKey
+	var dv bpf.IopathAggDev
+	var n uint64
+	it := r.M.Devs.Iterate()
+	for it.Next(&dk, &dv) {
+		n += dv.Bytes
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("reading agg_devs: %w", err)
+	}
+	return n, nil
+}

@@ -267,28 +267,20 @@ func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *top
 
 // settled reads the aggregates once the disks' byte counts stopped moving
 // (20 ms apart, at most 500 ms): a cold read returns when its own folio is
-// read, while the rest of its readahead may still be in flight.
+// read, while the rest of its readahead may still be in flight. Only the
+// last read is a Read: it is the one that folds exited processes.
 func settled(rd *aggregate.Reader) (*aggregate.Snapshot, error) {
-	cur, err := rd.Read()
+	last, err := rd.DeviceBytes()
 	for deadline := time.Now().Add(500 * time.Millisecond); err == nil && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		next, nerr := rd.Read()
-		if nerr != nil {
-			return nil, nerr
-		}
-		same := deviceBytes(next) == deviceBytes(cur)
-		cur = next
-		if same {
+		var n uint64
+		if n, err = rd.DeviceBytes(); err == nil && n == last {
 			break
 		}
+		last = n
 	}
-	return cur, err
-}
-
-func deviceBytes(s *aggregate.Snapshot) uint64 {
-	var n uint64
-	for _, d := range s.Devices {
-		n += d.Bytes
+	if err != nil {
+		return nil, err
 	}
-	return n
+	return rd.Read()
 }

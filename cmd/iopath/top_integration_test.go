@@ -161,3 +161,43 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 		t.Errorf("lost %d events", run.total.LostEvents)
 	}
 }
+
+// TestTraceInterval: `iopath trace --json --interval` puts interval
+// objects between the records, whole lines, with the workload's reads.
+func TestTraceInterval(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	stdout, stderr, code := runIopath(t, tmp, "trace", "--json", "--interval", "100ms", "--workload", "rand-read", "--",
+		"--cold", "--size", "32m", "--count", "4000")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var before, after int // syscall records before and after the first interval
+	var intervals []*topview.Interval
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		switch {
+		case strings.HasPrefix(line, `{"type":"interval"`):
+			iv := &topview.Interval{}
+			if err := json.Unmarshal([]byte(line), iv); err != nil {
+				t.Fatalf("interval line %s: %v", line, err)
+			}
+			intervals = append(intervals, iv)
+		case strings.HasPrefix(line, `{"type":"syscall"`):
+			if len(intervals) == 0 {
+				before++
+			} else {
+				after++
+			}
+		}
+	}
+	if len(intervals) == 0 || before == 0 || after == 0 {
+		t.Fatalf("%d intervals, %d records before the first, %d after it: want intervals between records", len(intervals), before, after)
+	}
+	var reads uint64
+	for _, iv := range intervals {
+		reads += iv.Total.Reads
+	}
+	if reads == 0 || reads > 4000+100 {
+		t.Errorf("intervals count %d reads; the workload made 4000 (the last interval is not printed)", reads)
+	}
+}
