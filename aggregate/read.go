@@ -13,6 +13,7 @@ import (
 // Maps are the BPF maps of bpf/agg.h.
 type Maps struct {
 	Procs, Files, Other, Devs, Global *ebpf.Map
+	Rqs                               *ebpf.Map // requests in flight: issue time (CLOCK_MONOTONIC ns)
 }
 
 // Reader reads snapshots from the maps. It removes the entries of exited
@@ -145,18 +146,19 @@ func cString(b []int8) string {
 	return string(out)
 }
 
-// DeviceBytes is the bytes of every request completed on every disk so
-// far (to see whether requests are still completing).
-func (r *Reader) DeviceBytes() (uint64, error) {
-	var dk bpf.IopathAggDevKey
-	var dv bpf.IopathAggDev
-	var n uint64
-	it := r.M.Devs.Iterate()
-	for it.Next(&dk, &dv) {
-		n += dv.Bytes
+// InflightBefore counts the requests in flight that were issued before
+// ns (CLOCK_MONOTONIC).
+func (r *Reader) InflightBefore(ns uint64) (int, error) {
+	var rq, issued uint64
+	n := 0
+	it := r.M.Rqs.Iterate()
+	for it.Next(&rq, &issued) {
+		if issued < ns {
+			n++
+		}
 	}
 	if err := it.Err(); err != nil {
-		return 0, fmt.Errorf("reading agg_devs: %w", err)
+		return 0, fmt.Errorf("reading agg_rqs: %w", err)
 	}
 	return n, nil
 }

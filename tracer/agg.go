@@ -11,7 +11,7 @@ func (t *Tracer) AggMaps() aggregate.Maps {
 	m := t.coll.Maps
 	return aggregate.Maps{
 		Procs: m[bpf.IopathMapAggProcs], Files: m[bpf.IopathMapAggFiles], Other: m[bpf.IopathMapAggOther],
-		Devs: m[bpf.IopathMapAggDevs], Global: m[bpf.IopathMapAggG],
+		Devs: m[bpf.IopathMapAggDevs], Global: m[bpf.IopathMapAggG], Rqs: m[bpf.IopathMapAggRqs],
 	}
 }
 

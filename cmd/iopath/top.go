@@ -265,22 +265,19 @@ func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *top
 		}
 }
 
-// settled reads the aggregates once the disks' byte counts stopped moving
-// (20 ms apart, at most 500 ms): a cold read returns when its own folio is
-// read, while the rest of its readahead may still be in flight. Only the
-// last read is a Read: it is the one that folds exited processes.
+// settled reads the aggregates once every request issued before now has
+// completed (at most 2 s): a cold read returns when its own folio is read,
+// while the rest of its readahead may still be in flight.
 func settled(rd *aggregate.Reader) (*aggregate.Snapshot, error) {
-	last, err := rd.DeviceBytes()
-	for deadline := time.Now().Add(500 * time.Millisecond); err == nil && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		var n uint64
-		if n, err = rd.DeviceBytes(); err == nil && n == last {
+	now := tracer.MonotonicNow()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		n, err := rd.InflightBefore(now)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
 			break
 		}
-		last = n
-	}
-	if err != nil {
-		return nil, err
 	}
 	return rd.Read()
 }
