@@ -223,12 +223,14 @@ func TestServePrometheus(t *testing.T) {
 	if reads < float64(rep.Ops) || reads > 1.05*float64(rep.Ops) {
 		t.Errorf("process_syscalls_total read %v; the workload made %d reads (+5 %% for its start)", reads, rep.Ops)
 	}
-	raBytes := readaheadBytes(t, tmp)
+	// Within one readahead window (the issue's bound), and 5 %: this
+	// machine's read_ahead_kb is 8 MiB, as large as the whole read.
+	raBytes := min(readaheadBytes(t, tmp), 0.05*float64(rep.Kernel.ReadBytes))
 	want := float64(rep.Kernel.ReadBytes)
 	disk := waitQuery(t, web, fmt.Sprintf(`iopath_process_disk_bytes_total{comm=%q,op="read"}`, comm),
 		func(v float64) bool { return math.Abs(v-want) <= raBytes })
 	if math.Abs(disk-want) > raBytes {
-		t.Errorf("process_disk_bytes_total read %v; the kernel's read_bytes %v (allowed: one readahead window, %v bytes)", disk, want, raBytes)
+		t.Errorf("process_disk_bytes_total read %v; the kernel's read_bytes %v (allowed: one readahead window and 5 %%, %v bytes)", disk, want, raBytes)
 	}
 	t.Logf("Prometheus: %v reads, %v disk bytes read; the workload: %d reads, the kernel's read_bytes %v (window %v)", reads, disk, rep.Ops, want, raBytes)
 	if v, ok := promQuery(t, web, `sum(iopath_disk_bytes_total{op="read"})`); !ok || v < want {
