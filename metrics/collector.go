@@ -16,17 +16,17 @@ import (
 // Collector reads the aggregates at scrape time.
 type Collector struct {
 	mu      sync.Mutex
-	rd      *aggregate.Reader
+	read    func() (*aggregate.Snapshot, error)
 	perComm map[string]bool
 	// Lost returns the kernel's loss counters by name (ring buffer, full
 	// maps): iopath_lost_events_total and iopath_map_full_total.
 	Lost func() map[string]uint64
 }
 
-// New returns a Collector of rd; perComm lists the comm values that get
-// per-process series.
-func New(rd *aggregate.Reader, perComm []string, lost func() map[string]uint64) *Collector {
-	c := &Collector{rd: rd, perComm: map[string]bool{}, Lost: lost}
+// New returns a Collector of read (an aggregate.Reader's Read: cumulative
+// snapshots); perComm lists the comm values that get per-process series.
+func New(read func() (*aggregate.Snapshot, error), perComm []string, lost func() map[string]uint64) *Collector {
+	c := &Collector{read: read, perComm: map[string]bool{}, Lost: lost}
 	for _, p := range perComm {
 		c.perComm[p] = true
 	}
@@ -44,7 +44,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the maps once and sends every series.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock() // the Reader folds exited processes: one read at a time
-	s, err := c.rd.Read()
+	s, err := c.read()
 	c.mu.Unlock()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(scrapeErr.desc, err)

@@ -82,7 +82,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer s.Close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.New(aggregate.NewReader(s.T.AggMaps()), f.perComm, s.T.Counters))
+	reg.MustRegister(metrics.New(aggregate.NewReader(s.T.AggMaps()).Read, f.perComm, s.T.Counters))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
