@@ -258,14 +258,14 @@ func Delta(prev, cur *Snapshot) *Snapshot {
 	for k, p := range cur.Procs {
 		q := *p
 		if o := prev.Procs[k]; o != nil && o.Comm == p.Comm {
-			q.IO = p.IO.Sub(&o.IO)
+			q.IO = p.Sub(&o.IO)
 		}
 		d.Procs[k] = &q
 	}
 	for k, f := range cur.Files {
 		g := *f
 		if o := prev.Files[k]; o != nil {
-			g.IO = f.IO.Sub(&o.IO)
+			g.IO = f.Sub(&o.IO)
 		}
 		d.Files[k] = &g
 	}

@@ -66,7 +66,7 @@ func TestCollector(t *testing.T) {
 	s.Global.SyscallLat[aggregate.Read][1][10] = 2
 	s.Global.SyscallLat[aggregate.Read][1][aggregate.Buckets-1] = 1
 	s.Global.SyscallLatNs[aggregate.Read][1] = 3_000_003_000
-	dk := aggregate.DevKey{Dev: 1<<31 | 0, Op: aggregate.RqRead} // no such disk: named MAJ:MIN
+	dk := aggregate.DevKey{Dev: 1 << 31, Op: aggregate.RqRead} // no such disk: named MAJ:MIN
 	s.Devices[dk] = &aggregate.Device{DevKey: dk, Requests: 4, Bytes: 16384}
 	c := New(func() (*aggregate.Snapshot, error) { return s, nil }, []string{"postgres"}, func() map[string]uint64 {
 		return map[string]uint64{"ringbuf_lost": 9}
