@@ -228,15 +228,22 @@ static __always_inline void agg_add(struct agg_io *v, struct agg_call_v *c)
 	__sync_fetch_and_add(&v->throttle_ns, c->throttle);
 }
 
-/* agg_call folds a finished call into its process, its file and the run's
- * latency histogram. Counters of an untouched call are stale (op_touch):
- * such a call saw no page-cache insert, bio, sleep or dirtying. */
-static __noinline void agg_call(struct op *op)
+/* agg_call folds the current thread's finished call into its process, its
+ * file and the run's latency histogram. Counters of an untouched call are
+ * stale (op_touch): such a call saw no page-cache insert, bio, sleep or
+ * dirtying. A subprogram (verified apart from the many paths of the
+ * syscall exit, which inlined hit the verifier's 1M-instruction limit)
+ * without pointer arguments: 5.10's verifier takes none but the context
+ * in a subprogram call, so it finds the thread's op itself. */
+static __noinline int agg_call(void)
 {
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op)
+		return 0;
 	struct agg_call_v c = {};
 	c.op = agg_class(op->sys);
 	if (c.op >= AGG_OPS)
-		return;
+		return 0;
 	c.lat = bpf_ktime_get_ns() - op->start_ns;
 	c.bucket = agg_bucket(c.lat);
 	__s64 ret = op->ret;
@@ -293,6 +300,7 @@ static __noinline void agg_call(struct op *op)
 		__sync_fetch_and_add(&g->syscall_lat[c.op][miss][c.bucket & (AGG_BUCKETS - 1)], 1);
 		__sync_fetch_and_add(&g->syscall_lat_ns[c.op][miss], c.lat);
 	}
+	return 0;
 }
 
 /* agg_cleaned counts nr tracked dirty pages of (dev, ino), dirtied by

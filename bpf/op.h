@@ -499,7 +499,7 @@ static __always_inline void op_end(__s64 ret)
 		__sync_fetch_and_add(&syncs_active, -1);
 	}
 	if (agg_on) {
-		agg_call(op); /* agg.h */
+		agg_call(); /* agg.h */
 		if (agg_only)
 			return;
 	}
