@@ -34,7 +34,7 @@
 #   filesystem, default /var/tmp), SKIP (space-separated section numbers or
 #   names to skip: "5 profile"), STARTUP_N (10), OUT (also write the final
 #   table to this file).
-# Needs root, fio, bpftrace, bpftool, jq, go. Restores every sysctl it
+# Needs root, fio, bpftrace, bpftool, jq, go, curl. Restores every sysctl it
 # changes (kernel.bpf_stats_enabled, vm.dirty_*) on exit, Ctrl-C included.
 set -euo pipefail
 
@@ -47,7 +47,7 @@ SKIP=" ${SKIP:-} "
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
 [ "$(id -u)" = 0 ] || die "run as root (sudo make bench): tracing needs CAP_BPF and CAP_PERFMON"
-for t in fio bpftrace bpftool jq go awk; do
+for t in fio bpftrace bpftool jq go awk curl; do
 	command -v "$t" >/dev/null || die "$t not found: run scripts/setup.sh"
 done
 
@@ -184,6 +184,8 @@ bg_keep=$keeper
 #   iopath   iopath trace -p PID (default mode), stdout to a tmpfs file
 #   all      iopath trace --all --json -p PID > /dev/null
 #   bpftrace bpftrace $work/min.bt PID
+#   top      iopath top --json -p PID > /dev/null (in-kernel aggregates, issue 17)
+#   serve    iopath serve -p PID, scraped every second by curl
 #   profile  iopath (default mode) with kernel.bpf_stats_enabled=1, program stats saved
 # Sets ready_ms (time from fio's start to tracer ready), lost (ring buffer
 # losses read from iopath's counters map before it stops), tracer_out.
@@ -213,6 +215,15 @@ run_fio() {
 	bpftrace)
 		bpftrace "$work/min.bt" "$fp" >"$tracer_out" 2>"$shm/tracer.err" &
 		tp=$!
+		;;
+	top)
+		"$bin" top --json --ready-file "$rf" -p "$fp" -p "$keeper" >/dev/null 2>"$shm/tracer.err" &
+		tp=$!
+		;;
+	serve)
+		"$bin" serve --listen 127.0.0.1:19465 --ready-file "$rf" -p "$fp" -p "$keeper" >/dev/null 2>"$shm/tracer.err" &
+		tp=$!
+		(while kill -0 "$tp" 2>/dev/null; do curl -s -o /dev/null http://127.0.0.1:19465/metrics; sleep 1; done) &
 		;;
 	esac
 	ready_ms=0
@@ -383,7 +394,7 @@ if ! skip 2 typical; then
 	}
 	metric_c() { jq '.jobs[0].read.iops' "$1"; }
 	unit=reads/s
-	rounds c "base iopath" --filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1 "${timed[@]}"
+	rounds c "base iopath top serve" --filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1 "${timed[@]}"
 	cached=$(fincore -nb -o RES "$big" 2>/dev/null | awk '{print $1}')
 	[ -n "$cached" ] && echo "  (after the last round $(mib "$cached") of the 1 GiB file was cached: every read was a miss)"
 	rm -f "$big"
@@ -406,6 +417,10 @@ if ! skip 2 typical; then
 	b=$(median <<<"${res[c.base]}") t=$(median <<<"${res[c.iopath]}") rr=$(ratio "$t" "$b")
 	row "2 typical: 4 KiB cold random reads" "untraced" "$(si "$b")reads/s" "1.000" "" ""
 	row "" "iopath trace -p" "$(si "$t")reads/s" "$rr" ">= 0.98" "$(verdict "$rr" ">=" 0.98)"
+	t=$(median <<<"${res[c.top]}") rr=$(ratio "$t" "$b")
+	row "" "iopath top --json -p (in-kernel aggregates)" "$(si "$t")reads/s" "$rr" ">= 0.97" "$(verdict "$rr" ">=" 0.97)"
+	t=$(median <<<"${res[c.serve]}") rr=$(ratio "$t" "$b")
+	row "" "iopath serve -p, scraped every 1 s" "$(si "$t")reads/s" "$rr" ">= 0.97" "$(verdict "$rr" ">=" 0.97)"
 	b=$(median <<<"${res[s.base]}") t=$(median <<<"${res[s.iopath]}") rr=$(ratio "$t" "$b")
 	row "2 typical: 1 MiB sequential buffered rewrites of a cached 1 GiB file" "untraced" "$(printf '%.0f' "$b") MiB/s" "1.000" "" ""
 	row "" "iopath trace -p" "$(printf '%.0f' "$t") MiB/s" "$rr" ">= 0.98" "$(verdict "$rr" ">=" 0.98)"

@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/iopath/iopath/workloads"
 	"golang.org/x/sys/unix"
 )
@@ -198,7 +197,7 @@ func TestServePrometheus(t *testing.T) {
 			t.Fatalf("copying the test binary: %v", err)
 		}
 	}
-	start := bootTime(t)
+	before := progNames(t)
 	serve, addr, serveLog := startServe(t, tmp, "--per-comm", comm)
 	web := startPrometheus(t, addr)
 	if resp, err := http.Get("http://" + addr + "/healthz"); err != nil || resp.StatusCode != 200 {
@@ -267,8 +266,8 @@ func TestServePrometheus(t *testing.T) {
 	if !strings.Contains(serveLog.String(), "stopping the server") {
 		t.Errorf("stderr: %s", serveLog.String())
 	}
-	if left := programsLoadedSince(t, start); len(left) > 0 {
-		t.Errorf("BPF programs loaded since the test started are still loaded: %v", left)
+	if after := progNames(t); len(after) > len(before) {
+		t.Errorf("BPF programs left behind:\n%s", strings.Join(after, "\n"))
 	}
 }
 
@@ -289,40 +288,4 @@ func readaheadBytes(t *testing.T, dir string) float64 {
 		return 128 << 10 // the kernel's default (VM_READAHEAD_PAGES)
 	}
 	return float64(kb) * 1024
-}
-
-// bootTime is CLOCK_BOOTTIME now, the clock of a program's load time.
-func bootTime(t *testing.T) time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ts.Nano())
-}
-
-// programsLoadedSince lists the names of iopath's BPF programs (raw_sys_*,
-// tp_block_*) loaded after since that are still loaded.
-func programsLoadedSince(t *testing.T, since time.Duration) []string {
-	var left []string
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
-		if err != nil {
-			break
-		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue
-		}
-		info, err := p.Info()
-		p.Close()
-		if err != nil {
-			continue
-		}
-		lt, ok := info.LoadTime()
-		if ok && lt > since && (strings.HasPrefix(info.Name, "raw_sys_") || strings.HasPrefix(info.Name, "tp_block_")) {
-			left = append(left, fmt.Sprintf("%s (id %d)", info.Name, id))
-		}
-	}
-	return left
 }
