@@ -16,6 +16,8 @@ type Maps struct {
 	Rqs                               *ebpf.Map // requests in flight: issue time (CLOCK_MONOTONIC ns)
 }
 
+const execed = 1 << 31
+
 // Reader reads snapshots from the maps. It removes the entries of exited
 // processes from agg_procs (keeping their counts in Retired), so that a
 // long run's map holds only live processes. Not safe for concurrent use.
@@ -45,8 +47,10 @@ func (r *Reader) Read() (*Snapshot, error) {
 	var gone []uint32
 	it := r.M.Procs.Iterate()
 	for it.Next(&pid, &v) {
-		p := &Proc{Pid: pid, Comm: cString(v.Name[:]), IO: ioOf(&v)}
-		if !r.alive(pid) {
+		// A key with bit 31 holds a program that exec'ed (bpf/agg.h
+		// AGG_EXECED): ended, like an exited process.
+		p := &Proc{Pid: pid &^ execed, Comm: cString(v.Name[:]), IO: ioOf(&v)}
+		if pid&execed != 0 || !r.alive(pid) {
 			p.Exited = true
 			gone = append(gone, pid)
 		}

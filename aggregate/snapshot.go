@@ -73,11 +73,12 @@ type IO struct {
 	Lat                             [Ops]Hist
 }
 
-// Proc is one process's IO (key: tgid).
+// Proc is one process's IO (key: tgid; with bit 31 set, the part of a
+// process before its execve, ended).
 type Proc struct {
 	Pid    uint32
 	Comm   string // at its first traced call
-	Exited bool   // gone: its entry was folded into Snapshot.Retired after this read
+	Exited bool   // gone (exited, or exec'ed into another program): its entry was folded into Snapshot.Retired after this read
 	IO
 }
 

@@ -303,6 +303,43 @@ static __noinline int agg_call(void)
 	return 0;
 }
 
+#define AGG_EXECED 0x80000000U /* agg_procs key bit: the entry of a program that exec'ed (pids are < 2^22) */
+
+/* agg_merge adds every counter of src to dst (not the name). */
+static __always_inline void agg_merge(struct agg_io *dst, const struct agg_io *src)
+{
+	__u64 *d = (__u64 *)dst;
+	const __u64 *s = (const __u64 *)src;
+	for (int i = 0; i < offsetof(struct agg_io, name) / 8; i++)
+		__sync_fetch_and_add(&d[i], s[i]);
+}
+
+/* agg_exec: process tgid ran execve, so its entry so far is the old
+ * program's (and comm). The entry moves to key tgid | AGG_EXECED, which
+ * userspace folds as ended (aggregate.Reader) under the old comm; the new
+ * program's calls start an entry of their own. Two execs before userspace
+ * reads add up; with no room the old program's counts go to agg_other. */
+static __always_inline void agg_exec(__u32 tgid)
+{
+	if (!agg_on)
+		return;
+	struct agg_io *v = bpf_map_lookup_elem(&agg_procs, &tgid);
+	if (!v)
+		return;
+	__u32 old = tgid | AGG_EXECED;
+	if (bpf_map_update_elem(&agg_procs, &old, v, BPF_NOEXIST)) {
+		struct agg_io *o = bpf_map_lookup_elem(&agg_procs, &old);
+		if (!o) {
+			__u32 other = 0;
+			agg_overflow(AGG_OV_PROCS);
+			o = bpf_map_lookup_elem(&agg_other, &other);
+		}
+		if (o)
+			agg_merge(o, v);
+	}
+	bpf_map_delete_elem(&agg_procs, &tgid);
+}
+
 /* agg_cleaned counts nr tracked dirty pages of (dev, ino), dirtied by
  * process pid, as cleaned: written back (bytes > 0: outside any traced
  * call, so no call counted the bio) or dropped (truncated, evicted). */

@@ -100,9 +100,9 @@ func Rows(d, cur *aggregate.Snapshot, by By, k SortKey) []Row {
 			}
 		}
 	} else {
-		for pid, p := range d.Procs {
-			r := Row{Pid: pid, Comm: p.Comm, Exited: p.Exited, IO: p.IO}
-			if c := cur.Procs[pid]; c != nil {
+		for key, p := range d.Procs {
+			r := Row{Pid: p.Pid, Comm: p.Comm, Exited: p.Exited, IO: p.IO}
+			if c := cur.Procs[key]; c != nil {
 				r.Cum = c.IO
 			}
 			if r.active() {

@@ -201,3 +201,43 @@ func TestTraceInterval(t *testing.T) {
 		t.Errorf("intervals count %d reads; the workload made 4000 (the last interval is not printed)", reads)
 	}
 }
+
+// TestTopExec: a process that reads, then execs another program, shows as
+// two rows: the first program's calls under its comm (ended), the second's
+// under the new comm — per-comm numbers follow the program, not the pid.
+func TestTopExec(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	f := filepath.Join(tmp, "exec.dat")
+	data := append([]byte("first line\n"), make([]byte, 65536-11)...)
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// dash's read builtin reads its input with read(2), a byte at a time.
+	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--rows", "0", "--", "sh", "-c", `read x < "$0"; exec cat "$0" >/dev/null`, f)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	run := parseTop(t, stdout)
+	var sh, cat *topview.IOJSON
+	for i, p := range run.total.Processes {
+		switch p.Comm {
+		case "sh":
+			sh = &run.total.Processes[i]
+		case "cat":
+			cat = &run.total.Processes[i]
+		}
+	}
+	if sh == nil || cat == nil {
+		t.Fatalf("want a row for sh and one for cat: %+v", run.total.Processes)
+	}
+	if sh.Pid != cat.Pid || !sh.Exited {
+		t.Errorf("sh row pid %d exited %v, cat row pid %d: want one pid, the sh part ended", sh.Pid, sh.Exited, cat.Pid)
+	}
+	if sh.ReadBytes == 0 || sh.ReadBytes >= 65536 {
+		t.Errorf("sh read %d bytes, want its read builtin's few", sh.ReadBytes)
+	}
+	if cat.ReadBytes < 65536 {
+		t.Errorf("cat read %d bytes, want the whole 64 KiB file", cat.ReadBytes)
+	}
+}
