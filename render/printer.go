@@ -136,6 +136,13 @@ func (p *Printer) WriteJSON(v any) {
 	p.add()
 }
 
+// WriteText adds s (whole lines) to the batch, whatever the printer's mode
+// (the interval summaries of `trace --interval`).
+func (p *Printer) WriteText(s string) {
+	p.cur.WriteString(s)
+	p.add()
+}
+
 // Summary prints the end-of-trace summary and writes out the batch.
 func (p *Printer) Summary(s *record.Summary) {
 	if p.json {

@@ -40,6 +40,12 @@ type Options struct {
 	Force map[string]Mechanism
 	// NoWriteback disables dirty-page tracking (the write story's join).
 	NoWriteback bool
+	// Agg keeps the in-kernel aggregates (bpf/agg.h, AggMaps); AggOnly
+	// also stops every per-call and per-request record (top, serve).
+	Agg, AggOnly bool
+	// AllProcesses traces every process but iopath (top and serve without
+	// -p or --comm).
+	AllProcesses bool
 }
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
@@ -144,6 +150,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 	}
 	dropFaults(chosen, statuses)
+	if opts.AggOnly {
+		dropFaultsAggOnly(chosen, statuses) // agg.go
+	}
 	t.Hooks = statuses
 	for _, h := range Hooks() {
 		if h.Loses == "" {
@@ -295,7 +304,8 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		return err
 	}
 	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
-		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}}
+		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}, {vars.AggOn, b(opts.Agg || opts.AggOnly)},
+		{vars.AggOnly, b(opts.AggOnly)}, {vars.TraceAll, b(opts.AllProcesses)}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
