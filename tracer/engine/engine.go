@@ -62,6 +62,14 @@ type Engine struct {
 	// WriteCache, if set, replaces the sysfs lookup of a device's
 	// queue/write_cache (tests).
 	WriteCache func(kdev uint32) string
+	// UnattributedBio, if set, gets each bio a traced process queued outside
+	// any traced call (the summary's unattributed_bios, writeback excluded)
+	// once its request completed, with the pid that queued it and why it is
+	// unattributed (the summary's unattributed_causes: syscall:NAME, exec,
+	// ...): the block-level view of IO no record carries, such as libaio's
+	// io_submit on a kernel without request hooks (the queue-depth demos).
+	// Called on the reader's goroutine.
+	UnattributedBio func(pid uint32, cause string, b record.Bio)
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
