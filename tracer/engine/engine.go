@@ -82,6 +82,9 @@ type Engine struct {
 	dirty    map[uint64]int64   // write op_id -> dirtied pages not yet persisted or removed
 	dirtyTot atomic.Int64       // sum of the positive values of dirty (read by other goroutines)
 	dirtyOf  map[uint64]fileKey // write op_id -> its file
+	// faultOf: a write fault's op_id -> where it stored, while its dirty
+	// pages are tracked (their persisted records name the fault).
+	faultOf map[uint64]record.FaultRef
 	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
 	memoryWrites atomic.Int64
 	lastTs       uint64
@@ -144,7 +147,7 @@ func New(k *kernel.Kernel, out func(any)) *Engine {
 		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*record.PidSummary{},
-		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
+		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{}, faultOf: map[uint64]record.FaultRef{},
 		devNames: map[uint32]string{}, rwbsNames: map[uint32]string{}, names: map[string]string{},
 	}
 }

@@ -29,6 +29,7 @@ func (e *Engine) handleFault(o *bpf.IopathOp) {
 	rec := e.faultRecord(o)
 	if o.DirtiedPages > 0 {
 		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
+		e.faultOf[o.OpId] = record.FaultRef{Address: rec.Address, Index: rec.Index}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
 	p := e.ops[o.OpId]

@@ -127,8 +127,22 @@ func TestFaultWriteDirtiesAndPersists(t *testing.T) {
 	if len(ps) != 1 || ps[0].OpID != faultID(1) || ps[0].Outcome != record.OutcomeWritten || ps[0].Pages != 1 {
 		t.Fatalf("persisted: %+v", ps)
 	}
+	if f := ps[0].Fault; f == nil || f.Address != 0x7f0000003000 || f.Index != 3 {
+		t.Errorf("persisted does not name the fault: %+v", f)
+	}
 	if s.E.DirtyPending() != 0 {
 		t.Errorf("dirty pending after writeback: %d", s.E.DirtyPending())
+	}
+	// A write call's pages, and a fault's page removed before writeback.
+	s.E.HandleOp(enginetest.WriteOp(faultID(2), 0, 4096, record.PageRange{Index: 0, Pages: 1}))
+	w = enginetest.Fault(faultID(3), 9, 0x7f0000009000, engine.FaultWrite|engine.FaultFilemap, 60_000, 5000)
+	enginetest.AddRange(w, 9, 1, engine.RangeDirtied)
+	s.E.HandleOp(w)
+	s.E.HandleDirtyGone(enginetest.Gone(faultID(3), 9, 1, 70_000))
+	s.E.HandleDirtyGone(enginetest.Gone(faultID(2), 0, 1, 71_000))
+	ps = s.Persisted()
+	if len(ps) != 3 || ps[1].Fault == nil || ps[1].Fault.Index != 9 || ps[1].Outcome != record.OutcomeRemoved || ps[2].Fault != nil {
+		t.Errorf("removed pages: %+v", ps[1:])
 	}
 }
 
