@@ -362,6 +362,9 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 			p.PersistedNs < ms.TimeNs || p.PersistedNs > ms.TimeNs+ms.DurationNs {
 			t.Errorf("persisted %+v, msync %+v", p, *ms)
 		}
+		if p.Fault == nil || p.Fault.Index != wf.Index || p.Fault.Address != wf.Address {
+			t.Errorf("persisted names fault %+v, want the write fault at %#x (page %d)", p.Fault, wf.Address, wf.Index)
+		}
 	}
 	if pages != wf.DirtiedPages {
 		t.Errorf("persisted %d pages of the fault's %d dirtied", pages, wf.DirtiedPages)
