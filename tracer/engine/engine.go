@@ -47,6 +47,11 @@ type Engine struct {
 	Unavailable []string
 	// FaultUnavailable: the same for fault records (record.Fault).
 	FaultUnavailable []string
+	// InferFaultRetry: the filemap_fault hook is a tracepoint, which has no
+	// return value, so a retry shows only as a second filemap event; when
+	// the second pass has none (another thread mapped the page meanwhile)
+	// the retry is inferred from the first pass (faults.go, retryImplied).
+	InferFaultRetry bool
 	// HoldNs is how long a call waits for its bios before it is released
 	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
 	// hold a request for seconds under load).

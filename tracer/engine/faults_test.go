@@ -174,3 +174,41 @@ func TestAdviceAndMsyncCalls(t *testing.T) {
 		t.Errorf("unattributed bios")
 	}
 }
+
+// Where the filemap_fault hook is a tracepoint (no VM_FAULT_RETRY to read),
+// a retry whose second pass left no filemap event (another thread mapped
+// the page meanwhile) is inferred from the first pass: it read pages, or
+// (a read fault) slept on a locked page. Not from a write fault's sleep
+// (page_mkwrite), nor without filemap_fault, nor where the return value is
+// seen (InferFaultRetry off).
+func TestFaultRetryInferred(t *testing.T) {
+	type c struct {
+		name          string
+		flags         uint32
+		added         uint32
+		blocked       uint64
+		infer, retried bool
+	}
+	for _, tc := range []c{
+		{"read the page, no second event", engine.FaultMajor | engine.FaultFilemap, 1, 90_000, true, true},
+		{"waited on a page another thread read", engine.FaultFilemap, 0, 80_000, true, true},
+		{"a cached page, no wait", engine.FaultFilemap, 0, 0, true, false},
+		{"a write fault slept in page_mkwrite", engine.FaultWrite | engine.FaultFilemap, 0, 50_000, true, false},
+		{"a write fault read its page", engine.FaultWrite | engine.FaultFilemap, 1, 50_000, true, true},
+		{"no filemap_fault (fault-around)", 0, 0, 10_000, true, false},
+		{"fexit: the return value said no retry", engine.FaultMajor | engine.FaultFilemap, 1, 90_000, false, false},
+		{"a second event seen", engine.FaultFilemap | engine.FaultRetried, 0, 0, false, true},
+	} {
+		s := enginetest.NewStream()
+		s.E.InferFaultRetry = tc.infer
+		o := enginetest.Fault(faultID(1), 3, 0x7f0000003000, tc.flags, 1000, 200_000)
+		o.BlockedNs = tc.blocked
+		if tc.added > 0 {
+			enginetest.AddRange(o, 3, tc.added, engine.RangeAdded)
+		}
+		s.E.HandleOp(o)
+		if fs := s.Faults(); len(fs) != 1 || fs[0].Retried != tc.retried {
+			t.Errorf("%s: faults %+v, want retried %v", tc.name, fs, tc.retried)
+		}
+	}
+}
