@@ -183,10 +183,10 @@ func TestAdviceAndMsyncCalls(t *testing.T) {
 // seen (InferFaultRetry off).
 func TestFaultRetryInferred(t *testing.T) {
 	type c struct {
-		name          string
-		flags         uint32
-		added         uint32
-		blocked       uint64
+		name           string
+		flags          uint32
+		added          uint32
+		blocked        uint64
 		infer, retried bool
 	}
 	for _, tc := range []c{
