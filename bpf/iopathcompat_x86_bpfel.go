@@ -371,6 +371,7 @@ const (
 	IopathCompatVarPathSerial                   = "path_serial"
 	IopathCompatVarRawSysMask                   = "raw_sys_mask"
 	IopathCompatVarRenameGen                    = "rename_gen"
+	IopathCompatVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathCompatVarSelfTgid                     = "self_tgid"
 	IopathCompatVarSyncsActive                  = "syncs_active"
 	IopathCompatVarTargetComm                   = "target_comm"
@@ -548,6 +549,7 @@ type IopathCompatVariableSpecs struct {
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
@@ -637,6 +639,7 @@ type IopathCompatVariables struct {
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`

@@ -32,6 +32,7 @@ func workDir(o *Options) (string, func(), error) {
 		base = session.DiskBase()
 	}
 	session.CleanStale(base, "demo", o.Notes)
+	session.RestoreStaleSysctls(o.Notes)
 	d, err := session.MkWorkDir(base, "demo")
 	if err != nil {
 		if o.Dir != "" {

@@ -56,6 +56,10 @@ type Syscall struct {
 	// volatile write cache (enum DeviceFlush: flushed, not_needed, none,
 	// not_requested, no_block_device).
 	DeviceFlush DeviceFlush `json:"device_flush,omitempty"`
+	// SyncWriteback, for sync and syncfs: the writeback they started, which
+	// the flusher threads do (their bios are in writeback records with
+	// reason sync, not in this call's bios).
+	SyncWriteback *SyncWriteback `json:"sync_writeback,omitempty"`
 	// OutDev, OutIno, OutPath: an in-kernel copy's output file, when the
 	// call dirtied its pages (the summary charges them to its row).
 	OutDev  string `json:"out_dev,omitempty"`
@@ -277,4 +281,17 @@ type FileSummary struct {
 	// delete gets a new row (the deleted file's stays, with its name).
 	Generation uint32 `json:"generation,omitempty"`
 	Totals
+}
+
+// SyncWriteback is what the flusher threads wrote with reason sync while a
+// sync or syncfs call waited (syncfs: on its filesystem's device): the
+// writeback bios carrying pages dirtied by traced calls (the only ones
+// iopath follows) queued between the call's start and end. Another sync
+// running at the same time shares them.
+type SyncWriteback struct {
+	Bios  uint64 `json:"bios"`
+	Bytes uint64 `json:"bytes"`
+	// AtLeast: older bios were forgotten (more than 65536 kept): the
+	// counts are a lower bound.
+	AtLeast bool `json:"at_least,omitempty"`
 }

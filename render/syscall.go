@@ -110,13 +110,36 @@ func SyscallStory(r *record.Syscall) string {
 			b.WriteString("  disk: no IO (served from the page cache)\n")
 		}
 	}
+	if w := r.SyncWriteback; w != nil {
+		b.WriteString("  " + syncWritebackLine(r.Syscall, w) + "\n")
+	}
 	for _, bio := range r.Bios {
 		b.WriteString("  " + bioLine(bio) + "\n")
 	}
-	if line := flushLine(r.DeviceFlush); line != "" {
+	if r.Syscall == "sync" && r.DeviceFlush == record.FlushNone {
+		b.WriteString("  device cache: no flush request attributed to this call (sync has each filesystem flush its device; a flush another thread sent for it is not attributed)\n")
+	} else if line := flushLine(r.DeviceFlush); line != "" {
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
+}
+
+// syncWritebackLine tells what sync or syncfs had the flusher threads
+// write (fs/sync.c: every dirty inode, written and waited for).
+func syncWritebackLine(call string, w *record.SyncWriteback) string {
+	what := "every dirty inode of every filesystem"
+	if call == "syncfs" {
+		what = "every dirty inode of this filesystem"
+	}
+	s := "writeback: started for " + what + " and waited for; "
+	if w.Bios == 0 && !w.AtLeast {
+		return s + "the flusher threads wrote no page traced calls dirtied (reason sync) while it ran"
+	}
+	n := Count(w.Bios, "bio")
+	if w.AtLeast {
+		n = "at least " + n
+	}
+	return s + "the flusher threads wrote " + Bytes(w.Bytes) + " in " + n + " with pages traced calls dirtied (reason sync: see the writeback records)"
 }
 
 // flushLine tells what an fsync-family call did to the device's volatile

@@ -288,8 +288,12 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		v   *ebpf.VariableSpec
 		val any
 	}
+	flushSeq, err := kernelRqfFlushSeq() // rqflags.go
+	if err != nil {
+		return err
+	}
 	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
-		{vars.RawSysMask, sysMask}}
+		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)

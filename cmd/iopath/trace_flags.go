@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/timeline"
 	"github.com/spf13/cobra"
 )
 
@@ -108,6 +109,9 @@ func tgid(pid int) int {
 func traceOutput(cmd *cobra.Command, path string, withCommand bool) (w io.Writer, shared *session.SharedStdout, done func(failed error), err error) {
 	if path != "" {
 		_, statErr := os.Stat(path)
+		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
+			return nil, nil, nil, err
+		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)

@@ -98,6 +98,7 @@ type Engine struct {
 	notItemized  []record.HitsNotItemized       // see AddHitsNotItemized (hits.go)
 	flush        flushState                     // device cache flushes (flush.go)
 	orphans      orphanState                    // completions seen before their issue (flush.go)
+	syncWB       syncWBState                    // flusher bios written for sync (syncwb.go)
 	renames      renameState                    // earlier names and generations of files (names.go)
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
 

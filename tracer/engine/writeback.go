@@ -178,6 +178,9 @@ func (e *Engine) writebackDone(b *bioRef) {
 			}
 		}
 	}
+	if reason == record.ReasonSync && wb.OpId == 0 {
+		e.noteSyncWB(b.QueueNs, wb.Dev, bytes)
+	}
 	e.Out(&record.Writeback{Type: record.TypeWriteback, TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
 		Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
