@@ -44,25 +44,14 @@ type DeviceQueue struct {
 }
 
 // MeanD2CNs is the mean device time of the requests, ns (0 without any).
-func (q *DeviceQueue) MeanD2CNs() uint64 {
-	var t uint64
-	for _, d := range q.D2CNs {
-		t += d
-	}
-	return div(t, uint64(len(q.D2CNs)))
-}
+func (q *DeviceQueue) MeanD2CNs() uint64 { return mean(q.D2CNs) }
 
 // MeanQ2DNs is the mean time a request spent in the block layer before
 // its issue, ns.
 func (q *DeviceQueue) MeanQ2DNs() uint64 { return div(q.Q2DNs, uint64(len(q.D2CNs))) }
 
 // QuantileD2CNs is the device time at quantile p (0..1), ns.
-func (q *DeviceQueue) QuantileD2CNs(p float64) uint64 {
-	if len(q.D2CNs) == 0 {
-		return 0
-	}
-	return q.D2CNs[min(len(q.D2CNs)-1, int(p*float64(len(q.D2CNs))))]
-}
+func (q *DeviceQueue) QuantileD2CNs(p float64) uint64 { return quantile(q.D2CNs, p) }
 
 // DeviceIOPS is the run's requests completed per second over SpanNs.
 func (q *DeviceQueue) DeviceIOPS() float64 {
