@@ -6,7 +6,6 @@ import (
 
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
-	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -117,27 +116,9 @@ func runIODepth(o *Options) error {
 			fmt.Sprintf("--bs=%d", ioDepthBS), fmt.Sprintf("--count=%d", ioDepthCount), "--engine=libaio", fmt.Sprintf("--iodepth=%d", d)}})
 		labels = append(labels, fmt.Sprintf("iodepth %d", d))
 	}
-	tr, res, err := traceWorkloads(o, tracer.Options{}, runs)
-	if err != nil {
-		return err
-	}
-	qruns, wrecs, err := queueRuns(tr, res, runs, labels, false)
-	if err != nil {
-		return err
-	}
-	w := o.Out
-	fmt.Fprintf(w, "iopath demo iodepth: %d random %s O_DIRECT reads with libaio at each iodepth from %d to %d\n\n",
-		ioDepthCount, render.Bytes(ioDepthBS), ioDepths[0], ioDepths[len(ioDepths)-1])
-	fmt.Fprint(w, ws.writtenFileLine(ioDepthFileSize, 1))
-	tracedLines(w, runs, wrecs)
-	fmt.Fprintf(w, "hooks: block_bio_queue=%s, block_rq_issue=%s, block_rq_complete=%s\n\n", mech(tr.hooks, "block_bio_queue"),
-		mech(tr.hooks, "block_rq_issue"), mech(tr.hooks, "block_rq_complete"))
-	fmt.Fprint(w, IODepthTable(qruns))
-	fmt.Fprintln(w)
-	fmt.Fprint(w, IODepthWhy(qruns))
-	lostWarning(w, tr.sum)
-	if o.JSON {
-		printJSON(w, tr.recs, tr.sum, wrecs)
-	}
-	return nil
+	return runQueueDemo(o, ws, queueDemo{runs: runs, labels: labels,
+		title: fmt.Sprintf("iopath demo iodepth: %d random %s O_DIRECT reads with libaio at each iodepth from %d to %d",
+			ioDepthCount, render.Bytes(ioDepthBS), ioDepths[0], ioDepths[len(ioDepths)-1]),
+		fileSize: ioDepthFileSize, files: 1, hooks: []string{"block_bio_queue", "block_rq_issue", "block_rq_complete"},
+		table: IODepthTable, why: IODepthWhy})
 }

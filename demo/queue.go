@@ -1,16 +1,17 @@
 package demo
 
 import (
+	"cmp"
 	"fmt"
 	"os"
-
-	"cmp"
-	"github.com/iopath/iopath/render"
-	"github.com/iopath/iopath/tracer/kernel"
 	"slices"
 	"strings"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // DeviceQueue is what one run's requests did at the device, from the issue
@@ -199,4 +200,48 @@ func diskQueue(disk string) string {
 		sched = sched[i+1 : j]
 	}
 	return fmt.Sprintf("scheduler %s, nr_requests %s, write cache %s", sched, read("nr_requests"), read("write_cache"))
+}
+
+// queueDemo is what a queue-depth demo runs and prints.
+type queueDemo struct {
+	runs     []*session.WorkloadRun
+	labels   []string
+	write    bool           // the runs write (their bios are W), else read
+	topts    tracer.Options // the tracer's options
+	title    string         // the first line
+	fileSize int64          // bytes of each run's file
+	files    int            // how many files the runs use
+	hooks    []string       // the hooks whose mechanism the "hooks:" line names
+	table    func([]*QueueRun) string
+	why      func([]*QueueRun) string
+}
+
+// runQueueDemo traces a queue-depth demo's runs and prints its title,
+// files, runs, hooks, table and explanation (and, with --json, the records).
+func runQueueDemo(o *Options, ws *workSet, d queueDemo) error {
+	tr, res, err := traceWorkloads(o, d.topts, d.runs)
+	if err != nil {
+		return err
+	}
+	qruns, wrecs, err := queueRuns(tr, res, d.runs, d.labels, d.write)
+	if err != nil {
+		return err
+	}
+	w := o.Out
+	fmt.Fprintf(w, "%s\n\n", d.title)
+	fmt.Fprint(w, ws.writtenFileLine(d.fileSize, d.files))
+	tracedLines(w, d.runs, wrecs)
+	var hooks []string
+	for _, h := range d.hooks {
+		hooks = append(hooks, h+"="+mech(tr.hooks, h))
+	}
+	fmt.Fprintf(w, "hooks: %s\n\n", strings.Join(hooks, ", "))
+	fmt.Fprint(w, d.table(qruns))
+	fmt.Fprintln(w)
+	fmt.Fprint(w, d.why(qruns))
+	lostWarning(w, tr.sum)
+	if o.JSON {
+		printJSON(w, tr.recs, tr.sum, wrecs)
+	}
+	return nil
 }

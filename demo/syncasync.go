@@ -201,27 +201,9 @@ func runSyncAsync(o *Options) error {
 	for i, a := range args {
 		runs = append(runs, &session.WorkloadRun{Args: append(append([]string(nil), common...), a...), File: ws.files[i]})
 	}
-	tr, res, err := traceWorkloads(o, tracer.Options{All: true}, runs)
-	if err != nil {
-		return err
-	}
-	qruns, wrecs, err := queueRuns(tr, res, runs, labels, true)
-	if err != nil {
-		return err
-	}
-	w := o.Out
-	fmt.Fprintf(w, "iopath demo sync-vs-async: %d random %s O_DIRECT writes, with pwrite(2) and with libaio at iodepth %d\n\n",
-		syncAsyncCount, render.Bytes(syncAsyncBS), syncAsyncDepth)
-	fmt.Fprint(w, ws.writtenFileLine(syncAsyncFileSize, len(runs)))
-	tracedLines(w, runs, wrecs)
-	fmt.Fprintf(w, "hooks: vfs_write=%s, block_rq_issue=%s, block_rq_complete=%s\n\n", mech(tr.hooks, "vfs_write"),
-		mech(tr.hooks, "block_rq_issue"), mech(tr.hooks, "block_rq_complete"))
-	fmt.Fprint(w, SyncAsyncTable(qruns))
-	fmt.Fprintln(w)
-	fmt.Fprint(w, SyncAsyncWhy(qruns))
-	lostWarning(w, tr.sum)
-	if o.JSON {
-		printJSON(w, tr.recs, tr.sum, wrecs)
-	}
-	return nil
+	return runQueueDemo(o, ws, queueDemo{runs: runs, labels: labels, write: true, topts: tracer.Options{All: true},
+		title: fmt.Sprintf("iopath demo sync-vs-async: %d random %s O_DIRECT writes, with pwrite(2) and with libaio at iodepth %d",
+			syncAsyncCount, render.Bytes(syncAsyncBS), syncAsyncDepth),
+		fileSize: syncAsyncFileSize, files: len(runs), hooks: []string{"vfs_write", "block_rq_issue", "block_rq_complete"},
+		table: SyncAsyncTable, why: SyncAsyncWhy})
 }
