@@ -241,6 +241,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
+	if c, ok := chosen["filemap_fault"]; ok && (c.mech == TPBTF || c.mech == Tracepoint) {
+		t.Engine.InferFaultRetry = true // no VM_FAULT_RETRY to read (engine.retryImplied)
+	}
 	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
 		// The hook exists but is left out (above); where it has no
 		// mechanism (5.10) Unavailable says so already.
