@@ -36,6 +36,10 @@ enum op_sys {
 	/* issue 14 (bpf/fault.c): a page fault on a file mapping, and the calls
 	 * that change what faults do or read ahead themselves */
 	SYS_FAULT, SYS_MSYNC, SYS_MADVISE, SYS_FADVISE64, SYS_READAHEAD,
+	/* issue 13 (bpf/aio.c): libaio. io_submit and io_getevents/io_pgetevents
+	 * send EV_AIO_SUBMIT / EV_AIO_REAP; each iocb io_submit processed is an
+	 * EV_OP of its own (a request), sys SYS_AIO_READ or SYS_AIO_WRITE. */
+	SYS_IO_SUBMIT, SYS_IO_GETEVENTS, SYS_AIO_READ, SYS_AIO_WRITE,
 	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
 };
 _Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");
@@ -52,6 +56,8 @@ enum ev_type {
 	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
 	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
 	EV_FLUSH_DONE,    /* struct flush_done_ev (flush.c): a bio of a flush sequence ended */
+	EV_AIO_SUBMIT,    /* struct aio_submit_ev (aio.c): an io_submit call and its iocbs */
+	EV_AIO_REAP,      /* struct aio_reap_ev (aio.c): events an io_getevents/io_pgetevents call returned */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -76,6 +82,9 @@ enum counter {
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
+	/* issue 13 (bpf/aio.c) */
+	CNT_AIO_IOCB_TRUNC,     /* iocbs of an io_submit beyond AIO_MAX_IOCBS: not reported */
+	CNT_AIO_REAP_TRUNC,     /* events of an io_getevents beyond AIO_MAX_IOCBS: not reported */
 	CNT_MAX,
 };
 
@@ -136,6 +145,13 @@ struct op {
 	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 ... */
 	__u64 c_path_renames;  /* ... and rename_gen (a directory above renamed) */
 	__u64 out_file;        /* in-kernel copies: the output's struct file * (syscall hooks), for its name */
+	/* issue 13 (bpf/aio.c): the io_submit call in progress (aio_nr 0: none) */
+	__u64 aio_iocbpp;      /* its struct iocb ** (user memory) */
+	__u32 aio_nr;          /* iocbs passed */
+	__u32 aio_cur;         /* the iocb whose request is the running op (index) */
+	__u32 aio_call_seq;    /* seq of the call: iocb k's request is seq aio_call_seq + 1 + k */
+	__u32 aio_dio;         /* 1 once the running request started its direct IO (iomap_dio_rw_begin) */
+	__u64 aio_start_ns;    /* io_submit entry */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -393,6 +409,58 @@ struct other_key {
 	__u32 write; /* 0 read family, 1 write family */
 };
 
+#define AIO_PER_EV 16     /* iocbs or io_events per EV_AIO_SUBMIT / EV_AIO_REAP */
+#define AIO_MAX_IOCBS 128 /* iocbs (events) reported per io_submit (io_getevents) call */
+
+/* One iocb of an io_submit (struct iocb, include/uapi/linux/aio_abi.h). */
+struct aio_iocb {
+	__u64 iocb;      /* its user address: the io_event's obj */
+	__u64 user_data; /* aio_data: the io_event's data */
+	__s64 offset;
+	__u64 nbytes;
+	__u32 opcode;    /* aio_lio_opcode: IOCB_CMD_PREAD 0, PWRITE 1, FSYNC 2, FDSYNC 3, POLL 5, NOOP 6, PREADV 7, PWRITEV 8 */
+	__u32 fd;
+	__u32 flags;     /* aio_flags (IOCB_FLAG_RESFD 1, IOCB_FLAG_IOPRIO 2) */
+	__u32 rw_flags;  /* aio_rw_flags (RWF_*) */
+};
+
+struct aio_submit_ev {
+	__u32 type;     /* EV_AIO_SUBMIT */
+	__u32 pid;
+	__u32 tid;
+	__u32 nr;       /* iocbs passed */
+	__u64 op_id;    /* the call's: iocb k's request is op_id + 1 + k */
+	__u64 ctx;      /* aio_context_t */
+	__u64 start_ns;
+	__u64 end_ns;
+	__s64 ret;      /* iocbs submitted, or -errno */
+	__u32 first;    /* index of iocb[0] in the call (several records per call) */
+	__u32 n;        /* entries in iocb[] */
+	char comm[16];
+	struct aio_iocb iocb[AIO_PER_EV];
+};
+
+/* One struct io_event a reap returned. */
+struct aio_event {
+	__u64 user_data; /* data */
+	__u64 iocb;      /* obj */
+	__s64 res;       /* bytes or -errno */
+	__s64 res2;
+};
+
+struct aio_reap_ev {
+	__u32 type;     /* EV_AIO_REAP */
+	__u32 pid;
+	__u32 tid;
+	__u32 n;        /* entries in ev[] */
+	__u64 ctx;
+	__u64 ts;       /* the call's exit */
+	__s64 ret;      /* events returned, or -errno */
+	__u32 first;    /* index of ev[0] among the call's events */
+	__u32 pad;
+	struct aio_event ev[AIO_PER_EV];
+};
+
 /* contract keeps every type above in the object's BTF, so that bpf2go can
  * export it: a type used only in casts, sizes or as constants leaves none.
  * iopath.bpf.c defines one unused pointer to it. */
@@ -417,6 +485,8 @@ struct contract {
 	struct stat_key stat_key;
 	struct stat_val stat_val;
 	struct other_key other_key;
+	struct aio_submit_ev aio_submit;
+	struct aio_reap_ev aio_reap;
 };
 
 #endif /* IOPATH_EVENTS_H */

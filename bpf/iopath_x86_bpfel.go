@@ -13,6 +13,57 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type IopathAioEvent struct {
+	_        structs.HostLayout
+	UserData uint64
+	Iocb     uint64
+	Res      int64
+	Res2     int64
+}
+
+type IopathAioIocb struct {
+	_        structs.HostLayout
+	Iocb     uint64
+	UserData uint64
+	Offset   int64
+	Nbytes   uint64
+	Opcode   uint32
+	Fd       uint32
+	Flags    uint32
+	RwFlags  uint32
+}
+
+type IopathAioReapEv struct {
+	_     structs.HostLayout
+	Type  uint32
+	Pid   uint32
+	Tid   uint32
+	N     uint32
+	Ctx   uint64
+	Ts    uint64
+	Ret   int64
+	First uint32
+	Pad   uint32
+	Ev    [16]IopathAioEvent
+}
+
+type IopathAioSubmitEv struct {
+	_       structs.HostLayout
+	Type    uint32
+	Pid     uint32
+	Tid     uint32
+	Nr      uint32
+	OpId    uint64
+	Ctx     uint64
+	StartNs uint64
+	EndNs   uint64
+	Ret     int64
+	First   uint32
+	N       uint32
+	Comm    [16]int8
+	Iocb    [16]IopathAioIocb
+}
+
 type IopathBioOwner struct {
 	_       structs.HostLayout
 	OpId    uint64
@@ -54,7 +105,9 @@ const (
 	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
 	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
 	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
-	IopathCounterCNT_MAX              IopathCounter = 19
+	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
+	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
+	IopathCounterCNT_MAX              IopathCounter = 21
 )
 
 type IopathDirtyGoneEv struct {
@@ -99,6 +152,8 @@ const (
 	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
 	IopathEvTypeEV_PATH        IopathEvType = 10
 	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
+	IopathEvTypeEV_AIO_SUBMIT  IopathEvType = 12
+	IopathEvTypeEV_AIO_REAP    IopathEvType = 13
 )
 
 type IopathFaultKey struct {
@@ -181,6 +236,12 @@ type IopathOp struct {
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
 	OutFile           uint64
+	AioIocbpp         uint64
+	AioNr             uint32
+	AioCur            uint32
+	AioCallSeq        uint32
+	AioDio            uint32
+	AioStartNs        uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -288,7 +349,11 @@ const (
 	IopathOpSysSYS_MADVISE         IopathOpSys = 24
 	IopathOpSysSYS_FADVISE64       IopathOpSys = 25
 	IopathOpSysSYS_READAHEAD       IopathOpSys = 26
-	IopathOpSysSYS_MAX             IopathOpSys = 27
+	IopathOpSysSYS_IO_SUBMIT       IopathOpSys = 27
+	IopathOpSysSYS_IO_GETEVENTS    IopathOpSys = 28
+	IopathOpSysSYS_AIO_READ        IopathOpSys = 29
+	IopathOpSysSYS_AIO_WRITE       IopathOpSys = 30
+	IopathOpSysSYS_MAX             IopathOpSys = 31
 )
 
 type IopathOtherKey struct {
@@ -484,6 +549,7 @@ const (
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapTidSlot                      = "tid_slot"
 	IopathMapWbScratch                    = "wb_scratch"
+	IopathProgAioDioBegin                 = "aio_dio_begin"
 	IopathProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -629,6 +695,7 @@ type IopathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathProgramSpecs struct {
+	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -852,6 +919,7 @@ type IopathVariables struct {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathPrograms struct {
+	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -940,6 +1008,7 @@ type IopathPrograms struct {
 
 func (p *IopathPrograms) Close() error {
 	return _IopathClose(
+		p.AioDioBegin,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,

@@ -84,6 +84,12 @@ type IopathCompatOp struct {
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
 	OutFile           uint64
+	AioIocbpp         uint64
+	AioNr             uint32
+	AioCur            uint32
+	AioCallSeq        uint32
+	AioDio            uint32
+	AioStartNs        uint64
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -278,6 +284,7 @@ const (
 	IopathCompatMapTaskOps                      = "task_ops"
 	IopathCompatMapTidSlot                      = "tid_slot"
 	IopathCompatMapWbScratch                    = "wb_scratch"
+	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -424,6 +431,7 @@ type IopathCompatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatProgramSpecs struct {
+	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -652,6 +660,7 @@ type IopathCompatVariables struct {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatPrograms struct {
+	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -740,6 +749,7 @@ type IopathCompatPrograms struct {
 
 func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
+		p.AioDioBegin,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,

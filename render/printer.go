@@ -31,6 +31,10 @@ type Printer struct {
 	// they printed).
 	Collected []any
 	Collect   bool
+	// lastSubmit, lastPid: the submission call whose requests the last
+	// stories told (request.go), so that its heading is printed once.
+	lastSubmit uint64
+	lastPid    uint32
 	// OnBroken, if set, is called once, at the first failed write.
 	OnBroken func(error)
 }
@@ -97,7 +101,17 @@ func (p *Printer) Record(rec any) {
 		p.cur.WriteString(PersistedStory(r))
 	case *record.Fault:
 		p.cur.WriteString(FaultStory(r))
+	case *record.Request:
+		if story := RequestStory(r); story != "" {
+			if r.SubmitOpID != p.lastSubmit || r.Pid != p.lastPid {
+				p.cur.WriteString(SubmissionLine(r))
+				p.lastSubmit, p.lastPid = r.SubmitOpID, r.Pid
+			}
+			p.cur.WriteString(story)
+		}
+		return
 	}
+	p.lastSubmit, p.lastPid = 0, 0
 }
 
 // WriteJSON adds v to the batch as one JSON line, whatever the printer's

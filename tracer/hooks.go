@@ -174,6 +174,13 @@ func Hooks() []Hook {
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},
 			rawSyscalls(bpf.IopathOpSysSYS_RENAME),
 		}},
+		// issue 13 (bpf/aio.c): libaio through its system calls.
+		{Name: "libaio", Loses: "libaio requests (their IO is unattributed)", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_IO_SUBMIT, bpf.IopathOpSysSYS_IO_GETEVENTS),
+		}},
+		{Name: "aio_dio", Loses: "separate direct-IO iocbs within one io_submit (their bios go to the first)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgAioDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
+		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},

@@ -497,6 +497,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
 	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
+	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -538,7 +539,7 @@ func (t *Tracer) Summary() *record.Summary {
 	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
 		s.MapEvictions[m] = c[m]
 	}
-	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
+	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches", "aio_iocbs", "aio_events"} {
 		s.Truncations[m] = c[m]
 	}
 	for _, h := range t.Hooks {

@@ -181,6 +181,10 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 	if record.IsSync(rec.Syscall) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
 	}
+	if isRequestSys(rec.Syscall) {
+		e.requestPart(rec, kdev, bios, readBytes) // asyncio.go
+		return
+	}
 	e.account(rec, kdev, readBytes)
 	e.Out(rec)
 }
@@ -196,6 +200,7 @@ func (e *Engine) Tick(now uint64) {
 			e.release(id, p)
 		}
 	}
+	e.asyncTick() // asyncio.go
 }
 
 // Flush releases every pending call (end of trace), in op order.
@@ -210,6 +215,7 @@ func (e *Engine) Flush() {
 	for _, id := range ids {
 		e.release(id, e.ops[id])
 	}
+	e.asyncFlush() // asyncio.go
 }
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are

@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+)
+
+// The asynchronous-request join (issue 13): libaio iocbs.
+//
+// Three streams meet per request, keyed by its op_id (the submission call's
+// op_id + 1 + the iocb's index, numbered by the kernel):
+//   - its EV_OP (sys libaio_read/libaio_write): what the request did while
+//     io_submit processed it (cache, readahead, bios, dirtied pages), joined
+//     with its bios by calls.go like any call's, then handed here by emit;
+//   - the EV_AIO_SUBMIT records of its io_submit: the iocb (user address,
+//     user data, opcode, fd, offset, length) and the call's times;
+//   - an EV_AIO_REAP of an io_getevents: its result and when the
+//     application collected it, matched by (pid, ring, iocb address) to the
+//     oldest request of that iocb not reaped yet (an application may reuse
+//     an iocb, and its user data, once reaped).
+// A request is printed once all three are in, or when Tick gives up
+// (HoldNs after its submission: never reaped, or its events were lost; the
+// missing fields are listed as unavailable). A reap that arrives before its
+// submit record (another thread reaped it while the submitter was still in
+// io_submit) waits for it.
+
+// asyncReq is one request being joined.
+type asyncReq struct {
+	seg      *record.Syscall // its EV_OP's record with its bios (nil: none yet, or none at all)
+	kdev     uint32
+	inflight uint32
+	readB    uint64
+	req      *record.Request // from the submit record (nil: not seen yet)
+	subEnd   uint64          // the submission call's exit
+	reaped   bool
+}
+
+type iocbKey struct {
+	pid     uint32
+	ctx, cb uint64
+}
+
+type asyncState struct {
+	reqs   map[uint64]*asyncReq
+	byIocb map[iocbKey][]uint64           // submitted, not reaped, oldest first
+	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
+	earlyT map[iocbKey]uint64                // ... and when they were reaped
+	// inflight counts the requests issued and not completed per device
+	// (requests.go stamps each bio with it at issue).
+	inflight map[uint32]uint32
+	Lost     uint64 // requests released without their submit record
+}
+
+// maxEarly bounds the reaps waiting for their submit record; beyond it they
+// are dropped (their requests print with result unavailable).
+const maxEarly = 4096
+
+func (a *asyncState) init() {
+	if a.reqs == nil {
+		a.reqs = map[uint64]*asyncReq{}
+		a.byIocb = map[iocbKey][]uint64{}
+		a.early = map[iocbKey][]*bpf.IopathAioEvent{}
+		a.earlyT = map[iocbKey]uint64{}
+		a.inflight = map[uint32]uint32{}
+	}
+}
+
+func (e *Engine) asyncReq(id uint64) *asyncReq {
+	e.async.init()
+	r := e.async.reqs[id]
+	if r == nil {
+		r = &asyncReq{}
+		e.async.reqs[id] = r
+	}
+	return r
+}
+
+// rqIssued and rqCompleted keep the per-device in-flight count (requests.go).
+func (e *Engine) rqIssued(kdev uint32) uint32 {
+	e.async.init()
+	e.async.inflight[kdev]++
+	return e.async.inflight[kdev]
+}
+
+func (e *Engine) rqCompleted(kdev uint32) {
+	if n := e.async.inflight[kdev]; n > 0 {
+		e.async.inflight[kdev] = n - 1
+	}
+}
+
+// isRequestSys says whether a call record is an asynchronous request's.
+func isRequestSys(name string) bool { return name == "libaio_read" || name == "libaio_write" }
+
+// requestPart takes a request's EV_OP record, complete with its bios (from emit).
+func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, readBytes uint64) {
+	r := e.asyncReq(rec.OpID)
+	r.seg, r.kdev, r.readB = rec, kdev, readBytes
+	for _, b := range bios { // the first bio issued (emit sorted them)
+		r.inflight = b.inflight
+		break
+	}
+	e.tryRequest(rec.OpID, r)
+}
+
+// aioOps names the iocb opcodes (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
+var aioOps = map[uint32]string{0: "read", 1: "write", 2: "fsync", 3: "fdatasync", 5: "poll", 6: "noop", 7: "readv", 8: "writev"}
+
+// HandleAioSubmit takes an EV_AIO_SUBMIT record.
+func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
+	e.seen(ev.EndNs)
+	e.async.init()
+	n := min(int(ev.N), len(ev.Iocb))
+	for j := 0; j < n; j++ {
+		cb := &ev.Iocb[j]
+		k := uint64(ev.First) + uint64(j)
+		id := ev.OpId + 1 + k
+		submitted := ev.Ret > 0 && k < uint64(ev.Ret)
+		if !submitted {
+			if r := e.async.reqs[id]; r == nil && e.ops[id] == nil {
+				continue // refused by io_submit, never processed: not a request
+			}
+		}
+		op := aioOps[cb.Opcode]
+		if op == "" {
+			op = fmt.Sprintf("opcode_%d", cb.Opcode)
+		}
+		r := e.asyncReq(id)
+		r.subEnd = ev.EndNs
+		r.req = &record.Request{
+			Type: record.TypeRequest, Engine: record.EngineLibaio, Op: op, OpID: id, SubmitOpID: ev.OpId,
+			UserData: cb.UserData, Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid,
+			Worker: record.WorkerInline, Fd: int64(int32(cb.Fd)), Offset: cb.Offset, RequestedBytes: cb.Nbytes,
+			SubmitNs: ev.StartNs,
+		}
+		if !submitted {
+			r.reaped = true // nothing will reap it
+			r.req.Unavailable = append(r.req.Unavailable, "result (io_submit stopped before this iocb)")
+		} else {
+			key := iocbKey{pid: ev.Pid, ctx: ev.Ctx, cb: cb.Iocb}
+			if reaps := e.async.early[key]; len(reaps) > 0 {
+				e.reapInto(r, reaps[0], e.async.earlyT[key])
+				if e.async.early[key] = reaps[1:]; len(reaps) == 1 {
+					delete(e.async.early, key)
+					delete(e.async.earlyT, key)
+				}
+			} else {
+				e.async.byIocb[key] = append(e.async.byIocb[key], id)
+			}
+		}
+		e.tryRequest(id, r)
+	}
+}
+
+// HandleAioReap takes an EV_AIO_REAP record.
+func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
+	e.seen(ev.Ts)
+	e.async.init()
+	n := min(int(ev.N), len(ev.Ev))
+	for j := 0; j < n; j++ {
+		io := &ev.Ev[j]
+		key := iocbKey{pid: ev.Pid, ctx: ev.Ctx, cb: io.Iocb}
+		ids := e.async.byIocb[key]
+		if len(ids) == 0 {
+			if len(e.async.early) < maxEarly {
+				c := *io
+				e.async.early[key] = append(e.async.early[key], &c)
+				e.async.earlyT[key] = ev.Ts
+			}
+			continue
+		}
+		// The oldest with this user data; else the oldest.
+		at := 0
+		for i, id := range ids {
+			if r := e.async.reqs[id]; r != nil && r.req != nil && r.req.UserData == io.UserData {
+				at = i
+				break
+			}
+		}
+		id := ids[at]
+		if ids = slices.Delete(ids, at, at+1); len(ids) == 0 {
+			delete(e.async.byIocb, key)
+		} else {
+			e.async.byIocb[key] = ids
+		}
+		if r := e.async.reqs[id]; r != nil {
+			e.reapInto(r, io, ev.Ts)
+			e.tryRequest(id, r)
+		}
+	}
+}
+
+func (e *Engine) reapInto(r *asyncReq, io *bpf.IopathAioEvent, ts uint64) {
+	r.reaped = true
+	r.req.ReapNs = ts
+	r.req.Result = record.Result{Bytes: io.Res, Known: true}
+	if io.Res < 0 {
+		r.req.Result = record.Result{Error: errnoName(-io.Res), Known: true}
+	}
+}
+
+func errnoName(n int64) string {
+	if s := unix.ErrnoName(unix.Errno(n)); s != "" {
+		return s
+	}
+	return fmt.Sprintf("errno %d", n)
+}
+
+// tryRequest prints a request once its submit record, its EV_OP's record
+// (if it has one: it is still in e.ops while its bios are in flight) and
+// its reap are in.
+func (e *Engine) tryRequest(id uint64, r *asyncReq) {
+	if r.req == nil || !r.reaped || e.ops[id] != nil {
+		return
+	}
+	e.releaseRequest(id, r)
+}
+
+func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
+	delete(e.async.reqs, id)
+	q := r.req
+	if q == nil { // the submit record was lost: what the EV_OP says
+		e.async.Lost++
+		s := r.seg
+		q = &record.Request{Type: record.TypeRequest, Engine: record.EngineLibaio, OpID: id, Pid: s.Pid, Tid: s.Tid, Comm: s.Comm,
+			WorkerTid: s.Tid, Worker: record.WorkerInline, Fd: s.Fd, Offset: int64(s.Offset), RequestedBytes: s.RequestedBytes,
+			SubmitNs: s.TimeNs, Op: "read", Unavailable: []string{"submit_op_id", "user_data", "reap_ns", "result"}}
+		if record.IsWrite(s.Syscall) {
+			q.Op = "write"
+		}
+	} else if !r.reaped {
+		q.Unavailable = append(q.Unavailable, "reap_ns", "result")
+	}
+	if s := r.seg; s != nil {
+		q.Path, q.Dev, q.Ino, q.FS, q.Direct = s.Path, s.Dev, s.Ino, s.FS, s.Direct
+		q.Cache, q.Bios, q.DirtiedPages, q.BlockedNs = s.Cache, s.Bios, s.DirtiedPages, s.BlockedNs
+		q.InflightAtIssue = r.inflight
+		q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself
+		if s.Direct {
+			q.CompleteNs = 0
+			for _, b := range s.Bios {
+				q.CompleteNs = max(q.CompleteNs, b.CompleteNs)
+			}
+		}
+	} else {
+		q.Bios = []record.Bio{}
+		q.Cache.Readahead = []record.Readahead{}
+		q.Unavailable = append(q.Unavailable, "path", "dev", "ino", "cache", "bios")
+	}
+	if q.CompleteNs == 0 {
+		q.Unavailable = append(q.Unavailable, "complete_ns")
+	}
+	e.accountRequest(q, r)
+	e.Out(q)
+}
+
+// accountRequest adds a request to its process's and file's totals: counted
+// as a request (not a call), its bytes, cache and disk bytes like a call's.
+func (e *Engine) accountRequest(q *record.Request, r *asyncReq) {
+	var writeBytes uint64
+	for _, b := range q.Bios {
+		if b.Rwbs != "" && b.Rwbs[0] != 'R' {
+			writeBytes += uint64(b.Bytes)
+		}
+	}
+	read := q.Op == "read" || q.Op == "readv"
+	add := func(t *record.Totals) {
+		t.Requests++
+		t.BytesRequested += q.RequestedBytes
+		if q.Result.Known && q.Result.Error == "" && q.Result.Bytes > 0 {
+			t.BytesReturned += uint64(q.Result.Bytes)
+		}
+		if read {
+			t.ReadRequests++
+			t.ReadBytesReq += q.RequestedBytes
+			t.PagesHit += q.Cache.PagesHit
+			t.PagesMissed += q.Cache.PagesMissed
+			t.PagesAdded += q.Cache.PagesAdded
+			t.PagesPrefetched += q.Cache.PagesAdded - min(q.Cache.PagesMissed, q.Cache.PagesAdded)
+		} else if q.Op == "write" || q.Op == "writev" {
+			t.WriteRequests++
+		}
+		t.DiskBytesRead += r.readB
+		t.DiskBytesWrite += writeBytes
+		t.DirtiedPages += uint64(q.DirtiedPages)
+		t.BlockedNs += q.BlockedNs
+	}
+	add(&e.pid(q.Pid, q.Comm).Totals)
+	if q.Ino != 0 {
+		add(&e.file(fkey(r.kdev, q.Ino)).Totals)
+	}
+}
+
+// asyncTick releases requests submitted more than HoldNs ago whose reap (or
+// submit record) never came.
+func (e *Engine) asyncTick() {
+	for id, r := range e.async.reqs {
+		if e.ops[id] != nil {
+			continue
+		}
+		switch {
+		case r.req != nil && e.lastTs > r.subEnd+e.HoldNs:
+			e.releaseRequest(id, r)
+		case r.req == nil && r.seg != nil && e.lastTs > r.seg.TimeNs+r.seg.DurationNs+e.HoldNs:
+			e.releaseRequest(id, r)
+		}
+	}
+}
+
+// asyncFlush releases every request (end of trace), in op order.
+func (e *Engine) asyncFlush() {
+	ids := make([]uint64, 0, len(e.async.reqs))
+	for id, r := range e.async.reqs {
+		if r.req != nil || r.seg != nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e.releaseRequest(id, e.async.reqs[id])
+	}
+	clear(e.async.byIocb)
+	clear(e.async.early)
+	clear(e.async.earlyT)
+}
