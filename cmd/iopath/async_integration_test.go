@@ -1,0 +1,122 @@
+package main
+
+// Privileged integration tests of asynchronous requests (issue 13): the
+// built-in workload's libaio engine traced on this machine's kernel, on a
+// cold file, filtered by the workload's pid and file.
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/record"
+)
+
+// asyncRun traces `iopath workload rand-read` with the given flags and
+// returns its requests on the workload's file, the pid's totals and the
+// workload record.
+func asyncRun(t *testing.T, flags ...string) ([]record.Request, record.Totals, *workloadRecord) {
+	t.Helper()
+	needRoot(t)
+	tmp := diskDir(t)
+	args := append([]string{"trace", "--json", "--workload", "rand-read", "--", "--cold", "--size", "16m"}, flags...)
+	_, tr, wrs := runJSON(t, tmp, args...)
+	if len(wrs) != 1 || wrs[0].Report == nil {
+		t.Fatalf("want 1 workload record with its report, got %d", len(wrs))
+	}
+	wr := wrs[0]
+	var reqs []record.Request
+	for _, q := range tr.requests {
+		if q.Pid != wr.Pid {
+			continue // other processes do IO on this machine
+		}
+		if q.Ino != wr.Ino || q.Dev != wr.Dev {
+			t.Errorf("a request on another file (dev %s ino %d): %+v", q.Dev, q.Ino, q)
+			continue
+		}
+		reqs = append(reqs, q)
+	}
+	return reqs, pidTotals(t, tr.summary, wr.Pid), wr
+}
+
+// checkKernelRead compares the disk bytes iopath attributed to the workload
+// with the kernel's accounting of its thread (/proc/thread-self/io
+// read_bytes over the run): equal within one readahead window.
+func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window uint64) {
+	t.Helper()
+	k := wr.Report.Kernel
+	if k == nil {
+		t.Fatalf("the workload report has no kernel IO accounting")
+	}
+	got, want := tot.DiskBytesRead, uint64(k.ReadBytes)
+	if got+window < want || got > want+window {
+		t.Errorf("disk bytes read attributed to pid %d: %d; the kernel says %d (allowed difference %d)", wr.Pid, got, want, window)
+	}
+	t.Logf("disk bytes read: iopath %d, kernel read_bytes %d", got, want)
+}
+
+// O_DIRECT 4 KiB random reads at iodepth 16: one request per read with
+// exactly its 4 KiB bio, nothing unattributed, and requests overlapping at
+// the device (16 at most).
+func TestTraceLibaioDirect(t *testing.T) {
+	const n = 400
+	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "libaio", "--iodepth", "16", "--count", "400")
+	if len(reqs) != n {
+		t.Errorf("%d request records for %d reads", len(reqs), n)
+	}
+	ids := map[uint64]bool{}
+	var maxInflight uint32
+	for _, q := range reqs {
+		if ids[q.OpID] {
+			t.Errorf("op_id %d twice", q.OpID)
+		}
+		ids[q.OpID] = true
+		var bytes uint32
+		for _, b := range q.Bios {
+			bytes += b.Bytes
+		}
+		if q.Engine != record.EngineLibaio || q.Op != "read" || !q.Direct || q.Worker != record.WorkerInline ||
+			len(q.Bios) != 1 || bytes != 4096 || q.Result != (record.Result{Bytes: 4096, Known: true}) ||
+			q.SubmitOpID == 0 || q.SubmitNs == 0 || q.CompleteNs < q.SubmitNs || q.ReapNs < q.CompleteNs || q.RequestedBytes != 4096 {
+			t.Errorf("request %+v", q)
+		}
+		maxInflight = max(maxInflight, q.InflightAtIssue)
+	}
+	if maxInflight <= 1 || maxInflight > 16 {
+		t.Errorf("max inflight_at_issue %d, want 2..16", maxInflight)
+	}
+	if tot.Unattributed != 0 || tot.Requests != n || tot.ReadRequests != n {
+		t.Errorf("pid totals: %d unattributed bios, %d requests (%d reads)", tot.Unattributed, tot.Requests, tot.ReadRequests)
+	}
+	checkKernelRead(t, tot, wr, 0)
+	t.Logf("%d requests, max inflight_at_issue %d", len(reqs), maxInflight)
+}
+
+// Buffered cold reads through libaio: io_submit reads them itself, so the
+// requests show their misses, readahead and bios like read calls do.
+func TestTraceLibaioBuffered(t *testing.T) {
+	const n = 300
+	reqs, tot, wr := asyncRun(t, "--engine", "libaio", "--iodepth", "16", "--count", "300")
+	if len(reqs) != n {
+		t.Errorf("%d request records for %d reads", len(reqs), n)
+	}
+	var missed, ra, bios uint64
+	var window uint64
+	for _, q := range reqs {
+		missed += q.Cache.PagesMissed
+		ra += uint64(len(q.Cache.Readahead))
+		for _, r := range q.Cache.Readahead {
+			window = max(window, uint64(r.Pages)*4096)
+		}
+		bios += uint64(len(q.Bios))
+		if q.Direct || !q.Result.Known || q.Result.Bytes != 4096 || q.Cache.PagesRequested != 1 || q.Cache.PagesHit+q.Cache.PagesMissed != 1 {
+			t.Errorf("request %+v", q)
+		}
+	}
+	if missed == 0 || ra == 0 || bios == 0 {
+		t.Errorf("cold buffered requests: %d pages missed, %d readahead decisions, %d bios", missed, ra, bios)
+	}
+	if tot.Unattributed != 0 || tot.Requests != n || tot.PagesMissed != missed {
+		t.Errorf("pid totals: %d unattributed bios, %d requests, %d pages missed (requests: %d)", tot.Unattributed, tot.Requests, tot.PagesMissed, missed)
+	}
+	checkKernelRead(t, tot, wr, max(window, 4096))
+	t.Logf("%d requests: %d pages missed, %d readahead decisions, %d bios", len(reqs), missed, ra, bios)
+}
