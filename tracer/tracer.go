@@ -496,7 +496,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
-	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
+	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 }
 

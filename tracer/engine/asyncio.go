@@ -47,7 +47,7 @@ type iocbKey struct {
 
 type asyncState struct {
 	reqs   map[uint64]*asyncReq
-	byIocb map[iocbKey][]uint64           // submitted, not reaped, oldest first
+	byIocb map[iocbKey][]uint64              // submitted, not reaped, oldest first
 	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
 	earlyT map[iocbKey]uint64                // ... and when they were reaped
 	// inflight counts the requests issued and not completed per device
