@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
+)
+
+const ctx = 0x7f0000001000 // an aio_context_t
+
+// aioRead is the EV_OP of iocb k of the io_submit call: a direct 4 KiB
+// read at off that queued one bio.
+func aioRead(call uint64, k uint64, off uint64, start, end uint64) *bpf.IopathOp {
+	o := enginetest.Op(call+1+k, bpf.IopathOpSysSYS_AIO_READ, off, 4096, 4096, start, end)
+	o.F_flags = 040000 // O_DIRECT
+	o.BiosQueued = 1
+	return o
+}
+
+func dio(rq, op, sector, queue uint64) *bpf.IopathRqIssueEv {
+	return enginetest.Issue(rq, queue+5, enginetest.FlRead|enginetest.FlSync,
+		enginetest.Own{Op: op, Bio: rq + 0x100, Sector: sector, Bytes: 4096, Queue: queue})
+}
+
+// Two iocbs in one io_submit, completed by the device in the other order
+// and reaped in one io_getevents: each request gets its own bio, result
+// and times, and both were in flight together.
+func TestAioOutOfOrder(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleOp(aioRead(call, 1, 8192, 200, 300))
+	s.E.HandleIssue(dio(2, call+2, 816, 250))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 2, 90, 310,
+		enginetest.Iocb{Addr: 0xa0, UserData: 7, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 8, Off: 8192, Bytes: 4096}))
+	s.E.HandleComplete(enginetest.Done(2, 500, 0))
+	s.E.HandleComplete(enginetest.Done(1, 700, 0))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before their reap", n)
+	}
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 900, enginetest.Reaped{Addr: 0xb0, UserData: 8, Res: 4096}, enginetest.Reaped{Addr: 0xa0, UserData: 7, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %d", len(reqs))
+	}
+	byData := map[uint64]*record.Request{}
+	for _, q := range reqs {
+		byData[q.UserData] = q
+	}
+	a, b := byData[7], byData[8]
+	if a == nil || b == nil {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if a.OpID != call+1 || a.SubmitOpID != call || a.Offset != 0 || len(a.Bios) != 1 || a.Bios[0].Sector != 800 || a.CompleteNs != 700 ||
+		a.ReapNs != 900 || a.SubmitNs != 90 || a.InflightAtIssue != 1 || a.Result != (record.Result{Bytes: 4096, Known: true}) {
+		t.Errorf("first request %+v", a)
+	}
+	if b.OpID != call+2 || b.Offset != 8192 || len(b.Bios) != 1 || b.Bios[0].Sector != 816 || b.CompleteNs != 500 || b.InflightAtIssue != 2 {
+		t.Errorf("second request %+v", b)
+	}
+	sum := s.E.Summary()
+	if len(sum.Pids) != 1 || sum.Pids[0].Requests != 2 || sum.Pids[0].ReadRequests != 2 || sum.Pids[0].Calls != 0 || sum.Pids[0].DiskBytesRead != 8192 {
+		t.Errorf("pid totals %+v", sum.Pids)
+	}
+}
+
+// An application reuses one iocb (and its user data) for request after
+// request: each reap goes to the oldest request of that iocb not reaped.
+func TestAioReusedIocb(t *testing.T) {
+	s := enginetest.NewStream()
+	cb := func(off uint64) enginetest.Iocb { return enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: off, Bytes: 4096} }
+	for i, call := range []uint64{100<<32 | 10, 100<<32 | 20} {
+		off := uint64(i) * 4096
+		s.E.HandleOp(aioRead(call, 0, off, 100+uint64(i)*1000, 200+uint64(i)*1000))
+		s.E.HandleIssue(dio(uint64(i+1), call+1, 800+uint64(i)*8, 150+uint64(i)*1000))
+		s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90+uint64(i)*1000, 210+uint64(i)*1000, cb(off)))
+		s.E.HandleComplete(enginetest.Done(uint64(i+1), 400+uint64(i)*1000, 0))
+	}
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 3000, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 3100, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: -5}))
+	reqs := s.Requests()
+	if len(reqs) != 2 || reqs[0].Offset != 0 || reqs[0].ReapNs != 3000 || reqs[1].Offset != 4096 || reqs[1].ReapNs != 3100 ||
+		reqs[1].Result != (record.Result{Error: "EIO", Known: true}) {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// Another thread reaps a request before the submitting thread's io_submit
+// has returned (its submit record comes later in the stream): the reap
+// waits for it.
+func TestAioReapBeforeSubmit(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 350, enginetest.Reaped{Addr: 0xa0, UserData: 3, Res: 4096}))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before their submit record", n)
+	}
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 400, enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 0, Bytes: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].ReapNs != 350 || reqs[0].UserData != 3 || len(reqs[0].Bios) != 1 || len(reqs[0].Unavailable) != 0 {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// Lost events: a request never reaped is printed after HoldNs with its
+// result unavailable; one whose submit record was lost is printed at the
+// end from its EV_OP; an iocb io_submit refused is no request.
+func TestAioLost(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 400,
+		enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 4, Off: 4096, Bytes: 4096}))
+	s.E.Tick(400 + s.E.HoldNs + 1)
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Result.Known || !contains(reqs[0].Unavailable, "result") || !contains(reqs[0].Unavailable, "reap_ns") {
+		t.Fatalf("unreaped request: %+v", reqs)
+	}
+	call2 := uint64(100<<32 | 20)
+	s.E.HandleOp(aioRead(call2, 0, 0, 2e10, 2e10+100))
+	s.E.HandleIssue(dio(2, call2+1, 800, 2e10+50))
+	s.E.HandleComplete(enginetest.Done(2, 2e10+300, 0))
+	s.E.Flush()
+	reqs = s.Requests()
+	if len(reqs) != 2 || reqs[1].OpID != call2+1 || len(reqs[1].Bios) != 1 || !contains(reqs[1].Unavailable, "submit_op_id") {
+		t.Fatalf("request without its submit record: %+v", reqs[1:])
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
