@@ -219,12 +219,13 @@ type Iocb struct {
 	Off, Bytes     uint64
 }
 
-// AioSubmit returns the EV_AIO_SUBMIT record of an io_submit of pid 100,
+// AioSubmit returns the EV_AIO_SUBMIT record of an io_submit of "app", pid 100,
 // thread call>>32, on ring ctx, that submitted ret of the iocbs (the first
 // AIO_PER_EV of them) between start and end.
 func AioSubmit(call, ctx uint64, ret int64, start, end uint64, cbs ...Iocb) *bpf.IopathAioSubmitEv {
 	ev := &bpf.IopathAioSubmitEv{Type: uint32(bpf.IopathEvTypeEV_AIO_SUBMIT), Pid: 100, Tid: uint32(call >> 32), Nr: uint32(len(cbs)),
 		OpId: call, Ctx: ctx, StartNs: start, EndNs: end, Ret: ret, N: uint32(len(cbs))}
+	copy(ev.Comm[:], []int8{'a', 'p', 'p'})
 	for i, c := range cbs {
 		ev.Iocb[i] = bpf.IopathAioIocb{Iocb: c.Addr, UserData: c.UserData, Offset: int64(c.Off), Nbytes: c.Bytes, Fd: 3}
 	}
