@@ -55,10 +55,17 @@ func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window
 
 // O_DIRECT 4 KiB random reads at iodepth 16: one request per read with
 // exactly its 4 KiB bio, nothing unattributed, and requests overlapping at
-// the device (16 at most).
+// the device (16 at most). With --iodepth-batch 8, io_submit passes 8
+// iocbs at once: iomap_dio_rw_begin tells them apart.
 func TestTraceLibaioDirect(t *testing.T) {
+	for _, batch := range []string{"1", "8"} {
+		t.Run("batch"+batch, func(t *testing.T) { libaioDirect(t, batch) })
+	}
+}
+
+func libaioDirect(t *testing.T, batch string) {
 	const n = 400
-	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "libaio", "--iodepth", "16", "--count", "400")
+	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "libaio", "--iodepth", "16", "--iodepth-batch", batch, "--count", "400")
 	if len(reqs) != n {
 		t.Errorf("%d request records for %d reads", len(reqs), n)
 	}
@@ -91,10 +98,17 @@ func TestTraceLibaioDirect(t *testing.T) {
 }
 
 // Buffered cold reads through libaio: io_submit reads them itself, so the
-// requests show their misses, readahead and bios like read calls do.
+// requests show their misses, readahead and bios like read calls do; in
+// batches of 8, each iocb's readahead names it.
 func TestTraceLibaioBuffered(t *testing.T) {
+	for _, batch := range []string{"1", "8"} {
+		t.Run("batch"+batch, func(t *testing.T) { libaioBuffered(t, batch) })
+	}
+}
+
+func libaioBuffered(t *testing.T, batch string) {
 	const n = 300
-	reqs, tot, wr := asyncRun(t, "--engine", "libaio", "--iodepth", "16", "--count", "300")
+	reqs, tot, wr := asyncRun(t, "--engine", "libaio", "--iodepth", "16", "--iodepth-batch", batch, "--count", "300")
 	if len(reqs) != n {
 		t.Errorf("%d request records for %d reads", len(reqs), n)
 	}

@@ -45,7 +45,23 @@ type iocbKey struct {
 	ctx, cb uint64
 }
 
+// reqFile is the file behind a process's fd as its last request's EV_OP
+// named it: a request with no EV_OP of its own (a cache hit in a batch)
+// takes its file from there.
+type reqFile struct {
+	path, dev, fs string
+	ino           uint64
+	kdev          uint32
+	direct        bool
+}
+
+type pidFd struct {
+	pid uint32
+	fd  int64
+}
+
 type asyncState struct {
+	files  map[pidFd]reqFile
 	reqs   map[uint64]*asyncReq
 	byIocb map[iocbKey][]uint64              // submitted, not reaped, oldest first
 	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
@@ -63,6 +79,7 @@ const maxEarly = 4096
 func (a *asyncState) init() {
 	if a.reqs == nil {
 		a.reqs = map[uint64]*asyncReq{}
+		a.files = map[pidFd]reqFile{}
 		a.byIocb = map[iocbKey][]uint64{}
 		a.early = map[iocbKey][]*bpf.IopathAioEvent{}
 		a.earlyT = map[iocbKey]uint64{}
@@ -95,6 +112,15 @@ func (e *Engine) rqCompleted(kdev uint32) {
 
 // isRequestSys says whether a call record is an asynchronous request's.
 func isRequestSys(name string) bool { return name == "libaio_read" || name == "libaio_write" }
+
+// noteRequestFile remembers the file of a request's EV_OP by (pid, fd).
+func (e *Engine) noteRequestFile(rec *record.Syscall, kdev uint32) {
+	e.async.init()
+	if len(e.async.files) >= maxEarly {
+		clear(e.async.files)
+	}
+	e.async.files[pidFd{rec.Pid, rec.Fd}] = reqFile{path: rec.Path, dev: rec.Dev, fs: rec.FS, ino: rec.Ino, kdev: kdev, direct: rec.Direct}
+}
 
 // requestPart takes a request's EV_OP record, complete with its bios (from emit).
 func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, readBytes uint64) {
@@ -247,15 +273,38 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 			}
 		}
 	} else {
-		q.Bios = []record.Bio{}
-		q.Cache.Readahead = []record.Readahead{}
-		q.Unavailable = append(q.Unavailable, "path", "dev", "ino", "cache", "bios")
+		e.requestWithoutOp(q, r)
 	}
 	if q.CompleteNs == 0 {
 		q.Unavailable = append(q.Unavailable, "complete_ns")
 	}
 	e.accountRequest(q, r)
 	e.Out(q)
+}
+
+// requestWithoutOp completes a request that has no EV_OP: io_submit
+// processed it without any marker naming it (bpf/aio.c). A buffered read
+// with no marker had no readahead and no page inserted: a cache hit, as an
+// untouched call is. A direct one's bios went to the request before it.
+func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
+	q.Bios = []record.Bio{}
+	q.Cache.Readahead = []record.Readahead{}
+	f, ok := e.async.files[pidFd{q.Pid, q.Fd}]
+	if !ok {
+		q.Unavailable = append(q.Unavailable, "path", "dev", "ino", "cache", "bios")
+		return
+	}
+	q.Path, q.Dev, q.Ino, q.FS, q.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
+	read := q.Op == "read" || q.Op == "readv"
+	if q.Direct || !read {
+		q.Unavailable = append(q.Unavailable, "cache", "bios")
+		return
+	}
+	if q.Result.Known && q.Result.Error == "" && q.Result.Bytes > 0 {
+		first, last := uint64(q.Offset)>>12, (uint64(q.Offset)+uint64(q.Result.Bytes)-1)>>12
+		q.Cache.PagesRequested = last - first + 1
+		q.Cache.PagesHit = q.Cache.PagesRequested
+	}
 }
 
 // accountRequest adds a request to its process's and file's totals: counted

@@ -5,6 +5,7 @@ import (
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
 	"github.com/iopath/iopath/tracer/engine/enginetest"
 )
 
@@ -132,6 +133,37 @@ func TestAioLost(t *testing.T) {
 	reqs = s.Requests()
 	if len(reqs) != 2 || reqs[1].OpID != call2+1 || len(reqs[1].Bios) != 1 || !contains(reqs[1].Unavailable, "submit_op_id") {
 		t.Fatalf("request without its submit record: %+v", reqs[1:])
+	}
+}
+
+// A buffered batch: iocb 0 missed (its EV_OP), iocb 1 was a cache hit
+// that no marker named (no EV_OP): it is a hit on the same file.
+func TestAioHitWithoutOp(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	o := enginetest.Named(enginetest.Op(call+1, bpf.IopathOpSysSYS_AIO_READ, 0, 4096, 4096, 100, 200), "app", "/data/f")
+	o.BiosQueued = 1
+	enginetest.AddRange(o, 0, 1, engine.RangeAdded)
+	s.E.HandleOp(o)
+	s.E.HandleIssue(enginetest.Issue(1, 150, enginetest.FlRead, enginetest.Own{Op: call + 1, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 140}))
+	s.E.HandleComplete(enginetest.Done(1, 180, 0))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 2, 90, 300,
+		enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 2, Off: 40960, Bytes: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 400, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096}, enginetest.Reaped{Addr: 0xb0, UserData: 2, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	miss, hit := reqs[0], reqs[1]
+	if miss.UserData != 1 || miss.Cache.PagesMissed != 1 || len(miss.Bios) != 1 {
+		t.Errorf("the miss: %+v", miss)
+	}
+	if hit.UserData != 2 || hit.Path != "/data/f" || hit.Ino != 42 || hit.Cache.PagesHit != 1 || hit.Cache.PagesRequested != 1 ||
+		len(hit.Bios) != 0 || !contains(hit.Unavailable, "complete_ns") || contains(hit.Unavailable, "cache") {
+		t.Errorf("the hit: %+v", hit)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.PagesHit != 1 || tot.PagesMissed != 1 || tot.Requests != 2 {
+		t.Errorf("pid totals %+v", tot)
 	}
 }
 
