@@ -72,7 +72,9 @@ func TestAioOutOfOrder(t *testing.T) {
 // request: each reap goes to the oldest request of that iocb not reaped.
 func TestAioReusedIocb(t *testing.T) {
 	s := enginetest.NewStream()
-	cb := func(off uint64) enginetest.Iocb { return enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: off, Bytes: 4096} }
+	cb := func(off uint64) enginetest.Iocb {
+		return enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: off, Bytes: 4096}
+	}
 	for i, call := range []uint64{100<<32 | 10, 100<<32 | 20} {
 		off := uint64(i) * 4096
 		s.E.HandleOp(aioRead(call, 0, off, 100+uint64(i)*1000, 200+uint64(i)*1000))
