@@ -105,8 +105,9 @@ static __always_inline void aio_begin(struct op *op, __u32 k, struct user_iocb *
 		return;
 	}
 	op->seq = op->aio_call_seq + k; /* op_begin_in adds 1 */
-	op_begin_in(op, sys, fd_file((int)cb->aio_fildes, FILE_PROBE), (int)cb->aio_fildes, cb->aio_offset,
-		    aio_count(cb), FILE_PROBE);
+	if (op_begin_in(op, sys, fd_file((int)cb->aio_fildes, FILE_PROBE), (int)cb->aio_fildes, cb->aio_offset,
+			aio_count(cb), FILE_PROBE))
+		op->req_id = op->op_id;
 }
 
 /* aio_submit_enter starts an io_submit call of a traced thread. */

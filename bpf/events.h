@@ -40,6 +40,10 @@ enum op_sys {
 	 * send EV_AIO_SUBMIT / EV_AIO_REAP; each iocb io_submit processed is an
 	 * EV_OP of its own (a request), sys SYS_AIO_READ or SYS_AIO_WRITE. */
 	SYS_IO_SUBMIT, SYS_IO_GETEVENTS, SYS_AIO_READ, SYS_AIO_WRITE,
+	/* issue 13 (bpf/uring.c): io_uring. A request's IO in one thread (the
+	 * submitter inline, an io-wq worker, the SQPOLL thread) is an EV_OP
+	 * SYS_URING_READ / SYS_URING_WRITE whose req_id names the request. */
+	SYS_IO_URING_ENTER, SYS_URING_READ, SYS_URING_WRITE,
 	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
 };
 _Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");
@@ -58,6 +62,9 @@ enum ev_type {
 	EV_FLUSH_DONE,    /* struct flush_done_ev (flush.c): a bio of a flush sequence ended */
 	EV_AIO_SUBMIT,    /* struct aio_submit_ev (aio.c): an io_submit call and its iocbs */
 	EV_AIO_REAP,      /* struct aio_reap_ev (aio.c): events an io_getevents/io_pgetevents call returned */
+	EV_URING_SUBMIT,  /* struct uring_submit_ev (uring.c): io_uring_submit_req */
+	EV_URING_PUNT,    /* struct uring_punt_ev: io_uring_queue_async_work (to io-wq) */
+	EV_URING_COMPLETE, /* struct uring_complete_ev: io_uring_complete (its CQE posted) */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -85,6 +92,7 @@ enum counter {
 	/* issue 13 (bpf/aio.c) */
 	CNT_AIO_IOCB_TRUNC,     /* iocbs of an io_submit beyond AIO_MAX_IOCBS: not reported */
 	CNT_AIO_REAP_TRUNC,     /* events of an io_getevents beyond AIO_MAX_IOCBS: not reported */
+	CNT_URING_FULL,         /* uring_reqs map full: an io_uring request was not followed */
 	CNT_MAX,
 };
 
@@ -152,6 +160,11 @@ struct op {
 	__u32 aio_call_seq;    /* seq of the call: iocb k's request is seq aio_call_seq + 1 + k */
 	__u32 aio_dio;         /* 1 once the running request started its direct IO (iomap_dio_rw_begin) */
 	__u64 aio_start_ns;    /* io_submit entry */
+	/* issue 13 (bpf/uring.c) */
+	__u64 uring_req;       /* struct io_kiocb * of the running request's segment (0: not known yet) */
+	__u64 uring_call;      /* op_id of the io_uring_enter call in progress (0: none) */
+	__u32 uring_thread;    /* 1: an io-wq worker or SQPOLL thread (PF_IO_WORKER): its op stays active */
+	__u32 uring_pad;
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -214,6 +227,7 @@ struct op {
 	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
 	__u32 advice;       /* madvise/fadvise64: the advice argument */
 	__u32 fault_pad;
+	__u64 req_id;       /* issue 13: SYS_AIO_* / SYS_URING_*: the request this op is (part of) */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
@@ -461,6 +475,52 @@ struct aio_reap_ev {
 	struct aio_event ev[AIO_PER_EV];
 };
 
+/* An io_uring request (io_uring_submit_req): its SQE's fields as the
+ * request holds them after prep. */
+struct uring_submit_ev {
+	__u32 type;      /* EV_URING_SUBMIT */
+	__u32 pid;
+	__u32 tid;       /* the submitting thread (an SQPOLL thread for SQPOLL rings) */
+	__u32 opcode;    /* IORING_OP_* */
+	__u64 req;       /* struct io_kiocb * */
+	__u64 ctx;       /* struct io_ring_ctx * */
+	__u64 user_data;
+	__u64 op_id;     /* the request's */
+	__u64 submit_op_id; /* the io_uring_enter call's (0: SQPOLL) */
+	__u64 ts;
+	__s64 offset;    /* sqe->off (-1: the file position) */
+	__u64 len;       /* bytes (vectored: the sum of the iovecs) */
+	__s32 fd;        /* sqe->fd (a registered file's index with IOSQE_FIXED_FILE) */
+	__u32 sqe_flags; /* req->flags' low byte: IOSQE_* */
+	__u32 sq_thread; /* 1: submitted by the SQPOLL thread */
+	__u32 pad;
+	char comm[16];
+};
+
+struct uring_punt_ev {
+	__u32 type;   /* EV_URING_PUNT */
+	__u32 pid;
+	__u64 req;
+	__u64 op_id;
+	__u64 ts;
+	__u32 hashed; /* 1: the hashed queue (buffered writes of one inode, serialized) */
+	__u32 tid;
+};
+
+struct uring_complete_ev {
+	__u32 type;   /* EV_URING_COMPLETE */
+	__u32 pid;
+	__u32 tid;    /* the thread that posted the CQE */
+	__u32 segs;   /* EV_OP records of the request (one per thread that ran it) */
+	__u64 req;
+	__u64 op_id;
+	__u64 user_data;
+	__u64 ts;
+	__s64 res;    /* bytes or -errno */
+	__u32 cflags;
+	__u32 pad;
+};
+
 /* contract keeps every type above in the object's BTF, so that bpf2go can
  * export it: a type used only in casts, sizes or as constants leaves none.
  * iopath.bpf.c defines one unused pointer to it. */
@@ -487,6 +547,9 @@ struct contract {
 	struct other_key other_key;
 	struct aio_submit_ev aio_submit;
 	struct aio_reap_ev aio_reap;
+	struct uring_submit_ev uring_submit;
+	struct uring_punt_ev uring_punt;
+	struct uring_complete_ev uring_complete;
 };
 
 #endif /* IOPATH_EVENTS_H */

@@ -107,7 +107,8 @@ const (
 	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
 	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
 	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
-	IopathCounterCNT_MAX              IopathCounter = 21
+	IopathCounterCNT_URING_FULL       IopathCounter = 21
+	IopathCounterCNT_MAX              IopathCounter = 22
 )
 
 type IopathDirtyGoneEv struct {
@@ -141,19 +142,22 @@ type IopathDirtyVal struct {
 type IopathEvType uint32
 
 const (
-	IopathEvTypeEV_OP          IopathEvType = 1
-	IopathEvTypeEV_RQ_ISSUE    IopathEvType = 2
-	IopathEvTypeEV_RQ_COMPLETE IopathEvType = 3
-	IopathEvTypeEV_RQ_REQUEUE  IopathEvType = 4
-	IopathEvTypeEV_WB_BIO      IopathEvType = 5
-	IopathEvTypeEV_WB_START    IopathEvType = 6
-	IopathEvTypeEV_WB_INODE    IopathEvType = 7
-	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
-	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
-	IopathEvTypeEV_PATH        IopathEvType = 10
-	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
-	IopathEvTypeEV_AIO_SUBMIT  IopathEvType = 12
-	IopathEvTypeEV_AIO_REAP    IopathEvType = 13
+	IopathEvTypeEV_OP             IopathEvType = 1
+	IopathEvTypeEV_RQ_ISSUE       IopathEvType = 2
+	IopathEvTypeEV_RQ_COMPLETE    IopathEvType = 3
+	IopathEvTypeEV_RQ_REQUEUE     IopathEvType = 4
+	IopathEvTypeEV_WB_BIO         IopathEvType = 5
+	IopathEvTypeEV_WB_START       IopathEvType = 6
+	IopathEvTypeEV_WB_INODE       IopathEvType = 7
+	IopathEvTypeEV_DIRTY_GONE     IopathEvType = 8
+	IopathEvTypeEV_BIO_SPLIT      IopathEvType = 9
+	IopathEvTypeEV_PATH           IopathEvType = 10
+	IopathEvTypeEV_FLUSH_DONE     IopathEvType = 11
+	IopathEvTypeEV_AIO_SUBMIT     IopathEvType = 12
+	IopathEvTypeEV_AIO_REAP       IopathEvType = 13
+	IopathEvTypeEV_URING_SUBMIT   IopathEvType = 14
+	IopathEvTypeEV_URING_PUNT     IopathEvType = 15
+	IopathEvTypeEV_URING_COMPLETE IopathEvType = 16
 )
 
 type IopathFaultKey struct {
@@ -242,6 +246,10 @@ type IopathOp struct {
 	AioCallSeq        uint32
 	AioDio            uint32
 	AioStartNs        uint64
+	UringReq          uint64
+	UringCall         uint64
+	UringThread       uint32
+	UringPad          uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -297,6 +305,7 @@ type IopathOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	FaultPad          uint32
+	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -353,7 +362,10 @@ const (
 	IopathOpSysSYS_IO_GETEVENTS    IopathOpSys = 28
 	IopathOpSysSYS_AIO_READ        IopathOpSys = 29
 	IopathOpSysSYS_AIO_WRITE       IopathOpSys = 30
-	IopathOpSysSYS_MAX             IopathOpSys = 31
+	IopathOpSysSYS_IO_URING_ENTER  IopathOpSys = 31
+	IopathOpSysSYS_URING_READ      IopathOpSys = 32
+	IopathOpSysSYS_URING_WRITE     IopathOpSys = 33
+	IopathOpSysSYS_MAX             IopathOpSys = 34
 )
 
 type IopathOtherKey struct {
@@ -456,6 +468,64 @@ const (
 	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
 )
 
+type IopathUringCompleteEv struct {
+	_        structs.HostLayout
+	Type     uint32
+	Pid      uint32
+	Tid      uint32
+	Segs     uint32
+	Req      uint64
+	OpId     uint64
+	UserData uint64
+	Ts       uint64
+	Res      int64
+	Cflags   uint32
+	Pad      uint32
+}
+
+type IopathUringPuntEv struct {
+	_      structs.HostLayout
+	Type   uint32
+	Pid    uint32
+	Req    uint64
+	OpId   uint64
+	Ts     uint64
+	Hashed uint32
+	Tid    uint32
+}
+
+type IopathUringReq struct {
+	_      structs.HostLayout
+	OpId   uint64
+	Offset int64
+	Len    uint64
+	Fd     int32
+	Sys    uint32
+	Segs   uint32
+	Pid    uint32
+}
+
+type IopathUringSubmitEv struct {
+	_          structs.HostLayout
+	Type       uint32
+	Pid        uint32
+	Tid        uint32
+	Opcode     uint32
+	Req        uint64
+	Ctx        uint64
+	UserData   uint64
+	OpId       uint64
+	SubmitOpId uint64
+	Ts         uint64
+	Offset     int64
+	Len        uint64
+	Fd         int32
+	SqeFlags   uint32
+	SqThread   uint32
+	Pad        uint32
+	Comm       [16]int8
+}
+
 type IopathWbBioEv struct {
 	_       structs.HostLayout
 	Type    uint32
@@ -548,6 +618,7 @@ const (
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapTidSlot                      = "tid_slot"
+	IopathMapUringReqs                    = "uring_reqs"
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgAioDioBegin                 = "aio_dio_begin"
 	IopathProgBtfFilemapFault             = "btf_filemap_fault"
@@ -634,6 +705,14 @@ const (
 	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathProgTpWritebackStart            = "tp_writeback_start"
+	IopathProgUringComplete               = "uring_complete"
+	IopathProgUringDioBegin               = "uring_dio_begin"
+	IopathProgUringFileGet                = "uring_file_get"
+	IopathProgUringLocalWorkRun           = "uring_local_work_run"
+	IopathProgUringQueueAsyncWork         = "uring_queue_async_work"
+	IopathProgUringSubmitReq              = "uring_submit_req"
+	IopathProgUringTaskWorkRun            = "uring_task_work_run"
+	IopathProgUringWakeupNew              = "uring_wakeup_new"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -780,6 +859,14 @@ type IopathProgramSpecs struct {
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
 
 // IopathMapSpecs contains maps before they are loaded into the kernel.
@@ -803,6 +890,7 @@ type IopathMapSpecs struct {
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
 	TidSlot     *ebpf.MapSpec `ebpf:"tid_slot"`
+	UringReqs   *ebpf.MapSpec `ebpf:"uring_reqs"`
 	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -866,6 +954,7 @@ type IopathMaps struct {
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
 	TidSlot     *ebpf.Map `ebpf:"tid_slot"`
+	UringReqs   *ebpf.Map `ebpf:"uring_reqs"`
 	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -888,6 +977,7 @@ func (m *IopathMaps) Close() error {
 		m.Targets,
 		m.TaskOps,
 		m.TidSlot,
+		m.UringReqs,
 		m.WbScratch,
 	)
 }
@@ -1004,6 +1094,14 @@ type IopathPrograms struct {
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
 
 func (p *IopathPrograms) Close() error {
@@ -1093,6 +1191,14 @@ func (p *IopathPrograms) Close() error {
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
+		p.UringComplete,
+		p.UringDioBegin,
+		p.UringFileGet,
+		p.UringLocalWorkRun,
+		p.UringQueueAsyncWork,
+		p.UringSubmitReq,
+		p.UringTaskWorkRun,
+		p.UringWakeupNew,
 	)
 }
 

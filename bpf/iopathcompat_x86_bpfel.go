@@ -90,6 +90,10 @@ type IopathCompatOp struct {
 	AioCallSeq        uint32
 	AioDio            uint32
 	AioStartNs        uint64
+	UringReq          uint64
+	UringCall         uint64
+	UringThread       uint32
+	UringPad          uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -145,6 +149,7 @@ type IopathCompatOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	FaultPad          uint32
+	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -224,6 +229,17 @@ type IopathCompatStatVal struct {
 	Name           [48]int8
 }
 
+type IopathCompatUringReq struct {
+	_      structs.HostLayout
+	OpId   uint64
+	Offset int64
+	Len    uint64
+	Fd     int32
+	Sys    uint32
+	Segs   uint32
+	Pid    uint32
+}
+
 type IopathCompatWbWork struct {
 	_  structs.HostLayout
 	Ev struct {
@@ -283,6 +299,7 @@ const (
 	IopathCompatMapTargets                      = "targets"
 	IopathCompatMapTaskOps                      = "task_ops"
 	IopathCompatMapTidSlot                      = "tid_slot"
+	IopathCompatMapUringReqs                    = "uring_reqs"
 	IopathCompatMapWbScratch                    = "wb_scratch"
 	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
@@ -369,6 +386,14 @@ const (
 	IopathCompatProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathCompatProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathCompatProgTpWritebackStart            = "tp_writeback_start"
+	IopathCompatProgUringComplete               = "uring_complete"
+	IopathCompatProgUringDioBegin               = "uring_dio_begin"
+	IopathCompatProgUringFileGet                = "uring_file_get"
+	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
+	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
+	IopathCompatProgUringSubmitReq              = "uring_submit_req"
+	IopathCompatProgUringTaskWorkRun            = "uring_task_work_run"
+	IopathCompatProgUringWakeupNew              = "uring_wakeup_new"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
 	IopathCompatVarEmitAll                      = "emit_all"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -516,6 +541,14 @@ type IopathCompatProgramSpecs struct {
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
 
 // IopathCompatMapSpecs contains maps before they are loaded into the kernel.
@@ -540,6 +573,7 @@ type IopathCompatMapSpecs struct {
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps       *ebpf.MapSpec `ebpf:"task_ops"`
 	TidSlot       *ebpf.MapSpec `ebpf:"tid_slot"`
+	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -605,6 +639,7 @@ type IopathCompatMaps struct {
 	Targets       *ebpf.Map `ebpf:"targets"`
 	TaskOps       *ebpf.Map `ebpf:"task_ops"`
 	TidSlot       *ebpf.Map `ebpf:"tid_slot"`
+	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -628,6 +663,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Targets,
 		m.TaskOps,
 		m.TidSlot,
+		m.UringReqs,
 		m.WbScratch,
 	)
 }
@@ -745,6 +781,14 @@ type IopathCompatPrograms struct {
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
 
 func (p *IopathCompatPrograms) Close() error {
@@ -834,6 +878,14 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
+		p.UringComplete,
+		p.UringDioBegin,
+		p.UringFileGet,
+		p.UringLocalWorkRun,
+		p.UringQueueAsyncWork,
+		p.UringSubmitReq,
+		p.UringTaskWorkRun,
+		p.UringWakeupNew,
 	)
 }
 

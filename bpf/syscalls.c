@@ -47,6 +47,7 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 209: return SYS_IO_SUBMIT; /* issue 13 (bpf/aio.c) */
 	case 208: /* io_getevents */
 	case 333: return SYS_IO_GETEVENTS; /* io_pgetevents */
+	case 426: return SYS_IO_URING_ENTER; /* bpf/uring.c */
 	}
 	return 0;
 }
@@ -129,6 +130,9 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 		return 0;
 	case SYS_IO_GETEVENTS: /* reported at exit */
 		return 0;
+	case SYS_IO_URING_ENTER:
+		uring_enter(op);
+		return 0;
 	case SYS_READAHEAD: /* (fd, offset, count) */
 		off = a1;
 		count = a2;
@@ -191,6 +195,10 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 	}
 	if (sys == SYS_IO_GETEVENTS) {
 		aio_reap(regs, ret);
+		return 0;
+	}
+	if (sys == SYS_IO_URING_ENTER) {
+		uring_exit();
 		return 0;
 	}
 	op_end(ret);

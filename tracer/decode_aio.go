@@ -8,7 +8,8 @@ import (
 	"github.com/iopath/iopath/tracer/engine"
 )
 
-// aio decodes the libaio records (bpf/aio.c): sent whole, never cut.
+// aio decodes the libaio and io_uring records (bpf/aio.c, bpf/uring.c):
+// sent whole, never cut.
 func (d *Decoder) aio(e *engine.Engine, raw []byte) error {
 	typ := bpf.IopathEvType(*(*uint32)(unsafe.Pointer(&raw[0])))
 	switch typ {
@@ -20,6 +21,21 @@ func (d *Decoder) aio(e *engine.Engine, raw []byte) error {
 	case bpf.IopathEvTypeEV_AIO_REAP:
 		if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathAioReapEv{}) {
 			e.HandleAioReap((*bpf.IopathAioReapEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_URING_SUBMIT:
+		if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathUringSubmitEv{}) {
+			e.HandleUringSubmit((*bpf.IopathUringSubmitEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_URING_PUNT:
+		if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathUringPuntEv{}) {
+			e.HandleUringPunt((*bpf.IopathUringPuntEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
+	case bpf.IopathEvTypeEV_URING_COMPLETE:
+		if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathUringCompleteEv{}) {
+			e.HandleUringComplete((*bpf.IopathUringCompleteEv)(unsafe.Pointer(&raw[0])))
 			return nil
 		}
 	}

@@ -181,6 +181,27 @@ func Hooks() []Hook {
 		{Name: "aio_dio", Loses: "separate direct-IO iocbs within one io_submit (their bios go to the first)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgAioDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
 		}},
+		// issue 13 (bpf/uring.c): io_uring from its tracepoints (the 6.4+
+		// shapes: io_uring_submit_req was io_uring_submit_sqe before).
+		{Name: "io_uring", Loses: "io_uring requests (their IO is unattributed)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{
+				shaped(bpf.IopathProgUringSubmitReq, akTPBTF, "io_uring_submit_req", "io_kiocb"),
+				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
+				shaped(bpf.IopathProgUringComplete, akTPBTF, "io_uring_complete", "io_ring_ctx,*,io_uring_cqe"),
+				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
+				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
+				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
+			}},
+		}},
+		{Name: "io_uring_local_work", Loses: "the end of an io_uring request's inline part at a DEFER_TASKRUN ring's task work", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgUringLocalWorkRun, akTPBTF, "io_uring_local_work_run")}},
+		}},
+		{Name: "io_uring_dio", Loses: "which io_uring request an io-wq worker's direct IO belongs to when it ran several", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgUringDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
+		}},
+		{Name: "io_uring_enter", Loses: "submit_op_id of io_uring requests", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_IO_URING_ENTER),
+		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeFilemapGetPages, akKprobe, "filemap_get_pages")}},

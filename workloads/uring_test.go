@@ -73,7 +73,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	switch name {
 	case EngineIOUring:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs)
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{})
 		if err == nil {
 			eng = e
 		}

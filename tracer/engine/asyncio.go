@@ -31,13 +31,18 @@ import (
 
 // asyncReq is one request being joined.
 type asyncReq struct {
-	seg      *record.Syscall // its EV_OP's record with its bios (nil: none yet, or none at all)
+	seg      *record.Syscall // its EV_OP's record with its bios (nil: none yet, or none at all); io_uring: merged
 	kdev     uint32
 	inflight uint32
 	readB    uint64
 	req      *record.Request // from the submit record (nil: not seen yet)
 	subEnd   uint64          // the submission call's exit
-	reaped   bool
+	reaped   bool            // libaio: reaped; io_uring: its CQE was posted
+	// io_uring: its EV_OPs (one per thread that ran part of it) received,
+	// and how many its completion says there are.
+	uring     bool
+	got, want uint32
+	punted    bool
 }
 
 type iocbKey struct {
@@ -62,6 +67,7 @@ type pidFd struct {
 
 type asyncState struct {
 	files  map[pidFd]reqFile
+	segReq map[uint64]uint64 // EV_OP op_id -> its request's op_id, while its bios are in flight
 	reqs   map[uint64]*asyncReq
 	byIocb map[iocbKey][]uint64              // submitted, not reaped, oldest first
 	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
@@ -80,6 +86,7 @@ func (a *asyncState) init() {
 	if a.reqs == nil {
 		a.reqs = map[uint64]*asyncReq{}
 		a.files = map[pidFd]reqFile{}
+		a.segReq = map[uint64]uint64{}
 		a.byIocb = map[iocbKey][]uint64{}
 		a.early = map[iocbKey][]*bpf.IopathAioEvent{}
 		a.earlyT = map[iocbKey]uint64{}
@@ -111,26 +118,77 @@ func (e *Engine) rqCompleted(kdev uint32) {
 }
 
 // isRequestSys says whether a call record is an asynchronous request's.
-func isRequestSys(name string) bool { return name == "libaio_read" || name == "libaio_write" }
+func isRequestSys(name string) bool {
+	switch name {
+	case "libaio_read", "libaio_write", "io_uring_read", "io_uring_write":
+		return true
+	}
+	return false
+}
 
-// noteRequestFile remembers the file of a request's EV_OP by (pid, fd).
-func (e *Engine) noteRequestFile(rec *record.Syscall, kdev uint32) {
+// noteRequestFile remembers the file of a request's EV_OP by (pid, fd),
+// and which request the EV_OP is part of.
+func (e *Engine) noteRequestFile(rec *record.Syscall, o *bpf.IopathOp) {
 	e.async.init()
+	if o.ReqId != 0 && o.ReqId != o.OpId {
+		e.async.segReq[o.OpId] = o.ReqId
+	}
+	if rec.Ino == 0 {
+		return
+	}
 	if len(e.async.files) >= maxEarly {
 		clear(e.async.files)
 	}
-	e.async.files[pidFd{rec.Pid, rec.Fd}] = reqFile{path: rec.Path, dev: rec.Dev, fs: rec.FS, ino: rec.Ino, kdev: kdev, direct: rec.Direct}
+	e.async.files[pidFd{rec.Pid, rec.Fd}] = reqFile{path: rec.Path, dev: rec.Dev, fs: rec.FS, ino: rec.Ino, kdev: o.Dev, direct: rec.Direct}
 }
 
 // requestPart takes a request's EV_OP record, complete with its bios (from emit).
 func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, readBytes uint64) {
-	r := e.asyncReq(rec.OpID)
-	r.seg, r.kdev, r.readB = rec, kdev, readBytes
-	for _, b := range bios { // the first bio issued (emit sorted them)
-		r.inflight = b.inflight
-		break
+	id := rec.OpID
+	if req, ok := e.async.segReq[id]; ok {
+		delete(e.async.segReq, id)
+		id = req
 	}
-	e.tryRequest(rec.OpID, r)
+	r := e.asyncReq(id)
+	r.got++
+	if r.inflight == 0 && len(bios) > 0 { // the first bio issued (emit sorted them)
+		r.inflight = bios[0].inflight
+	}
+	r.readB += readBytes
+	if r.seg == nil || r.seg.Ino == 0 {
+		if r.seg != nil {
+			mergeSeg(rec, r.seg)
+		}
+		r.seg, r.kdev = rec, kdev
+	} else {
+		mergeSeg(r.seg, rec)
+	}
+	e.tryRequest(id, r)
+}
+
+// mergeSeg adds the part of an io_uring request another thread ran (src)
+// to dst: an inline attempt and its io-wq retry ask for the same pages, so
+// the pages requested are the larger count and the misses add up.
+func mergeSeg(dst, src *record.Syscall) {
+	dst.Bios = append(dst.Bios, src.Bios...)
+	c, s := &dst.Cache, &src.Cache
+	c.PagesRequested = max(c.PagesRequested, s.PagesRequested)
+	c.PagesMissed = min(c.PagesMissed+s.PagesMissed, c.PagesRequested)
+	c.PagesHit = c.PagesRequested - c.PagesMissed
+	c.PagesAdded += s.PagesAdded
+	c.AddedRanges = append(c.AddedRanges, s.AddedRanges...)
+	c.Readahead = append(c.Readahead, s.Readahead...)
+	c.Lookups += s.Lookups
+	dst.DirtiedPages += src.DirtiedPages
+	dst.DirtiedRanges = append(dst.DirtiedRanges, src.DirtiedRanges...)
+	dst.BlockedNs += src.BlockedNs
+	dst.Direct = dst.Direct || src.Direct
+	if src.Tid != dst.Tid {
+		dst.Tid = src.Tid // the worker's
+	}
+	if end := src.TimeNs + src.DurationNs; end > dst.TimeNs+dst.DurationNs {
+		dst.DurationNs = end - dst.TimeNs
+	}
 }
 
 // aioOps names the iocb opcodes (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
@@ -240,7 +298,7 @@ func errnoName(n int64) string {
 // (if it has one: it is still in e.ops while its bios are in flight) and
 // its reap are in.
 func (e *Engine) tryRequest(id uint64, r *asyncReq) {
-	if r.req == nil || !r.reaped || e.ops[id] != nil {
+	if r.req == nil || !r.reaped || e.ops[id] != nil || r.got < r.want {
 		return
 	}
 	e.releaseRequest(id, r)
@@ -258,24 +316,43 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		if record.IsWrite(s.Syscall) {
 			q.Op = "write"
 		}
+		if r.uring {
+			q.Engine = record.EngineIOUring
+		}
 	} else if !r.reaped {
-		q.Unavailable = append(q.Unavailable, "reap_ns", "result")
+		q.Unavailable = append(q.Unavailable, "result")
+		if !r.uring {
+			q.Unavailable = append(q.Unavailable, "reap_ns")
+		}
+	}
+	if r.uring {
+		// The application takes its CQE from the ring in its own memory:
+		// no system call or event says when.
+		q.Unavailable = append(q.Unavailable, "reap_ns")
+		if !r.reaped {
+			q.Unavailable = append(q.Unavailable, "complete_ns")
+		}
 	}
 	if s := r.seg; s != nil {
 		q.Path, q.Dev, q.Ino, q.FS, q.Direct = s.Path, s.Dev, s.Ino, s.FS, s.Direct
 		q.Cache, q.Bios, q.DirtiedPages, q.BlockedNs = s.Cache, s.Bios, s.DirtiedPages, s.BlockedNs
 		q.InflightAtIssue = r.inflight
-		q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself
-		if s.Direct {
-			q.CompleteNs = 0
+		if s.Tid != q.Tid {
+			q.WorkerTid = s.Tid
+		}
+		switch {
+		case r.uring: // its CQE's time (HandleUringComplete)
+		case s.Direct:
 			for _, b := range s.Bios {
 				q.CompleteNs = max(q.CompleteNs, b.CompleteNs)
 			}
+		default:
+			q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself
 		}
 	} else {
 		e.requestWithoutOp(q, r)
 	}
-	if q.CompleteNs == 0 {
+	if q.CompleteNs == 0 && !slices.Contains(q.Unavailable, "complete_ns") {
 		q.Unavailable = append(q.Unavailable, "complete_ns")
 	}
 	e.accountRequest(q, r)
@@ -375,4 +452,63 @@ func (e *Engine) asyncFlush() {
 	clear(e.async.byIocb)
 	clear(e.async.early)
 	clear(e.async.earlyT)
+}
+
+// uringOps names the io_uring opcodes of requests (IORING_OP_*,
+// include/uapi/linux/io_uring.h); others are named by number.
+var uringOps = map[uint32]string{0: "nop", 1: "readv", 2: "writev", 3: "fsync", 4: "read_fixed", 5: "write_fixed",
+	8: "sync_file_range", 17: "fallocate", 22: "read", 23: "write"}
+
+// HandleUringSubmit takes an EV_URING_SUBMIT record.
+func (e *Engine) HandleUringSubmit(ev *bpf.IopathUringSubmitEv) {
+	e.seen(ev.Ts)
+	op := uringOps[ev.Opcode]
+	if op == "" {
+		op = fmt.Sprintf("opcode_%d", ev.Opcode)
+	}
+	r := e.asyncReq(ev.OpId)
+	r.uring, r.subEnd = true, ev.Ts
+	worker := record.WorkerInline
+	if ev.SqThread != 0 {
+		worker = record.WorkerSQPoll
+	}
+	if r.punted {
+		worker = record.WorkerIOWQ
+	}
+	r.req = &record.Request{
+		Type: record.TypeRequest, Engine: record.EngineIOUring, Op: op, OpID: ev.OpId, SubmitOpID: ev.SubmitOpId,
+		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
+		Fd: int64(ev.Fd), Offset: ev.Offset, RequestedBytes: ev.Len, SubmitNs: ev.Ts,
+	}
+	if ev.SqThread != 0 {
+		r.req.SubmitOpID = 0
+	}
+	e.tryRequest(ev.OpId, r)
+}
+
+// HandleUringPunt takes an EV_URING_PUNT record: the request went to io-wq.
+func (e *Engine) HandleUringPunt(ev *bpf.IopathUringPuntEv) {
+	e.seen(ev.Ts)
+	r := e.asyncReq(ev.OpId)
+	r.punted = true
+	if r.req != nil {
+		r.req.Worker = record.WorkerIOWQ
+	}
+}
+
+// HandleUringComplete takes an EV_URING_COMPLETE record: the request's CQE
+// was posted, after ev.Segs EV_OPs named it.
+func (e *Engine) HandleUringComplete(ev *bpf.IopathUringCompleteEv) {
+	e.seen(ev.Ts)
+	r := e.asyncReq(ev.OpId)
+	r.uring, r.reaped, r.want = true, true, ev.Segs
+	if r.req == nil { // its submit record was lost: released by Tick/Flush
+		return
+	}
+	r.req.CompleteNs = ev.Ts
+	r.req.Result = record.Result{Bytes: ev.Res, Known: true}
+	if ev.Res < 0 {
+		r.req.Result = record.Result{Error: errnoName(-ev.Res), Known: true}
+	}
+	e.tryRequest(ev.OpId, r)
 }

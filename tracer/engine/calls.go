@@ -79,7 +79,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
 	if isRequestSys(rec.Syscall) {
-		e.noteRequestFile(rec, o.Dev) // asyncio.go
+		e.noteRequestFile(rec, o) // asyncio.go
 	}
 	isWrite := sysClass(o.Sys) == record.ClassWrite
 	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
