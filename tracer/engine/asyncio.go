@@ -68,6 +68,9 @@ type pidFd struct {
 type asyncState struct {
 	files  map[pidFd]reqFile
 	segReq map[uint64]uint64 // EV_OP op_id -> its request's op_id, while its bios are in flight
+	// dirtiedBy: EV_OP op_id -> its request's, for an io-wq worker's part
+	// that dirtied pages: their persisted records name the request.
+	dirtiedBy map[uint64]uint64
 	reqs   map[uint64]*asyncReq
 	byIocb map[iocbKey][]uint64              // submitted, not reaped, oldest first
 	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
@@ -87,6 +90,7 @@ func (a *asyncState) init() {
 		a.reqs = map[uint64]*asyncReq{}
 		a.files = map[pidFd]reqFile{}
 		a.segReq = map[uint64]uint64{}
+		a.dirtiedBy = map[uint64]uint64{}
 		a.byIocb = map[iocbKey][]uint64{}
 		a.early = map[iocbKey][]*bpf.IopathAioEvent{}
 		a.earlyT = map[iocbKey]uint64{}
@@ -132,6 +136,12 @@ func (e *Engine) noteRequestFile(rec *record.Syscall, o *bpf.IopathOp) {
 	e.async.init()
 	if o.ReqId != 0 && o.ReqId != o.OpId {
 		e.async.segReq[o.OpId] = o.ReqId
+		if o.DirtiedPages > 0 {
+			if len(e.async.dirtiedBy) >= defPending {
+				clear(e.async.dirtiedBy) // older ones keep their part's op_id
+			}
+			e.async.dirtiedBy[o.OpId] = o.ReqId
+		}
 	}
 	if rec.Ino == 0 {
 		return
@@ -140,6 +150,15 @@ func (e *Engine) noteRequestFile(rec *record.Syscall, o *bpf.IopathOp) {
 		clear(e.async.files)
 	}
 	e.async.files[pidFd{rec.Pid, rec.Fd}] = reqFile{path: rec.Path, dev: rec.Dev, fs: rec.FS, ino: rec.Ino, kdev: o.Dev, direct: rec.Direct}
+}
+
+// requestOf is the op_id persisted records give the pages an op dirtied:
+// its request's for part of an io_uring request, else its own.
+func (e *Engine) requestOf(opID uint64) uint64 {
+	if id, ok := e.async.dirtiedBy[opID]; ok {
+		return id
+	}
+	return opID
 }
 
 // requestPart takes a request's EV_OP record, complete with its bios (from emit).
