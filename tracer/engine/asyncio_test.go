@@ -177,3 +177,68 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// uringSubmit is the EV_URING_SUBMIT of request id (a 4 KiB read at off).
+func uringSubmit(id, req, call uint64, off int64, ts uint64) *bpf.IopathUringSubmitEv {
+	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), Opcode: 22,
+		Req: req, Ctx: ctx, UserData: id & 0xff, OpId: id, SubmitOpId: call, Ts: ts, Offset: off, Len: 4096, Fd: 3}
+}
+
+func uringComplete(id, req uint64, segs uint32, res int64, ts uint64) *bpf.IopathUringCompleteEv {
+	return &bpf.IopathUringCompleteEv{Type: uint32(bpf.IopathEvTypeEV_URING_COMPLETE), Pid: 100, Tid: 100, Segs: segs,
+		Req: req, OpId: id, UserData: id & 0xff, Ts: ts, Res: res}
+}
+
+// An io_uring buffered read tried inline (readahead started, one bio) and
+// finished by an io-wq worker (thread 200: its part is its own op, naming
+// the request): one request with both parts, run by the worker; it waits
+// for the worker's part the completion announces, even when that comes
+// after the completion.
+func TestUringParts(t *testing.T) {
+	s := enginetest.NewStream()
+	call, id := uint64(100<<32|9), uint64(100<<32|10)
+	s.E.HandleUringSubmit(uringSubmit(id, 0xf00, call, 8192, 100))
+	inline := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 100, 150), "app", "/data/f")
+	inline.ReqId, inline.BiosQueued = id, 1
+	enginetest.AddRange(inline, 2, 4, engine.RangeAdded)
+	s.E.HandleOp(inline)
+	s.E.HandleIssue(enginetest.Issue(1, 140, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id, Bio: 0xb1, Sector: 16, Bytes: 16384, Queue: 130}))
+	s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf00, OpId: id, Ts: 150})
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.HandleUringComplete(uringComplete(id, 0xf00, 2, 4096, 400))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before the worker's part", n)
+	}
+	worker := enginetest.Named(enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 310, 390), "iou-wrk-100", "/data/f")
+	worker.Tid, worker.ReqId, worker.BlockedNs = 200, id, 50
+	s.E.HandleOp(worker)
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("want 1 request, got %+v", reqs)
+	}
+	q := reqs[0]
+	if q.Engine != record.EngineIOUring || q.OpID != id || q.SubmitOpID != call || q.Worker != record.WorkerIOWQ || q.WorkerTid != 200 ||
+		q.CompleteNs != 400 || q.Result != (record.Result{Bytes: 4096, Known: true}) || len(q.Bios) != 1 || q.Cache.PagesMissed != 1 ||
+		q.Cache.PagesRequested != 1 || q.Cache.PagesAdded != 4 || q.BlockedNs != 50 || !contains(q.Unavailable, "reap_ns") {
+		t.Errorf("request %+v", q)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 1 || tot.DiskBytesRead != 16384 || tot.PagesMissed != 1 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
+
+// An io_uring request whose completion was lost: released after HoldNs
+// with result and complete_ns unavailable.
+func TestUringLostCompletion(t *testing.T) {
+	s := enginetest.NewStream()
+	id := uint64(100<<32 | 10)
+	s.E.HandleUringSubmit(uringSubmit(id, 0xf00, 0, 0, 100))
+	o := enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 100, 150)
+	o.ReqId = id
+	s.E.HandleOp(o)
+	s.E.Tick(150 + s.E.HoldNs + 1)
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Result.Known || !contains(reqs[0].Unavailable, "complete_ns") || !contains(reqs[0].Unavailable, "result") {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
