@@ -71,10 +71,10 @@ type asyncState struct {
 	// dirtiedBy: EV_OP op_id -> its request's, for an io-wq worker's part
 	// that dirtied pages: their persisted records name the request.
 	dirtiedBy map[uint64]uint64
-	reqs   map[uint64]*asyncReq
-	byIocb map[iocbKey][]uint64              // submitted, not reaped, oldest first
-	early  map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
-	earlyT map[iocbKey]uint64                // ... and when they were reaped
+	reqs      map[uint64]*asyncReq
+	byIocb    map[iocbKey][]uint64              // submitted, not reaped, oldest first
+	early     map[iocbKey][]*bpf.IopathAioEvent // reaps whose submit record has not arrived
+	earlyT    map[iocbKey]uint64                // ... and when they were reaped
 	// inflight counts the requests issued and not completed per device
 	// (requests.go stamps each bio with it at issue).
 	inflight map[uint32]uint32
