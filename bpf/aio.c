@@ -126,6 +126,7 @@ static __always_inline void aio_submit_enter(struct op *op, long nr, __u64 iocbp
 	op->seq++;
 	op->aio_call_seq = op->seq;
 	op->aio_start_ns = bpf_ktime_get_ns();
+	op->aio_fn = 0;
 	struct user_iocb cb = {};
 	if (aio_iocb_at(op, 0, &cb))
 		aio_begin(op, 0, &cb);
@@ -295,5 +296,37 @@ int BPF_PROG(aio_dio_begin, struct kiocb *iocb)
 		return 0;
 	struct inode *inode = BPF_CORE_READ(iocb, ki_filp, f_inode);
 	aio_mark_at(op, BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), BPF_CORE_READ(iocb, ki_pos), true);
+	return 0;
+}
+
+/* Where a function hook reaches io_submit_one(ctx, user_iocb, compat)
+ * (fentry, else kprobe; x86 4.18+, not on this machine's 6.18), each call
+ * is exactly the start of the next iocb: no marker needs to match it. */
+static __always_inline void aio_submit_one(void)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->aio_nr)
+		return;
+	__u32 k = op->aio_fn++;
+	if (k == 0 || k >= op->aio_nr || k >= AIO_MAX_IOCBS)
+		return; /* iocb 0 began at io_submit's entry */
+	struct user_iocb cb = {};
+	if (!aio_iocb_at(op, k, &cb))
+		return;
+	aio_close(op);
+	aio_begin(op, k, &cb);
+}
+
+SEC("fentry/io_submit_one")
+int BPF_PROG(fentry_io_submit_one)
+{
+	aio_submit_one();
+	return 0;
+}
+
+SEC("kprobe/io_submit_one")
+int BPF_KPROBE(kprobe_io_submit_one)
+{
+	aio_submit_one();
 	return 0;
 }

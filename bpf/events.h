@@ -164,7 +164,7 @@ struct op {
 	__u64 uring_req;       /* struct io_kiocb * of the running request's segment (0: not known yet) */
 	__u64 uring_call;      /* op_id of the io_uring_enter call in progress (0: none) */
 	__u32 uring_thread;    /* 1: an io-wq worker or SQPOLL thread (PF_IO_WORKER): its op stays active */
-	__u32 uring_pad;
+	__u32 aio_fn;          /* io_submit_one calls seen in the running io_submit (function hooks) */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */

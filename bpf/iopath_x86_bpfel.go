@@ -249,7 +249,7 @@ type IopathOp struct {
 	UringReq          uint64
 	UringCall         uint64
 	UringThread       uint32
-	UringPad          uint32
+	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -633,6 +633,7 @@ const (
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
@@ -647,6 +648,7 @@ const (
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
@@ -706,11 +708,13 @@ const (
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathProgTpWritebackStart            = "tp_writeback_start"
 	IopathProgUringComplete               = "uring_complete"
+	IopathProgUringCompleteFields         = "uring_complete_fields"
 	IopathProgUringDioBegin               = "uring_dio_begin"
 	IopathProgUringFileGet                = "uring_file_get"
 	IopathProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathProgUringQueueAsyncWork         = "uring_queue_async_work"
 	IopathProgUringSubmitReq              = "uring_submit_req"
+	IopathProgUringSubmitSqe              = "uring_submit_sqe"
 	IopathProgUringTaskWorkRun            = "uring_task_work_run"
 	IopathProgUringWakeupNew              = "uring_wakeup_new"
 	IopathVarDirtyTracked                 = "dirty_tracked"
@@ -787,6 +791,7 @@ type IopathProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
@@ -801,6 +806,7 @@ type IopathProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
@@ -860,11 +866,13 @@ type IopathProgramSpecs struct {
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
 	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.ProgramSpec `ebpf:"uring_submit_sqe"`
 	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
 	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
@@ -1022,6 +1030,7 @@ type IopathPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
@@ -1036,6 +1045,7 @@ type IopathPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
@@ -1095,11 +1105,13 @@ type IopathPrograms struct {
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
 	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.Program `ebpf:"uring_submit_sqe"`
 	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
 	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
@@ -1119,6 +1131,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
@@ -1133,6 +1146,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
@@ -1192,11 +1206,13 @@ func (p *IopathPrograms) Close() error {
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
 		p.UringComplete,
+		p.UringCompleteFields,
 		p.UringDioBegin,
 		p.UringFileGet,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,
 		p.UringSubmitReq,
+		p.UringSubmitSqe,
 		p.UringTaskWorkRun,
 		p.UringWakeupNew,
 	)

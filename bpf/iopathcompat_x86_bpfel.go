@@ -93,7 +93,7 @@ type IopathCompatOp struct {
 	UringReq          uint64
 	UringCall         uint64
 	UringThread       uint32
-	UringPad          uint32
+	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -314,6 +314,7 @@ const (
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathCompatProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathCompatProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathCompatProgFentryVfsRead               = "fentry_vfs_read"
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
@@ -328,6 +329,7 @@ const (
 	IopathCompatProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathCompatProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathCompatProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathCompatProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathCompatProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathCompatProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathCompatProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
@@ -387,11 +389,13 @@ const (
 	IopathCompatProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathCompatProgTpWritebackStart            = "tp_writeback_start"
 	IopathCompatProgUringComplete               = "uring_complete"
+	IopathCompatProgUringCompleteFields         = "uring_complete_fields"
 	IopathCompatProgUringDioBegin               = "uring_dio_begin"
 	IopathCompatProgUringFileGet                = "uring_file_get"
 	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
 	IopathCompatProgUringSubmitReq              = "uring_submit_req"
+	IopathCompatProgUringSubmitSqe              = "uring_submit_sqe"
 	IopathCompatProgUringTaskWorkRun            = "uring_task_work_run"
 	IopathCompatProgUringWakeupNew              = "uring_wakeup_new"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
@@ -469,6 +473,7 @@ type IopathCompatProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
@@ -483,6 +488,7 @@ type IopathCompatProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
@@ -542,11 +548,13 @@ type IopathCompatProgramSpecs struct {
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
 	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.ProgramSpec `ebpf:"uring_submit_sqe"`
 	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
 	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
@@ -709,6 +717,7 @@ type IopathCompatPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
@@ -723,6 +732,7 @@ type IopathCompatPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
@@ -782,11 +792,13 @@ type IopathCompatPrograms struct {
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
 	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.Program `ebpf:"uring_submit_sqe"`
 	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
 	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
@@ -806,6 +818,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
@@ -820,6 +833,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
@@ -879,11 +893,13 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
 		p.UringComplete,
+		p.UringCompleteFields,
 		p.UringDioBegin,
 		p.UringFileGet,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,
 		p.UringSubmitReq,
+		p.UringSubmitSqe,
 		p.UringTaskWorkRun,
 		p.UringWakeupNew,
 	)

@@ -194,8 +194,7 @@ static __always_inline void uring_begin(struct op *op, struct io_kiocb *req, str
 	uring_name(op, (__u64)req);
 }
 
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(uring_submit_req, struct io_kiocb *req)
+static __always_inline int uring_submitted(struct io_kiocb *req)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
@@ -246,6 +245,20 @@ int BPF_PROG(uring_submit_req, struct io_kiocb *req)
 	if (pv)
 		uring_begin(op, req, pv);
 	return 0;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(uring_submit_req, struct io_kiocb *req)
+{
+	return uring_submitted(req);
+}
+
+/* Before ~6.4 the event was io_uring_submit_sqe(req, force_nonblock)
+ * (5.15 to 6.3: the request is its first argument; probed by shape). */
+SEC("tp_btf/io_uring_submit_sqe")
+int BPF_PROG(uring_submit_sqe, struct io_kiocb *req)
+{
+	return uring_submitted(req);
 }
 
 SEC("tp_btf/io_uring_queue_async_work")
@@ -306,8 +319,7 @@ int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 	return 0;
 }
 
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+static __always_inline int uring_completed(void *req, __u64 user_data, __s64 res, __u32 cflags)
 {
 	__u64 key = (__u64)req;
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
@@ -332,15 +344,28 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_urin
 		ev->segs = v->segs;
 		ev->req = key;
 		ev->op_id = v->op_id;
-		ev->user_data = BPF_CORE_READ(cqe, user_data);
+		ev->user_data = user_data;
 		ev->ts = bpf_ktime_get_ns();
-		ev->res = BPF_CORE_READ(cqe, res);
-		ev->cflags = BPF_CORE_READ(cqe, flags);
+		ev->res = res;
+		ev->cflags = cflags;
 		ev->pad = 0;
 		bpf_ringbuf_submit(ev, aio_wakeup());
 	}
 	bpf_map_delete_elem(&uring_reqs, &key);
 	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	return uring_completed(req, BPF_CORE_READ(cqe, user_data), BPF_CORE_READ(cqe, res), BPF_CORE_READ(cqe, flags));
+}
+
+/* 5.19 to 6.3: io_uring_complete(ctx, req, user_data, res, cflags, extra1, extra2). */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(uring_complete_fields, struct io_ring_ctx *ring, void *req, __u64 user_data, int res, unsigned cflags)
+{
+	return uring_completed(req, user_data, res, cflags);
 }
 
 /* Task work (completions, retries) runs after what the thread submitted:

@@ -178,6 +178,10 @@ func Hooks() []Hook {
 		{Name: "libaio", Loses: "libaio requests (their IO is unattributed)", candidates: []candidate{
 			rawSyscalls(bpf.IopathOpSysSYS_IO_SUBMIT, bpf.IopathOpSysSYS_IO_GETEVENTS),
 		}},
+		{Name: "aio_iocb", Loses: "exact iocb starts in a multi-iocb io_submit (matched by file and offset instead)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryIoSubmitOne, akFentry, "io_submit_one")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeIoSubmitOne, akKprobe, "io_submit_one")}},
+		}},
 		{Name: "aio_dio", Loses: "separate direct-IO iocbs within one io_submit (their bios go to the first)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgAioDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
 		}},
@@ -188,6 +192,14 @@ func Hooks() []Hook {
 				shaped(bpf.IopathProgUringSubmitReq, akTPBTF, "io_uring_submit_req", "io_kiocb"),
 				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
 				shaped(bpf.IopathProgUringComplete, akTPBTF, "io_uring_complete", "io_ring_ctx,*,io_uring_cqe"),
+				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
+				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
+				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
+			}},
+			{mech: TPBTF, variant: "io_uring_submit_sqe and the complete event's fields (5.19 to 6.3)", attach: []attachment{
+				shaped(bpf.IopathProgUringSubmitSqe, akTPBTF, "io_uring_submit_sqe", "io_kiocb,*"),
+				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
+				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "io_ring_ctx,*,*,*,*,*,*"),
 				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
 				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
 				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
