@@ -196,19 +196,27 @@ func Hooks() []Hook {
 				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
 				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
 			}},
-			{mech: TPBTF, variant: "io_uring_submit_sqe and the complete event's fields (5.19 to 6.3)", attach: []attachment{
+			{mech: TPBTF, variant: "io_uring_complete with the CQE's fields (6.12 here)", attach: []attachment{
+				shaped(bpf.IopathProgUringSubmitReq, akTPBTF, "io_uring_submit_req", "io_kiocb"),
+				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
+				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "*,*,*,*,*,*,*"),
+				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
+				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
+				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
+			}},
+			{mech: TPBTF, variant: "io_uring_submit_sqe(req, ...) and io_uring_complete with the CQE's fields (6.1 here)", attach: []attachment{
 				shaped(bpf.IopathProgUringSubmitSqe, akTPBTF, "io_uring_submit_sqe", "io_kiocb,*"),
 				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
-				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "io_ring_ctx,*,*,*,*,*,*"),
+				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "*,*,*,*,*,*,*"),
 				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
 				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
 				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
 			}},
 		}},
-		{Name: "io_uring_local_work", Loses: "the end of an io_uring request's inline part at a DEFER_TASKRUN ring's task work", candidates: []candidate{
+		{Name: "io_uring_local_work", Loses: "ends of io_uring inline parts at the task work of DEFER_TASKRUN rings", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgUringLocalWorkRun, akTPBTF, "io_uring_local_work_run")}},
 		}},
-		{Name: "io_uring_dio", Loses: "which io_uring request an io-wq worker's direct IO belongs to when it ran several", candidates: []candidate{
+		{Name: "io_uring_dio", Loses: "names of io-wq workers' direct IO by their io_uring request (named at their completion instead)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgUringDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
 		}},
 		{Name: "io_uring_enter", Loses: "submit_op_id of io_uring requests", candidates: []candidate{
