@@ -135,6 +135,20 @@ func Unavailable(st []HookStatus) []string {
 	return out
 }
 
+// uringEvents is the io_uring hook's programs with the given submission and
+// completion events (their shapes changed across versions; the others did
+// not): bpf/uring.c.
+func uringEvents(submit, submitEvent, submitShape, complete, completeShape string) []attachment {
+	return []attachment{
+		shaped(submit, akTPBTF, submitEvent, submitShape),
+		shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
+		shaped(complete, akTPBTF, "io_uring_complete", completeShape),
+		shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
+		fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
+		fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
+	}
+}
+
 // Hooks lists every logical hook with its candidate mechanisms, best first.
 // Function hooks come from the design (vfs_read, filemap_get_pages,
 // do_writepages, balance_dirty_pages); each has a tracepoint stand-in
@@ -188,30 +202,12 @@ func Hooks() []Hook {
 		// issue 13 (bpf/uring.c): io_uring from its tracepoints (the 6.4+
 		// shapes: io_uring_submit_req was io_uring_submit_sqe before).
 		{Name: "io_uring", Loses: "io_uring requests (their IO is unattributed)", candidates: []candidate{
-			{mech: TPBTF, attach: []attachment{
-				shaped(bpf.IopathProgUringSubmitReq, akTPBTF, "io_uring_submit_req", "io_kiocb"),
-				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
-				shaped(bpf.IopathProgUringComplete, akTPBTF, "io_uring_complete", "io_ring_ctx,*,io_uring_cqe"),
-				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
-				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
-				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
-			}},
-			{mech: TPBTF, variant: "io_uring_complete with the CQE's fields (6.12 here)", attach: []attachment{
-				shaped(bpf.IopathProgUringSubmitReq, akTPBTF, "io_uring_submit_req", "io_kiocb"),
-				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
-				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "*,*,*,*,*,*,*"),
-				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
-				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
-				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
-			}},
-			{mech: TPBTF, variant: "io_uring_submit_sqe(req, ...) and io_uring_complete with the CQE's fields (6.1 here)", attach: []attachment{
-				shaped(bpf.IopathProgUringSubmitSqe, akTPBTF, "io_uring_submit_sqe", "io_kiocb,*"),
-				shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
-				shaped(bpf.IopathProgUringCompleteFields, akTPBTF, "io_uring_complete", "*,*,*,*,*,*,*"),
-				shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
-				fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
-				fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
-			}},
+			{mech: TPBTF, attach: uringEvents(bpf.IopathProgUringSubmitReq, "io_uring_submit_req", "io_kiocb",
+				bpf.IopathProgUringComplete, "io_ring_ctx,*,io_uring_cqe")},
+			{mech: TPBTF, variant: "io_uring_complete with the CQE's fields (6.12 here)", attach: uringEvents(
+				bpf.IopathProgUringSubmitReq, "io_uring_submit_req", "io_kiocb", bpf.IopathProgUringCompleteFields, "*,*,*,*,*,*,*")},
+			{mech: TPBTF, variant: "io_uring_submit_sqe(req, ...) and io_uring_complete with the CQE's fields (6.1 here)", attach: uringEvents(
+				bpf.IopathProgUringSubmitSqe, "io_uring_submit_sqe", "io_kiocb,*", bpf.IopathProgUringCompleteFields, "*,*,*,*,*,*,*")},
 		}},
 		{Name: "io_uring_local_work", Loses: "ends of io_uring inline parts at the task work of DEFER_TASKRUN rings", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgUringLocalWorkRun, akTPBTF, "io_uring_local_work_run")}},

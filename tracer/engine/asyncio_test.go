@@ -20,6 +20,17 @@ func aioRead(call uint64, k uint64, off uint64, start, end uint64) *bpf.IopathOp
 	return o
 }
 
+// completedRead is a stream where iocb 0 of io_submit call 10 read 4 KiB
+// directly, its bio completed; its submit record and its reap not yet seen.
+func completedRead() (*enginetest.Stream, uint64) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	return s, call
+}
+
 func dio(rq, op, sector, queue uint64) *bpf.IopathRqIssueEv {
 	return enginetest.Issue(rq, queue+5, enginetest.FlRead|enginetest.FlSync,
 		enginetest.Own{Op: op, Bio: rq + 0x100, Sector: sector, Bytes: 4096, Queue: queue})
@@ -95,11 +106,7 @@ func TestAioReusedIocb(t *testing.T) {
 // has returned (its submit record comes later in the stream): the reap
 // waits for it.
 func TestAioReapBeforeSubmit(t *testing.T) {
-	s := enginetest.NewStream()
-	call := uint64(100<<32 | 10)
-	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
-	s.E.HandleIssue(dio(1, call+1, 800, 150))
-	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s, call := completedRead()
 	s.E.HandleAioReap(enginetest.AioReap(ctx, 350, enginetest.Reaped{Addr: 0xa0, UserData: 3, Res: 4096}))
 	if n := len(s.Requests()); n != 0 {
 		t.Fatalf("%d requests printed before their submit record", n)
@@ -115,11 +122,7 @@ func TestAioReapBeforeSubmit(t *testing.T) {
 // result unavailable; one whose submit record was lost is printed at the
 // end from its EV_OP; an iocb io_submit refused is no request.
 func TestAioLost(t *testing.T) {
-	s := enginetest.NewStream()
-	call := uint64(100<<32 | 10)
-	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
-	s.E.HandleIssue(dio(1, call+1, 800, 150))
-	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s, call := completedRead()
 	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 400,
 		enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 4, Off: 4096, Bytes: 4096}))
 	s.E.Tick(400 + s.E.HoldNs + 1)
