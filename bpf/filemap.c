@@ -69,6 +69,7 @@ int BPF_PROG(btf_page_cache_add, struct folio *folio)
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(btf_filemap_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
 {
+	aio_mark_inode(BPF_CORE_READ(mapping, host), (__u64)index << PAGE_SHIFT, false); /* issue 13 */
 	struct op *op = current_op();
 	if (!op)
 		return 0;

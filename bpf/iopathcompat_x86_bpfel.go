@@ -137,6 +137,16 @@ type IopathCompatOp struct {
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
 	OutFile           uint64
+	AioIocbpp         uint64
+	AioNr             uint32
+	AioCur            uint32
+	AioCallSeq        uint32
+	AioDio            uint32
+	AioStartNs        uint64
+	UringReq          uint64
+	UringCall         uint64
+	UringThread       uint32
+	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -192,6 +202,7 @@ type IopathCompatOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	FaultPad          uint32
+	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -271,6 +282,17 @@ type IopathCompatStatVal struct {
 	Name           [48]int8
 }
 
+type IopathCompatUringReq struct {
+	_      structs.HostLayout
+	OpId   uint64
+	Offset int64
+	Len    uint64
+	Fd     int32
+	Sys    uint32
+	Segs   uint32
+	Pid    uint32
+}
+
 type IopathCompatWbWork struct {
 	_  structs.HostLayout
 	Ev struct {
@@ -336,7 +358,9 @@ const (
 	IopathCompatMapTargets                      = "targets"
 	IopathCompatMapTaskOps                      = "task_ops"
 	IopathCompatMapTidSlot                      = "tid_slot"
+	IopathCompatMapUringReqs                    = "uring_reqs"
 	IopathCompatMapWbScratch                    = "wb_scratch"
+	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -349,6 +373,7 @@ const (
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathCompatProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathCompatProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathCompatProgFentryVfsRead               = "fentry_vfs_read"
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
@@ -363,6 +388,7 @@ const (
 	IopathCompatProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathCompatProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathCompatProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathCompatProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathCompatProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathCompatProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathCompatProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
@@ -421,6 +447,16 @@ const (
 	IopathCompatProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathCompatProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathCompatProgTpWritebackStart            = "tp_writeback_start"
+	IopathCompatProgUringComplete               = "uring_complete"
+	IopathCompatProgUringCompleteFields         = "uring_complete_fields"
+	IopathCompatProgUringDioBegin               = "uring_dio_begin"
+	IopathCompatProgUringFileGet                = "uring_file_get"
+	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
+	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
+	IopathCompatProgUringSubmitReq              = "uring_submit_req"
+	IopathCompatProgUringSubmitSqe              = "uring_submit_sqe"
+	IopathCompatProgUringTaskWorkRun            = "uring_task_work_run"
+	IopathCompatProgUringWakeupNew              = "uring_wakeup_new"
 	IopathCompatVarAggOn                        = "agg_on"
 	IopathCompatVarAggOnly                      = "agg_only"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
@@ -492,6 +528,7 @@ type IopathCompatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatProgramSpecs struct {
+	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -504,6 +541,7 @@ type IopathCompatProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
@@ -518,6 +556,7 @@ type IopathCompatProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
@@ -576,6 +615,16 @@ type IopathCompatProgramSpecs struct {
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.ProgramSpec `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
 
 // IopathCompatMapSpecs contains maps before they are loaded into the kernel.
@@ -606,6 +655,7 @@ type IopathCompatMapSpecs struct {
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps       *ebpf.MapSpec `ebpf:"task_ops"`
 	TidSlot       *ebpf.MapSpec `ebpf:"tid_slot"`
+	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -686,6 +736,7 @@ type IopathCompatMaps struct {
 	Targets       *ebpf.Map `ebpf:"targets"`
 	TaskOps       *ebpf.Map `ebpf:"task_ops"`
 	TidSlot       *ebpf.Map `ebpf:"tid_slot"`
+	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.Map `ebpf:"wb_scratch"`
 }
 
@@ -715,6 +766,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Targets,
 		m.TaskOps,
 		m.TidSlot,
+		m.UringReqs,
 		m.WbScratch,
 	)
 }
@@ -756,6 +808,7 @@ type IopathCompatVariables struct {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatPrograms struct {
+	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -768,6 +821,7 @@ type IopathCompatPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
@@ -782,6 +836,7 @@ type IopathCompatPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
@@ -840,10 +895,21 @@ type IopathCompatPrograms struct {
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.Program `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
 
 func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
+		p.AioDioBegin,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -856,6 +922,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
@@ -870,6 +937,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
@@ -928,6 +996,16 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
+		p.UringComplete,
+		p.UringCompleteFields,
+		p.UringDioBegin,
+		p.UringFileGet,
+		p.UringLocalWorkRun,
+		p.UringQueueAsyncWork,
+		p.UringSubmitReq,
+		p.UringSubmitSqe,
+		p.UringTaskWorkRun,
+		p.UringWakeupNew,
 	)
 }
 

@@ -556,7 +556,9 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
-	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
+	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
+	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
+	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -595,10 +597,10 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
 		s.MapEvictions[m] = c[m]
 	}
-	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
+	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches", "aio_iocbs", "aio_events"} {
 		s.Truncations[m] = c[m]
 	}
 	for _, h := range t.Hooks {
