@@ -97,8 +97,7 @@ func IODepthWhy(runs []*QueueRun) string {
 	fmt.Fprintf(&b, "  workload's requests on average (its IOPS × D2C; %.1f when one was issued, at most %d), the rest\n",
 		last.Queue.MeanAtIssue, last.Queue.MaxAtIssue)
 	fmt.Fprintf(&b, "  (%s of each request's latency) were being submitted or were done and not yet reaped.\n", render.Duration(outsideNs(last)))
-	fmt.Fprintf(&b, "  (Requests at the device are this workload's traced bios, picked by pid: libaio's io_submit is not yet\n")
-	fmt.Fprintf(&b, "  traced per call, so they are its unattributed bios; IOPS and latency are the workload's own numbers.)\n")
+	b.WriteString(sourcesNote(runs))
 	return b.String()
 }
 

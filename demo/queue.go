@@ -2,6 +2,7 @@ package demo
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -139,37 +140,91 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// runBios are the data bios of one workload run: those of its syscall
-// records (psync: one pwrite64/pread64 per request), and those it queued
-// inside a system call iopath does not follow per call (libaio's
-// io_submit: unattributed, cause "syscall:…"), in the direction of its
-// IO (write: rwbs W; else R). A request record (libaio, io_uring) would be
-// one more case here.
-func runBios(tr *traced, pid uint32, write bool) []record.Bio {
+// BioSources says where a run's bios were found: in its read/write call
+// records (psync), in other records of its process that carry bios (a
+// "request" record of libaio or io_uring), or among its unattributed bios
+// (queued inside a system call iopath does not follow: io_submit without
+// request tracing).
+type BioSources struct {
+	Calls, Requests, Unattributed int
+}
+
+// runBios are the data bios of one workload run (pid), in the direction of
+// its IO (write: rwbs W; else R), from every source BioSources names.
+func runBios(tr *traced, pid uint32, write bool) ([]record.Bio, BioSources) {
 	dir := "R"
 	if write {
 		dir = "W"
 	}
-	data := func(b *record.Bio) bool {
-		return b.Bytes > 0 && strings.Contains(b.Rwbs, dir) && !strings.Contains(b.Rwbs, "M")
-	}
 	var out []record.Bio
-	for _, r := range tr.recs {
-		if c, ok := r.(*record.Syscall); ok && c.Pid == pid {
-			for i := range c.Bios {
-				if data(&c.Bios[i]) {
-					out = append(out, c.Bios[i])
-				}
+	var src BioSources
+	take := func(bios []record.Bio, n *int) {
+		for i := range bios {
+			if b := &bios[i]; b.Bytes > 0 && strings.Contains(b.Rwbs, dir) && !strings.Contains(b.Rwbs, "M") {
+				out = append(out, *b)
+				*n++
 			}
 		}
 	}
+	for _, r := range tr.recs {
+		switch c := r.(type) {
+		case *record.Syscall:
+			if c.Pid == pid && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
+				take(c.Bios, &src.Calls)
+			}
+		case *record.Fault, *record.Writeback, *record.Persisted, *record.Summary, *record.Workload:
+		default:
+			take(carriedBios(r, pid), &src.Requests)
+		}
+	}
 	for i := range tr.unattr {
-		if u := &tr.unattr[i]; u.pid == pid && strings.HasPrefix(u.cause, "syscall:") && data(&u.bio) {
-			out = append(out, u.bio)
+		if u := &tr.unattr[i]; u.pid == pid && strings.HasPrefix(u.cause, "syscall:") {
+			take([]record.Bio{u.bio}, &src.Unattributed)
 		}
 	}
 	slices.SortFunc(out, func(a, b record.Bio) int { return cmp.Compare(a.IssueNs, b.IssueNs) })
-	return out
+	return out, src
+}
+
+// sourcesNote says where the runs' bios came from and whose the other
+// numbers are.
+func sourcesNote(runs []*QueueRun) string {
+	var t BioSources
+	for _, r := range runs {
+		t.Calls += r.Sources.Calls
+		t.Requests += r.Sources.Requests
+		t.Unattributed += r.Sources.Unattributed
+	}
+	var p []string
+	if t.Calls > 0 {
+		p = append(p, fmt.Sprintf("%d in their pread64/pwrite64 records", t.Calls))
+	}
+	if t.Requests > 0 {
+		p = append(p, fmt.Sprintf("%d in their request records", t.Requests))
+	}
+	if t.Unattributed > 0 {
+		p = append(p, fmt.Sprintf("%d among their unattributed bios (queued inside io_submit, not followed per request here)", t.Unattributed))
+	}
+	return fmt.Sprintf("  (The runs' bios, picked by pid: %s. System calls, IOPS and latency are the workloads' own numbers.)\n",
+		strings.Join(p, ", "))
+}
+
+// carriedBios are the bios of a record of a kind this package names no
+// type for, if it is pid's: its documented JSON fields "pid" and "bios"
+// (README, "JSON records"), as a "request" record (libaio, io_uring) has.
+func carriedBios(r any, pid uint32) []record.Bio {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	var v struct {
+		Pid  uint32       `json:"pid"`
+		Bios []record.Bio `json:"bios"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.Pid != pid {
+		return nil
+	}
+	return v.Bios
 }
 
 // writtenFileLine is the "files:" line of a queue-depth demo: n files of

@@ -45,14 +45,26 @@ func TestDeviceQueueOverlap(t *testing.T) {
 	}
 }
 
-// runBios takes the run's data bios: its calls' and those it queued in an
-// untraced system call, in its direction; not another pid's, not exec's, not
-// metadata.
+// request is a record kind demo has no type for that carries a
+// process's bios (as a libaio/io_uring "request" record does).
+type request struct {
+	Type string       `json:"type"`
+	Pid  uint32       `json:"pid"`
+	Bios []record.Bio `json:"bios"`
+}
+
+// runBios takes the run's data bios: its read/write calls', those of other
+// records of its process, and those it queued in an untraced system call,
+// in its direction; not another pid's, not exec's, not metadata, not a
+// non-read/write call's.
 func TestRunBios(t *testing.T) {
 	tr := &traced{
 		recs: []any{
 			&record.Syscall{Pid: 7, Syscall: "pwrite64", Bios: []record.Bio{qbio(30, 40), {Rwbs: "WM", Bytes: 4096, IssueNs: 35}}},
 			&record.Syscall{Pid: 8, Syscall: "pwrite64", Bios: []record.Bio{qbio(50, 60)}},
+			&record.Syscall{Pid: 7, Syscall: "io_submit", Bios: []record.Bio{qbio(60, 70)}},
+			&request{Type: "request", Pid: 7, Bios: []record.Bio{qbio(80, 90)}},
+			&request{Type: "request", Pid: 8, Bios: []record.Bio{qbio(81, 91)}},
 		},
 		unattr: []pidBio{
 			{7, "syscall:209", qbio(10, 20)},
@@ -62,12 +74,16 @@ func TestRunBios(t *testing.T) {
 			{7, "syscall:209", record.Bio{Rwbs: "FWS", IssueNs: 14}},
 		},
 	}
-	got := runBios(tr, 7, true)
-	if len(got) != 2 || got[0].IssueNs != 10 || got[1].IssueNs != 30 {
-		t.Errorf("write bios %+v", got)
+	got, src := runBios(tr, 7, true)
+	if len(got) != 3 || got[0].IssueNs != 10 || got[1].IssueNs != 30 || got[2].IssueNs != 80 || src != (BioSources{Calls: 1, Requests: 1, Unattributed: 1}) {
+		t.Errorf("write bios %+v from %+v", got, src)
 	}
-	if got := runBios(tr, 7, false); len(got) != 1 || got[0].IssueNs != 12 {
-		t.Errorf("read bios %+v", got)
+	if got, src := runBios(tr, 7, false); len(got) != 1 || got[0].IssueNs != 12 || src != (BioSources{Unattributed: 1}) {
+		t.Errorf("read bios %+v from %+v", got, src)
+	}
+	note := sourcesNote([]*QueueRun{{Sources: BioSources{Calls: 4096}}, {Sources: BioSources{Unattributed: 4096}}})
+	if !strings.Contains(note, "4096 in their pread64/pwrite64 records, 4096 among their unattributed bios") || strings.Contains(note, "request records") {
+		t.Errorf("note %q", note)
 	}
 }
 

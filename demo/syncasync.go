@@ -30,9 +30,11 @@ type QueueRun struct {
 	Label string
 	Rec   *record.Workload
 	Queue DeviceQueue
-	// TracedCalls are the run's syscall records: the pwrite64/pread64 calls
-	// iopath followed per call (libaio's io_submit and io_getevents are not).
+	// TracedCalls are the run's read/write syscall records on its file: the
+	// pwrite64/pread64 calls iopath followed per call.
 	TracedCalls int
+	// Sources says where its bios were found.
+	Sources BioSources
 }
 
 // Syscalls is the workload's own count of the system calls its IO took,
@@ -68,9 +70,10 @@ func queueRuns(tr *traced, res *session.WorkloadRunsResult, runs []*session.Work
 	wrecs := make([]*record.Workload, len(runs))
 	for i, r := range runs {
 		wrecs[i] = res.Record(r, nil)
-		q := &QueueRun{Label: labels[i], Rec: wrecs[i], Queue: DeviceQueueOf(runBios(tr, r.Pid, write))}
+		bios, src := runBios(tr, r.Pid, write)
+		q := &QueueRun{Label: labels[i], Rec: wrecs[i], Queue: DeviceQueueOf(bios), Sources: src}
 		for _, c := range tr.recs {
-			if s, ok := c.(*record.Syscall); ok && s.Pid == r.Pid && s.Ino == r.File.Ino {
+			if s, ok := c.(*record.Syscall); ok && s.Pid == r.Pid && s.Ino == r.File.Ino && (record.IsRead(s.Syscall) || record.IsWrite(s.Syscall)) {
 				q.TracedCalls++
 			}
 		}
@@ -175,8 +178,7 @@ func SyncAsyncWhy(runs []*QueueRun) string {
 		render.Duration(uint64(br.SubmitLatency.Mean)))
 	fmt.Fprintf(&b, "  (%s), and the device's queue drains before the next batch (%.1f at the device, averaged over time).\n",
 		render.Duration(uint64(br.CompletionLatency.Mean)), bt.Queue.MeanAtDevice)
-	fmt.Fprintf(&b, "  (io_submit is not yet traced per call: the libaio bios are the summary's unattributed bios of the workload,\n")
-	fmt.Fprintf(&b, "  picked by its pid; system calls are the workload's own count.)\n")
+	b.WriteString(sourcesNote(runs))
 	return b.String()
 }
 

@@ -77,7 +77,7 @@ func TestDemoSyncVsAsync(t *testing.T) {
 			calls++
 			bios = append(bios, c.Bios...)
 		}
-		if c.Pid == wrs[1].Pid || c.Pid == wrs[2].Pid {
+		if (c.Pid == wrs[1].Pid || c.Pid == wrs[2].Pid) && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
 			t.Errorf("a %s record of a libaio run: %+v", c.Syscall, c)
 		}
 	}
@@ -94,13 +94,19 @@ func TestDemoSyncVsAsync(t *testing.T) {
 			t.Errorf("libaio run %d: max in flight at issue %d, want 2..32", i+1, max)
 		}
 	}
-	// Every write of every run reached the device as one 4 KiB bio: the
-	// libaio ones are found among the workload's unattributed bios.
-	if lossless(tr.summary) {
-		for i, c := range tableCells(t, stdout, "device requests (traced bios)") {
-			if !strings.HasSuffix(c, "(4096 bios)") {
-				t.Errorf("run %d: device requests %q, want 4096 bios", i, c)
-			}
+	// Every write reached the device as one 4 KiB bio: psync's are all in
+	// its calls' records. The libaio runs' are the workload's bios found by
+	// pid (unattributed ones, or request records): never more than its
+	// writes; on 6.18 the tracer misses about 0.1-0.3% of libaio's O_DIRECT
+	// bios with no loss counted (seen 8165-8192 of 8192; not the demo's
+	// doing: the summary's unattributed count is as short), hence the 1%.
+	for i, c := range tableCells(t, stdout, "device requests (traced bios)") {
+		var rqs, n int
+		if _, err := fmt.Sscanf(c, "%d (%d bios)", &rqs, &n); err != nil {
+			t.Fatalf("run %d: device requests %q: %v", i, c, err)
+		}
+		if n > 4096 || rqs > n || (i == 0 && lossless(tr.summary) && n != 4096) || n < 4096*99/100 {
+			t.Errorf("run %d: device requests %q, want 4096 bios", i, c)
 		}
 	}
 	// System calls per request, from the workloads' own counts.
@@ -131,8 +137,8 @@ func TestDemoIODepth(t *testing.T) {
 		t.Fatalf("want %d workload records, got %d", len(depths), len(wrs))
 	}
 	for _, c := range tr.calls {
-		if c.Ino == wrs[0].Ino && c.Dev == wrs[0].Dev {
-			t.Errorf("a %s record of the file: the libaio runs' io_submit is not a traced call", c.Syscall)
+		if c.Ino == wrs[0].Ino && c.Dev == wrs[0].Dev && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
+			t.Errorf("a %s record of the file: the libaio runs make no read or write call", c.Syscall)
 		}
 	}
 	for i, d := range depths {
