@@ -670,6 +670,10 @@ const (
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
+	IopathVarTargetCommHi                 = "target_comm_hi"
+	IopathVarTargetCommLo                 = "target_comm_lo"
+	IopathVarTargetCommMaskHi             = "target_comm_mask_hi"
+	IopathVarTargetCommMaskLo             = "target_comm_mask_lo"
 	IopathVarTargetsGen                   = "targets_gen"
 	IopathVarTraceAll                     = "trace_all"
 	IopathVarTrackDirty                   = "track_dirty"
@@ -856,6 +860,10 @@ type IopathVariableSpecs struct {
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.VariableSpec `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.VariableSpec `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.VariableSpec `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
 	TraceAll           *ebpf.VariableSpec `ebpf:"trace_all"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
@@ -959,6 +967,10 @@ type IopathVariables struct {
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.Variable `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.Variable `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.Variable `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
 	TraceAll           *ebpf.Variable `ebpf:"trace_all"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`

@@ -132,6 +132,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	defer func() { closeOut(err) }()
 	out := render.NewPrinter(w, f.json, f.quiet)
+	setChunk(out, w, shared)
 	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
 	if err != nil {
 		return err

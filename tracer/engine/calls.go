@@ -180,6 +180,9 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 	}
 	if record.IsSync(rec.Syscall) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
+		if rec.Syscall == "sync" || rec.Syscall == "syncfs" {
+			rec.SyncWriteback = e.syncWriteback(rec, kdev) // syncwb.go
+		}
 	}
 	e.account(rec, kdev, readBytes)
 	e.Out(rec)

@@ -124,6 +124,8 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			if p, ok := e.ops[b.opID]; ok {
 				e.tryRelease(b.opID, p)
 			}
+		} else if b.flags&OwnWriteback == 0 && e.UnattributedBio != nil {
+			e.UnattributedBio(b.pid, causeName(b.flags), b.Bio)
 		}
 	}
 	e.putRq(rq)
