@@ -55,6 +55,11 @@ func SummaryText(s *record.Summary) string {
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
 	b.WriteString(unattributedText(s))
+	if s.IncompleteBios > 0 {
+		c := s.IncompleteCauses
+		fmt.Fprintf(&b, "bios without completion by cause: %d completion not received (the kernel completed the request, iopath never got it), %d never seen issued, %d still waiting when released\n",
+			c["completion_not_received"], c["never_issued"], c["no_completion"])
+	}
 	if len(s.MissedRuns) > 0 {
 		var m []string
 		for k, v := range s.MissedRuns {
