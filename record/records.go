@@ -135,7 +135,7 @@ type Writeback struct {
 	OpID         uint64 `json:"op_id,omitempty"` // the fsync-family call that submitted it, if any
 	Bios         []Bio  `json:"bios"`
 	Pages        uint32 `json:"pages"`         // pages in the bio
-	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls
+	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls or write faults
 }
 
 // Persisted says when the pages a write call dirtied reached the disk ("type":"persisted").
@@ -159,6 +159,17 @@ type Persisted struct {
 	RequestBytes  uint32  `json:"request_bytes,omitempty"`
 	ByOpID        uint64  `json:"by_op_id,omitempty"` // fsync-family call that wrote it
 	Error         string  `json:"error,omitempty"`
+	// Fault: the pages were dirtied by a store through a shared mapping,
+	// the write fault op_id names (a "fault" record), not by a call. Nil
+	// for a call's pages (and for a fault's whose record had not arrived
+	// yet when its pages were written, which the kernel's order makes rare).
+	Fault *FaultRef `json:"fault,omitempty"`
+}
+
+// FaultRef says which write fault dirtied a Persisted record's pages.
+type FaultRef struct {
+	Address uint64 `json:"address"` // user address of the store
+	Index   uint64 `json:"index"`   // page of the file it dirtied
 }
 
 // Summary closes a trace ("type":"summary").

@@ -48,13 +48,22 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 	}
 	rwbs := e.rwbsName(ev.CmdFlags)
 	dev := e.devName(ev.Dev)
+	// Only a write enters a flush sequence: submit_bio_noacct refuses
+	// PREFLUSH/FUA on any other op. A read marked so is a misread
+	// rq_flags bit (6.12 before the loader set RQF_FLUSH_SEQ from BTF:
+	// bit 4, __RQF_SCHED_TAGS there); waiting for its flush's end would
+	// hold the call until the trace ends.
+	keep := ^uint32(0)
+	if !e.K.IsWrite(ev.CmdFlags) {
+		keep = ^OwnFlushSeq
+	}
 	for i := 0; i < n; i++ {
 		own := &ev.Own[i]
 		b := e.newBio()
 		*b = bioRef{
 			Bio: record.Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
 				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
-			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags, refs: 1,
+			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags & keep, refs: 1,
 		}
 		rq.bios = append(rq.bios, b)
 		switch {
@@ -142,6 +151,8 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			if p, ok := e.ops[b.opID]; ok {
 				e.tryRelease(b.opID, p)
 			}
+		} else if b.flags&OwnWriteback == 0 && e.UnattributedBio != nil {
+			e.UnattributedBio(b.pid, causeName(b.flags), b.Bio)
 		}
 	}
 	e.putRq(rq)
