@@ -76,6 +76,9 @@ enum counter {
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
+	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
+	                         * preallocated, the kernel's BPF allocator had none free then); hits
+	                         * counted in hit_other like a full map's */
 	CNT_MAX,
 };
 

@@ -136,7 +136,8 @@ const (
 	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
 	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
 	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
-	IopathCounterCNT_MAX              IopathCounter = 19
+	IopathCounterCNT_OPS_NOMEM        IopathCounter = 19
+	IopathCounterCNT_MAX              IopathCounter = 20
 )
 
 type IopathDirtyGoneEv struct {

@@ -49,7 +49,7 @@ func SummaryText(s *record.Summary) string {
 		if n.Pid == 0 {
 			whose = "no process (hit_other full too)"
 		}
-		fmt.Fprintf(&b, "not itemized per file (hit_stats map full): %s, %s requested, %s, counted in %s\n",
+		fmt.Fprintf(&b, "not itemized per file (%s): %s, %s requested, %s, counted in %s\n", hitsRefused(s),
 			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
@@ -77,7 +77,10 @@ func SummaryText(s *record.Summary) string {
 	}
 	var ev []string
 	for k, v := range s.MapEvictions {
-		if v > 0 {
+		switch {
+		case v > 0 && k == "hit_stats_nomem":
+			ev = append(ev, fmt.Sprintf("hit_stats allocation failed %d (room left)", v))
+		case v > 0:
 			ev = append(ev, fmt.Sprintf("%s %d", k, v))
 		}
 	}
@@ -93,6 +96,20 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// hitsRefused says why hit_stats refused files: full (-E2BIG), or an entry
+// it had room for could not be allocated (-ENOMEM: the map is not
+// preallocated, and the kernel's BPF allocator had no free element then).
+func hitsRefused(s *record.Summary) string {
+	full, nomem := s.MapEvictions["hit_stats"], s.MapEvictions["hit_stats_nomem"]
+	switch {
+	case nomem == 0:
+		return "hit_stats map full"
+	case full == 0:
+		return fmt.Sprintf("hit_stats could not allocate %d of its entries with room left: not preallocated", nomem)
+	}
+	return fmt.Sprintf("hit_stats map full %d times, an allocation failed with room left %d times", full, nomem)
 }
 
 // unattributedText details the summary's unattributed bios: their bytes

@@ -556,7 +556,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
-	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
+	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued", bpf.IopathCounterCNT_OPS_NOMEM: "hit_stats_nomem",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -595,7 +595,7 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
+	for _, m := range []string{"hit_stats", "hit_stats_nomem", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
