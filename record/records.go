@@ -257,6 +257,11 @@ type Totals struct {
 	Faults             uint64 `json:"faults"`
 	MajorFaults        uint64 `json:"major_faults"`
 	FaultDiskBytesRead uint64 `json:"fault_disk_bytes_read"` // bytes of bios of faults (also in disk_bytes_read)
+	// Asynchronous requests (record.Request): counted here, not as calls;
+	// their bytes, cache pages and disk bytes are in the totals above.
+	Requests      uint64 `json:"requests,omitempty"`
+	ReadRequests  uint64 `json:"read_requests,omitempty"`
+	WriteRequests uint64 `json:"write_requests,omitempty"`
 }
 
 // PidSummary totals one process.

@@ -232,6 +232,12 @@ func (s *Spec) jobArgs(path string, i int) []string {
 	if s.Count > 0 {
 		a = append(a, "--count", strconv.FormatInt(s.Count, 10))
 	}
+	if s.UringAsync {
+		a = append(a, "--uring-async")
+	}
+	if s.SQPoll {
+		a = append(a, "--sqpoll")
+	}
 	if s.Duration > 0 {
 		a = append(a, "--duration", s.Duration.String())
 	}

@@ -149,6 +149,13 @@ type Spec struct {
 	NumJobs int
 	// Thread runs the jobs as threads instead of processes (fio's --thread).
 	Thread bool
+	// UringAsync sets IOSQE_ASYNC on every io_uring request: the kernel
+	// punts it to an io-wq worker without trying it inline (fio's
+	// force_async). SQPoll sets the ring up with IORING_SETUP_SQPOLL: a
+	// kernel thread of the process (iou-sqp-PID) takes the requests from
+	// the submission queue (fio's sqthread_poll).
+	UringAsync bool
+	SQPoll     bool
 
 	job jobRole // set in a job process started by Run (the hidden --job flag)
 }

@@ -101,6 +101,7 @@ type Engine struct {
 	syncWB       syncWBState                    // flusher bios written for sync (syncwb.go)
 	renames      renameState                    // earlier names and generations of files (names.go)
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
+	async        asyncState                     // libaio requests (asyncio.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem

@@ -78,7 +78,7 @@ func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
 	f := e.faultRef(ev.OpId)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: ev.OpId, Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
 		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f})
 }
 
@@ -223,7 +223,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: id, Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
 			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f})
