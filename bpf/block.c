@@ -145,9 +145,9 @@ static long folio_step(__u32 step, void *unused)
  * pointers in global functions); kernels/issue 16. */
 __noinline long folio_step_global(__u32 step)
 {
-	/* Reads step: an argument the body ignores is not set by the caller
-	 * (clang drops it), and 5.10's verifier then refuses the call ("R1 is
-	 * not a scalar": the register still holds a pointer). */
+	/* step is used: for an argument the callee ignores, clang passes
+	 * whatever the register holds, and 5.10's verifier refuses the call
+	 * ("R1 is not a scalar"; seen after an unrelated change in bio_queue). */
 	if (step >= COMPAT_WALK_STEPS)
 		return 1;
 	return folio_step(step, NULL);

@@ -118,7 +118,16 @@ static __always_inline void fault_begin(__u64 addr, __u64 error_code)
 	if (!op)
 		return;
 	if (op->active && op->sys == SYS_FAULT) {
-		/* The thread faults again and the last fault never ended. */
+		if ((op->fault_addr >> PAGE_SHIFT) == (addr >> PAGE_SHIFT)) {
+			/* The same page again: the kernel returned to user space to
+			 * redo the fault, with no end event for the first pass
+			 * (Debian 7.2: the pass that read the file ahead, 64 MiB in
+			 * 4 MiB bios, ended VM_FAULT_RETRY that way). One fault:
+			 * keep its bios. */
+			op->fault_flags |= FAULT_RETRIED;
+			return;
+		}
+		/* The thread faults elsewhere and the last fault never ended. */
 		op->active = 0;
 		count_event(CNT_FAULT_UNENDED);
 	}

@@ -13,7 +13,7 @@ REPO=$(dirname "$HERE")
 VMOPTS=() PKGS=() FLAGS=()
 while [ $# -gt 0 ]; do
 	case $1 in
-	-k|--kernel|-t|--timeout|-m|--mem|--smp|--disk-size|-e|--env)
+	-k|--kernel|-t|--timeout|-m|--mem|--smp|--disk-size|-e|--env|-j|--jobs)
 		[ $# -ge 2 ] || { echo "vmtest-go: $1 needs a value" >&2; exit 2; }
 		VMOPTS+=("$1" "$2"); shift 2 ;;
 	-v|--verbose|--keep) VMOPTS+=("$1"); shift ;;

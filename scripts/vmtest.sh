@@ -5,7 +5,7 @@
 #   scripts/vmtest.sh [OPTION]... -- [-C DIR] PROG [ARG]... [--- [-C DIR] PROG [ARG]...]...
 #   scripts/vmtest.sh [-k SERIES]... --prepare
 #
-# For each kernel (default: 5.10, 6.1, 6.12 and 7.2, one after the other) this boots Debian's
+# For each kernel (default: 5.10, 6.1, 6.12 and 7.2; -j N boots N at once) this boots Debian's
 # generic linux-image package under qemu (TCG, 2 vCPUs, 2 GiB) with a busybox initramfs, attaches
 # a fresh ext4 disk (/dev/vda, mounted at /mnt/disk) and a small unmounted ext4 disk (/dev/vdb,
 # for stacked-device tests; loop and dm_mod are loaded), and runs every PROG, in order, in one boot.
@@ -20,6 +20,9 @@
 #   -t, --timeout SECS  wall-clock limit per kernel, boot + all programs (default 600).
 #                       Programs still running at SECS-20 get SIGQUIT (Go dumps goroutines).
 #   -m, --mem MIB       guest memory (default 2048)        --smp N   vCPUs (default 2)
+#   -j, --jobs N        boot N kernels at once (default $VMTEST_JOBS, else 1); each kernel's
+#                       output is printed whole when it ends. Under TCG a vCPU is a host thread:
+#                       more jobs than host cores only slows each one down.
 #       --disk-size MIB size of the fresh ext4 test disk (default 512)
 #   -e, --env NAME=VAL  extra environment for the programs. Repeatable.
 #   -v, --verbose       stream the programs' output while they run (instead of after each boot)
@@ -78,7 +81,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
 q() { local s=${1//\'/\'\\\'\'}; printf "'%s'" "$s"; }
 
 # ---- arguments --------------------------------------------------------------------------------
-KSPECS=() ENVS=() TIMEOUT=${VMTEST_TIMEOUT:-600} MEM=2048 SMP=2 DISK_MB=512
+KSPECS=() ENVS=() TIMEOUT=${VMTEST_TIMEOUT:-600} MEM=2048 SMP=2 DISK_MB=512 JOBS=${VMTEST_JOBS:-1}
 VERBOSE=0 KEEP=0 PREPARE=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -86,6 +89,7 @@ while [ $# -gt 0 ]; do
 	-t|--timeout) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs seconds"; TIMEOUT=$2; shift 2 ;;
 	-m|--mem) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs MiB"; MEM=$2; shift 2 ;;
 	--smp) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs a count"; SMP=$2; shift 2 ;;
+	-j|--jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "$1 needs a count ≥ 1"; JOBS=$2; shift 2 ;;
 	--disk-size) [[ ${2:-} =~ ^[0-9]+$ ]] || die "$1 needs MiB"; DISK_MB=$2; shift 2 ;;
 	-e|--env) [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "$1 needs NAME=VALUE"; ENVS+=("$2"); shift 2 ;;
 	-v|--verbose) VERBOSE=1; shift ;;
@@ -98,6 +102,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#KSPECS[@]} -gt 0 ] || read -ra KSPECS <<<"$VMTEST_SERIES"
 [ "$TIMEOUT" -ge 30 ] || die "--timeout must be at least 30 s"
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "VMTEST_JOBS=$JOBS: want a count ≥ 1"
 [ $PREPARE = 1 ] || [ $# -gt 0 ] || die "no program given (usage: vmtest.sh [OPTION]... -- PROG [ARG]...; see --help)"
 
 # Split "[-C DIR] PROG ARGS... --- [-C DIR] PROG ARGS..." into runs.
@@ -129,11 +134,10 @@ dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'
 
 # ---- work dir, cleanup -----------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vmtest.XXXXXX")
-QPID= TPID=
 cleanup() {
-	local rc=$?
-	[ -n "$TPID" ] && kill "$TPID" 2>/dev/null
-	[ -n "$QPID" ] && kill "$QPID" 2>/dev/null && wait "$QPID" 2>/dev/null
+	local rc=$? f
+	for f in "$WORK"/k*/qpid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	[ -n "$(jobs -p)" ] && kill $(jobs -p) 2>/dev/null && wait 2>/dev/null
 	if [ $KEEP = 1 ]; then msg "kept work directory $WORK"; else rm -rf "$WORK"; fi
 	exit $rc
 }
@@ -349,15 +353,20 @@ DEADLINE=$((TIMEOUT - 20))
 } > "$SHARE/guest.env"
 
 # ---- boot each kernel ---------------------------------------------------------------------------------
-OVERALL=0 SUMMARY=()
-for i in "${!KVERS[@]}"; do
-	kver=${KVERS[$i]}
-	rm -rf "$SHARE/res"; mkdir -p "$SHARE/res"; : > "$SHARE/res/out.log"
-	disk=$WORK/disk.img; console=$WORK/console-$kver.log
-	rm -f "$disk"; truncate -s "${DISK_MB}M" "$disk"
+# boot_one I: boots kernel I with its own share, disks and logs under $WORK, runs the programs and
+# leaves in $WORK/k$I/: out (the programs' output block), msgs (verdict, console tail, warnings
+# for stderr), line (the summary line) and code (0 pass, 1 program failed, 3 boot/guest error).
+boot_one() {
+	local i=$1 kver=${KVERS[$1]} d=$WORK/k$1 share disk stack console accel boot_how t0 qrc wall res boot
+	local verdict code why panic line last tpid=
+	rm -rf "$d"; mkdir -p "$d"
+	share=$d/share; mkdir -p "$share/res"; : > "$share/res/out.log"
+	cp -al "$SHARE/bin" "$share/bin"; cp "$SHARE/run.sh" "$SHARE/guest.env" "$share/"
+	disk=$d/disk.img console=$WORK/console-$kver.log
+	truncate -s "${DISK_MB}M" "$disk"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
 	# /dev/vdb: a small journaled ext4 for stacked-device tests (dm-linear over it)
-	stack=$WORK/stack.img; rm -f "$stack"; truncate -s 64M "$stack"
+	stack=$d/stack.img; truncate -s 64M "$stack"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$stack"
 	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
@@ -368,22 +377,25 @@ for i in "${!KVERS[@]}"; do
 		-kernel "${KIMAGES[$i]}" -initrd "${KINITRDS[$i]}" \
 		-append "console=ttyS0 panic=-1 quiet ${VMTEST_APPEND:-}" \
 		-drive "file=$disk,format=raw,if=virtio" -drive "file=$stack,format=raw,if=virtio" \
-		-fsdev "local,id=vmtest,path=$SHARE,security_model=none" \
+		-fsdev "local,id=vmtest,path=$share,security_model=none" \
 		-device virtio-9p-pci,fsdev=vmtest,mount_tag=vmtest \
 		-fsdev "local,id=vmrepo,path=$REPO,security_model=none,readonly=on" \
 		-device virtio-9p-pci,fsdev=vmrepo,mount_tag=vmrepo \
-		</dev/null >"$WORK/qemu.out" 2>&1 &
-	QPID=$!
-	if [ $VERBOSE = 1 ]; then tail -n +1 -F "$SHARE/res/out.log" 2>/dev/null & TPID=$!; fi
-	qrc=0; wait $QPID || qrc=$?
-	QPID=
-	if [ -n "$TPID" ]; then sleep 0.3; kill "$TPID" 2>/dev/null; wait "$TPID" 2>/dev/null || true; TPID=; fi
+		</dev/null >"$d/qemu.out" 2>&1 &
+	echo $! > "$d/qpid"
+	if [ $VERBOSE = 1 ]; then
+		if [ "$JOBS" -gt 1 ]; then tail -n +1 -F "$share/res/out.log" 2>/dev/null | sed -u "s/^/[$kver] /" & tpid=$!
+		else tail -n +1 -F "$share/res/out.log" 2>/dev/null & tpid=$!; fi
+	fi
+	qrc=0; wait "$(cat "$d/qpid")" || qrc=$?
+	rm -f "$d/qpid"
+	if [ -n "$tpid" ]; then sleep 0.3; kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null || true; fi
 	wall=$(secs "$t0" "$(now)")
-	res=$SHARE/res boot=?
+	res=$share/res boot=?
 	[ -f "$res/booted" ] && boot=$(awk '{printf "%.1f", $1}' "$res/booted")
+	: > "$d/out"
 	if [ $VERBOSE = 0 ]; then
-		echo "===== vmtest: output on $kver ====="
-		cat "$res/out.log"
+		{ echo "===== vmtest: output on $kver ====="; cat "$res/out.log"; } > "$d/out"
 	fi
 	verdict=PASS code=0 why=
 	panic=$(grep -m1 -o 'Kernel panic - not syncing:.*' "$console" | tr -d '\r' || true)
@@ -412,19 +424,50 @@ for i in "${!KVERS[@]}"; do
 		else why="guest died while programs ran: ${panic:-qemu exited with status $qrc} (no rc file)"; fi
 	fi
 	line="$verdict $kver (boot ${boot}s, wall ${wall}s)"; [ -n "$why" ] && line+=": $why"
-	msg "$line"; SUMMARY+=("$line")
-	if [ $code != 0 ]; then
-		msg "---- console tail ($kver) ----"
-		tail -n 40 "$console" | sed 's/^/  | /' >&2
-		[ -s "$WORK/qemu.out" ] && sed 's/^/  qemu: /' "$WORK/qemu.out" >&2
-	fi
-	if [ -f "$res/dmesg.log" ] && bad=$(grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace' "$res/dmesg.log"); then
-		msg "warning: kernel complained during the run on $kver:"
-		head -n 20 <<<"$bad" | sed 's/^/  | /' >&2
-	fi
-	[ $code -gt $OVERALL ] && OVERALL=$code
+	{
+		echo "vmtest: $line"
+		if [ $code != 0 ]; then
+			echo "vmtest: ---- console tail ($kver) ----"
+			tail -n 40 "$console" | sed 's/^/  | /'
+			[ -s "$d/qemu.out" ] && sed 's/^/  qemu: /' "$d/qemu.out"
+		fi
+		if [ -f "$res/dmesg.log" ] && bad=$(grep -E 'BUG:|WARNING:|Oops|general protection|Call Trace' "$res/dmesg.log"); then
+			echo "vmtest: warning: kernel complained during the run on $kver:"
+			head -n 20 <<<"$bad" | sed 's/^/  | /'
+		fi
+	} > "$d/msgs"
+	echo "$line" > "$d/line"
 	[ $KEEP = 1 ] && cp -r "$res" "$WORK/res-$kver"
+	rm -f "$disk" "$stack"
+	echo $code > "$d/code"
+}
+
+# report I: prints what boot_one I left (output on stdout, verdict and diagnostics on stderr).
+report() { cat "$WORK/k$1/out"; cat "$WORK/k$1/msgs" >&2; }
+
+# Kernels boot JOBS at a time (-j); each one's output is printed when it ends, whole.
+declare -A RUNNING=()   # background pid -> kernel index
+reap() { # waits for one boot job to end and reports every job that has ended
+	local p
+	wait -n "${!RUNNING[@]}" 2>/dev/null || true
+	for p in "${!RUNNING[@]}"; do
+		kill -0 "$p" 2>/dev/null && continue
+		wait "$p" 2>/dev/null || true; report "${RUNNING[$p]}"; unset "RUNNING[$p]"
+	done
+}
+for i in "${!KVERS[@]}"; do
+	if [ "$JOBS" -le 1 ]; then boot_one "$i"; report "$i"; continue; fi
+	while [ ${#RUNNING[@]} -ge "$JOBS" ]; do reap; done
+	boot_one "$i" & RUNNING[$!]=$i
 done
+while [ ${#RUNNING[@]} -gt 0 ]; do reap; done
+OVERALL=0
 msg "summary:"
-for l in "${SUMMARY[@]}"; do msg "  $l"; done
+for i in "${!KVERS[@]}"; do
+	d=$WORK/k$i
+	if [ -f "$d/code" ]; then code=$(cat "$d/code"); line=$(cat "$d/line")
+	else code=3 line="ERROR ${KVERS[$i]}: the boot job ended without a verdict (see above)"; fi
+	msg "  $line"
+	[ "$code" -gt $OVERALL ] && OVERALL=$code
+done
 exit $OVERALL

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 )
 
@@ -81,6 +82,7 @@ c = sqlite3.connect(%q); c.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB
 // their persisted records name it (sync DST writes them).
 func TestTraceCpCopy(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	dir := diskDir(t)
 	src := coldFile(t, dir, 200<<20)
 	dst := filepath.Join(dir, "copy.dat")

@@ -207,7 +207,10 @@ func TestFaultColdMappingStride(t *testing.T) {
 		}
 		added += fr.Cache.PagesAdded
 	}
-	if major != uint64(kernelMajor) || major == 0 {
+	// Debian 7.2 counts no major fault here (the faults that read ahead end
+	// VM_FAULT_RETRY, back to user space, and the redo finds the page): the
+	// records must still say what the kernel counted, and carry the bios.
+	if major != uint64(kernelMajor) {
 		t.Errorf("%d major fault records, the kernel counted %d (ru_majflt)", major, kernelMajor)
 	}
 	if bioBytes != added*4096 || bioBytes == 0 {

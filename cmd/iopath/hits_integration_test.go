@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +51,7 @@ func TestHitsHelperProcess(t *testing.T) {
 // showed A's bytes, and A's calls were gone).
 func TestHitStatsFull(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	const files, entries = 200, 64
 	dir := diskDir(t)
 	for i := 0; i < files; i++ {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 )
 
@@ -75,6 +76,7 @@ func TestPathAfterRename(t *testing.T) {
 // cut by the other.
 func TestJSONLinesWithCommandOutput(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	dir := diskDir(t)
 	f := coldFile(t, dir, 4<<20)
 	// dd streams a thousand records while the loop prints its lines
@@ -111,6 +113,7 @@ func TestJSONLinesWithCommandOutput(t *testing.T) {
 // gets its pid (forced here with ns_last_pid) is not traced.
 func TestReusedPidNotTraced(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	dir := diskDir(t)
 	f := coldFile(t, dir, 1<<20)
 	pidFile := filepath.Join(dir, "child.pid")

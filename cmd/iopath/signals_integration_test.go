@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/testutil"
 )
 
 // startTrace starts iopath ARGS with --ready-file and waits until its
@@ -59,6 +61,7 @@ func waitFile(t *testing.T, path string) {
 // issue 10 item 6: iopath's exit status and the signal the command got.
 func TestTraceExitStatus(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	for _, c := range []struct {
 		name string
 		sh   string         // the traced command: sh -c SH DIR
@@ -108,6 +111,7 @@ func TestTraceExitStatus(t *testing.T) {
 // issue 10 item 6: --wait-writeback interrupted exits 143, at once.
 func TestWaitWritebackInterrupted(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	f := filepath.Join(diskDir(t), "dirty")
 	cmd := iopathCmd(os.TempDir(), "trace", "--json", "--wait-writeback", "60s", "--", "dd", "if=/dev/zero", "of="+f, "bs=64k", "count=16")
 	var out bytes.Buffer
@@ -148,6 +152,7 @@ func TestWaitWritebackInterrupted(t *testing.T) {
 // background job) catches a SIGINT that comes while the hooks attach.
 func TestTraceSIGINTWhileAttaching(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	before := progNames(t)
 	sleeper := exec.Command("sleep", "60")
 	if err := sleeper.Start(); err != nil {
@@ -210,6 +215,7 @@ func caught(status string, sig syscall.Signal) bool {
 // (parent-death signal) and the next run removes the work file left.
 func TestTraceWorkloadSignals(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	cmd, out, errb := startTrace(t, tmp, "trace", "--json", "--workload", "read-1byte", "--", "--duration", "1m")
 	workloadChild(t, cmd.Process.Pid, tmp)
@@ -281,6 +287,7 @@ func isZombie(pid int) bool {
 // issue 10 item 9: -o keeps iopath's output apart from the command's.
 func TestTraceOutputFile(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	f := coldFile(t, diskDir(t), 1<<20)
 	o := filepath.Join(t.TempDir(), "trace.jsonl")
 	stdout, stderr, code := runIopath(t, os.TempDir(), "trace", "--json", "-o", o, "--", "sh", "-c", `dd if="$0" of=/dev/null bs=4k count=4 2>/dev/null; echo done`, f)
@@ -306,6 +313,7 @@ func TestTraceOutputFile(t *testing.T) {
 // starts on a new line (stdout a pipe: relayed; a regular file: checked).
 func TestTraceSharedStdoutMidLine(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	f := coldFile(t, diskDir(t), 1<<20)
 	script := `printf 'no newline yet'; dd if="$0" of=/dev/null bs=4k count=8 iflag=direct 2>/dev/null; sleep 0.5; printf ' end\n'`
 	check := func(what string, out []byte) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/timeline/headless"
@@ -40,6 +41,7 @@ func artifacts(t *testing.T) string {
 // the cold read, its readahead bio on the device track, and the arrow.
 func TestDemoReadTimeline(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	dir := artifacts(t)
 	tl := filepath.Join(dir, "read-1byte.json")
 	_, stderr, code := runIopath(t, t.TempDir(), "demo", "read-1byte", "--timeline", tl)
@@ -94,6 +96,7 @@ func TestDemoReadTimeline(t *testing.T) {
 // Chromium without console errors and holds every bio the trace saw.
 func TestDemoSeqRandReport(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	if skip, err := headless.Check(); err != nil {
 		t.Fatal(err)
 	} else if skip != "" {

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/iopath/iopath/internal/testutil"
 )
 
 // A machine without tracefs mounted (a minimal install, a container): iopath
@@ -13,6 +15,7 @@ import (
 // untouched.
 func TestTraceMountsTracefs(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("needs unshare(1) (util-linux) for a private mount namespace")
 	}

@@ -43,7 +43,10 @@ func TestWaitWritebackOverflowed(t *testing.T) {
 	if !strings.Contains(tr.stderr, "dirty-page tracking overflowed") || !strings.Contains(tr.stderr, "counted by the kernel") {
 		t.Errorf("stderr does not say tracking overflowed and whose count it waited on")
 	}
-	if !strings.Contains(tr.stderr, "all dirty pages reached the disk") {
+	// The kernel may have written everything before the first look (dd is
+	// slow under TCG and the expire is 1 s: seen on Debian 6.12): iopath then
+	// says no dirty page is left instead of waiting.
+	if !strings.Contains(tr.stderr, "all dirty pages reached the disk") && !strings.Contains(tr.stderr, "the kernel reports no dirty page left") {
 		t.Errorf("stderr does not say the pages reached the disk")
 	}
 	if took > 30*time.Second {

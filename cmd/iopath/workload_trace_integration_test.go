@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"golang.org/x/sys/unix"
@@ -95,6 +96,7 @@ func runRecords(tr *traced, wr *workloadRecord) []*record.Syscall {
 // workload's file and nothing of its preparation; no file left behind.
 func TestTraceWorkloadRead1Byte(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	_, tr, wrs := runJSON(t, tmp, "trace", "--json", "--all", "--workload", "read-1byte", "--", "--count", "100")
 	if len(wrs) != 1 {
@@ -174,6 +176,7 @@ func TestTraceWorkloadRead1Byte(t *testing.T) {
 // fdatasync traced) and the reads then miss; --keep keeps a new file.
 func TestTraceWorkloadFileColdKeep(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	f := coldFile(t, tmp, 1<<20)
 	_, tr, wrs := runJSON(t, tmp, "trace", "--json", "--workload", "seq-read", "--", "--file", f, "--cold", "--count", "64")
@@ -250,6 +253,7 @@ func contains(t *testing.T, stdout, text, what string) {
 
 func TestDemoSeqVsRand(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, tr, wrs := runJSON(t, tmp, "demo", "seq-vs-rand", "--json")
 	runs := demoRuns(t, tr, wrs)
@@ -295,6 +299,7 @@ func TestDemoSeqVsRand(t *testing.T) {
 
 func TestDemoReadVsFread(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, tr, wrs := runJSON(t, tmp, "demo", "read-vs-fread", "--json")
 	if len(wrs) != 2 {
@@ -332,6 +337,7 @@ func TestDemoReadVsFread(t *testing.T) {
 
 func TestDemoDirectVsBuffered(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, tr, wrs := runJSON(t, tmp, "demo", "direct-vs-buffered", "--json")
 	runs := demoRuns(t, tr, wrs)

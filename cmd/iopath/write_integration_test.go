@@ -225,6 +225,7 @@ func throttledDir(t *testing.T, maxBytes int64) string {
 // Must-be-true 5: --wait-writeback with nothing to wait for, and tmpfs, said plainly.
 func TestWaitWritebackNothing(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tr := traceCmd(t, "--wait-writeback", "5s", "--", "true")
 	if !strings.Contains(tr.stderr, "left no dirty pages") || tr.code != 0 {
 		t.Errorf("no writes: exit %d, stderr %q", tr.code, tr.stderr)
