@@ -6,7 +6,6 @@
 #include "events.h" /* struct flush_done_ev is in the -type contract */
 
 #define REQ_OP_FLUSH_ 2
-#define RQF_FLUSH_SEQ_OLD (1U << 4) /* before 6.3 a #define, not an enum */
 
 /* A flush request as flush.c remembers it (flush_issued, flush_last). */
 struct flush_seen {
@@ -19,11 +18,17 @@ struct flush_seen {
 	__u32 pad;
 };
 
+/* RQF_FLUSH_SEQ, the bit of struct request.rq_flags that marks a request in
+ * a flush sequence, set by the loader from the kernel's BTF (tracer/rqflags.go):
+ * 1 << __RQF_FLUSH_SEQ where an enum names it (6.12's enum is anonymous, so a
+ * CO-RE enum relocation cannot find it there: it then read bit 4,
+ * __RQF_SCHED_TAGS, set on every request of a queue with an I/O scheduler),
+ * else 1 << 4, the #define of 5.10 and 6.1. */
+const volatile __u32 rqf_flush_seq_bit = 1U << 4;
+
 static __always_inline __u32 rqf_flush_seq(void)
 {
-	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
-		return 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
-	return RQF_FLUSH_SEQ_OLD;
+	return rqf_flush_seq_bit;
 }
 
 #endif /* IOPATH_FLUSH_H */

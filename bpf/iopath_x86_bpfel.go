@@ -13,6 +13,88 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type IopathAggDev struct {
+	_          structs.HostLayout
+	Requests   uint64
+	Bytes      uint64
+	Errors     uint64
+	D2cNs      uint64
+	Q2cNs      uint64
+	Q2cUnknown uint64
+	D2c        [32]uint64
+	Q2c        [32]uint64
+}
+
+type IopathAggDevKey struct {
+	_   structs.HostLayout
+	Dev uint32
+	Op  uint32
+}
+
+type IopathAggFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type IopathAggGlobal struct {
+	_             structs.HostLayout
+	SyscallLat    [3][2][32]uint64
+	SyscallLatNs  [3][2]uint64
+	DirtyToDisk   [32]uint64
+	DirtyToDiskNs uint64
+	Overflow      [4]uint64
+}
+
+type IopathAggIo struct {
+	_              structs.HostLayout
+	Calls          [3]uint64
+	Errors         [3]uint64
+	Bytes          [3]uint64
+	LatencyNs      [3]uint64
+	HitPages       uint64
+	MissPages      uint64
+	RaPages        uint64
+	DiskReadBytes  uint64
+	DiskWriteBytes uint64
+	WbBytes        uint64
+	DirtiedPages   uint64
+	CleanedPages   uint64
+	ThrottleNs     uint64
+	Lat            [3][32]uint64
+	Name           [48]int8
+}
+
+type IopathAggOp uint32
+
+const (
+	IopathAggOpAGG_READ  IopathAggOp = 0
+	IopathAggOpAGG_WRITE IopathAggOp = 1
+	IopathAggOpAGG_SYNC  IopathAggOp = 2
+	IopathAggOpAGG_OPS   IopathAggOp = 3
+)
+
+type IopathAggOverflow uint32
+
+const (
+	IopathAggOverflowAGG_OV_PROCS IopathAggOverflow = 0
+	IopathAggOverflowAGG_OV_FILES IopathAggOverflow = 1
+	IopathAggOverflowAGG_OV_RQS   IopathAggOverflow = 2
+	IopathAggOverflowAGG_OV_DEVS  IopathAggOverflow = 3
+	IopathAggOverflowAGG_OV_MAX   IopathAggOverflow = 4
+)
+
+type IopathAggRqOp uint32
+
+const (
+	IopathAggRqOpAGG_RQ_READ    IopathAggRqOp = 0
+	IopathAggRqOpAGG_RQ_WRITE   IopathAggRqOp = 1
+	IopathAggRqOpAGG_RQ_FLUSH   IopathAggRqOp = 2
+	IopathAggRqOpAGG_RQ_DISCARD IopathAggRqOp = 3
+	IopathAggRqOpAGG_RQ_OPS     IopathAggRqOp = 4
+)
+
 type IopathAioEvent struct {
 	_        structs.HostLayout
 	UserData uint64
@@ -108,7 +190,8 @@ const (
 	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
 	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
 	IopathCounterCNT_URING_FULL       IopathCounter = 21
-	IopathCounterCNT_MAX              IopathCounter = 22
+	IopathCounterCNT_OPS_NOMEM        IopathCounter = 22
+	IopathCounterCNT_MAX              IopathCounter = 23
 )
 
 type IopathDirtyGoneEv struct {
@@ -601,6 +684,12 @@ type IopathWbWork struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	IopathMapAggDevs                      = "agg_devs"
+	IopathMapAggFiles                     = "agg_files"
+	IopathMapAggG                         = "agg_g"
+	IopathMapAggOther                     = "agg_other"
+	IopathMapAggProcs                     = "agg_procs"
+	IopathMapAggRqs                       = "agg_rqs"
 	IopathMapBioOwners                    = "bio_owners"
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
@@ -717,6 +806,8 @@ const (
 	IopathProgUringSubmitSqe              = "uring_submit_sqe"
 	IopathProgUringTaskWorkRun            = "uring_task_work_run"
 	IopathProgUringWakeupNew              = "uring_wakeup_new"
+	IopathVarAggOn                        = "agg_on"
+	IopathVarAggOnly                      = "agg_only"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -725,11 +816,18 @@ const (
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
 	IopathVarRenameGen                    = "rename_gen"
+	IopathVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
+	IopathVarTargetCommHi                 = "target_comm_hi"
+	IopathVarTargetCommLo                 = "target_comm_lo"
+	IopathVarTargetCommMaskHi             = "target_comm_mask_hi"
+	IopathVarTargetCommMaskLo             = "target_comm_mask_lo"
 	IopathVarTargetsGen                   = "targets_gen"
+	IopathVarTraceAll                     = "trace_all"
 	IopathVarTrackDirty                   = "track_dirty"
+	IopathVarUnusedAggContract            = "unused_agg_contract"
 	IopathVarUnusedContract               = "unused_contract"
 	IopathVarUnusedFaultKey               = "unused_fault_key"
 	IopathVarUnusedFaultStat              = "unused_fault_stat"
@@ -881,6 +979,12 @@ type IopathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathMapSpecs struct {
+	AggDevs     *ebpf.MapSpec `ebpf:"agg_devs"`
+	AggFiles    *ebpf.MapSpec `ebpf:"agg_files"`
+	AggG        *ebpf.MapSpec `ebpf:"agg_g"`
+	AggOther    *ebpf.MapSpec `ebpf:"agg_other"`
+	AggProcs    *ebpf.MapSpec `ebpf:"agg_procs"`
+	AggRqs      *ebpf.MapSpec `ebpf:"agg_rqs"`
 	BioOwners   *ebpf.MapSpec `ebpf:"bio_owners"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
@@ -906,6 +1010,8 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
+	AggOn              *ebpf.VariableSpec `ebpf:"agg_on"`
+	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
@@ -914,11 +1020,18 @@ type IopathVariableSpecs struct {
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.VariableSpec `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.VariableSpec `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.VariableSpec `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TraceAll           *ebpf.VariableSpec `ebpf:"trace_all"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.VariableSpec `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
@@ -945,6 +1058,12 @@ func (o *IopathObjects) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathMaps struct {
+	AggDevs     *ebpf.Map `ebpf:"agg_devs"`
+	AggFiles    *ebpf.Map `ebpf:"agg_files"`
+	AggG        *ebpf.Map `ebpf:"agg_g"`
+	AggOther    *ebpf.Map `ebpf:"agg_other"`
+	AggProcs    *ebpf.Map `ebpf:"agg_procs"`
+	AggRqs      *ebpf.Map `ebpf:"agg_rqs"`
 	BioOwners   *ebpf.Map `ebpf:"bio_owners"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
@@ -968,6 +1087,12 @@ type IopathMaps struct {
 
 func (m *IopathMaps) Close() error {
 	return _IopathClose(
+		m.AggDevs,
+		m.AggFiles,
+		m.AggG,
+		m.AggOther,
+		m.AggProcs,
+		m.AggRqs,
 		m.BioOwners,
 		m.Counters,
 		m.DirtyPages,
@@ -994,6 +1119,8 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
+	AggOn              *ebpf.Variable `ebpf:"agg_on"`
+	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
@@ -1002,11 +1129,18 @@ type IopathVariables struct {
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.Variable `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.Variable `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.Variable `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TraceAll           *ebpf.Variable `ebpf:"trace_all"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.Variable `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`

@@ -13,6 +13,59 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type IopathCompatAggDev struct {
+	_          structs.HostLayout
+	Requests   uint64
+	Bytes      uint64
+	Errors     uint64
+	D2cNs      uint64
+	Q2cNs      uint64
+	Q2cUnknown uint64
+	D2c        [32]uint64
+	Q2c        [32]uint64
+}
+
+type IopathCompatAggDevKey struct {
+	_   structs.HostLayout
+	Dev uint32
+	Op  uint32
+}
+
+type IopathCompatAggFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type IopathCompatAggGlobal struct {
+	_             structs.HostLayout
+	SyscallLat    [3][2][32]uint64
+	SyscallLatNs  [3][2]uint64
+	DirtyToDisk   [32]uint64
+	DirtyToDiskNs uint64
+	Overflow      [4]uint64
+}
+
+type IopathCompatAggIo struct {
+	_              structs.HostLayout
+	Calls          [3]uint64
+	Errors         [3]uint64
+	Bytes          [3]uint64
+	LatencyNs      [3]uint64
+	HitPages       uint64
+	MissPages      uint64
+	RaPages        uint64
+	DiskReadBytes  uint64
+	DiskWriteBytes uint64
+	WbBytes        uint64
+	DirtiedPages   uint64
+	CleanedPages   uint64
+	ThrottleNs     uint64
+	Lat            [3][32]uint64
+	Name           [48]int8
+}
+
 type IopathCompatBioOwner struct {
 	_       structs.HostLayout
 	OpId    uint64
@@ -281,6 +334,12 @@ type IopathCompatWbWork struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	IopathCompatMapAggDevs                      = "agg_devs"
+	IopathCompatMapAggFiles                     = "agg_files"
+	IopathCompatMapAggG                         = "agg_g"
+	IopathCompatMapAggOther                     = "agg_other"
+	IopathCompatMapAggProcs                     = "agg_procs"
+	IopathCompatMapAggRqs                       = "agg_rqs"
 	IopathCompatMapBioOwners                    = "bio_owners"
 	IopathCompatMapCompatSerials                = "compat_serials"
 	IopathCompatMapCounters                     = "counters"
@@ -398,6 +457,8 @@ const (
 	IopathCompatProgUringSubmitSqe              = "uring_submit_sqe"
 	IopathCompatProgUringTaskWorkRun            = "uring_task_work_run"
 	IopathCompatProgUringWakeupNew              = "uring_wakeup_new"
+	IopathCompatVarAggOn                        = "agg_on"
+	IopathCompatVarAggOnly                      = "agg_only"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
 	IopathCompatVarEmitAll                      = "emit_all"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -407,11 +468,18 @@ const (
 	IopathCompatVarPathSerial                   = "path_serial"
 	IopathCompatVarRawSysMask                   = "raw_sys_mask"
 	IopathCompatVarRenameGen                    = "rename_gen"
+	IopathCompatVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathCompatVarSelfTgid                     = "self_tgid"
 	IopathCompatVarSyncsActive                  = "syncs_active"
 	IopathCompatVarTargetComm                   = "target_comm"
+	IopathCompatVarTargetCommHi                 = "target_comm_hi"
+	IopathCompatVarTargetCommLo                 = "target_comm_lo"
+	IopathCompatVarTargetCommMaskHi             = "target_comm_mask_hi"
+	IopathCompatVarTargetCommMaskLo             = "target_comm_mask_lo"
 	IopathCompatVarTargetsGen                   = "targets_gen"
+	IopathCompatVarTraceAll                     = "trace_all"
 	IopathCompatVarTrackDirty                   = "track_dirty"
+	IopathCompatVarUnusedAggContract            = "unused_agg_contract"
 	IopathCompatVarUnusedContract               = "unused_contract"
 	IopathCompatVarUnusedFaultKey               = "unused_fault_key"
 	IopathCompatVarUnusedFaultStat              = "unused_fault_stat"
@@ -563,6 +631,12 @@ type IopathCompatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatMapSpecs struct {
+	AggDevs       *ebpf.MapSpec `ebpf:"agg_devs"`
+	AggFiles      *ebpf.MapSpec `ebpf:"agg_files"`
+	AggG          *ebpf.MapSpec `ebpf:"agg_g"`
+	AggOther      *ebpf.MapSpec `ebpf:"agg_other"`
+	AggProcs      *ebpf.MapSpec `ebpf:"agg_procs"`
+	AggRqs        *ebpf.MapSpec `ebpf:"agg_rqs"`
 	BioOwners     *ebpf.MapSpec `ebpf:"bio_owners"`
 	CompatSerials *ebpf.MapSpec `ebpf:"compat_serials"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
@@ -589,6 +663,8 @@ type IopathCompatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatVariableSpecs struct {
+	AggOn              *ebpf.VariableSpec `ebpf:"agg_on"`
+	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
@@ -598,11 +674,18 @@ type IopathCompatVariableSpecs struct {
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.VariableSpec `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.VariableSpec `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.VariableSpec `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TraceAll           *ebpf.VariableSpec `ebpf:"trace_all"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.VariableSpec `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
@@ -629,6 +712,12 @@ func (o *IopathCompatObjects) Close() error {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatMaps struct {
+	AggDevs       *ebpf.Map `ebpf:"agg_devs"`
+	AggFiles      *ebpf.Map `ebpf:"agg_files"`
+	AggG          *ebpf.Map `ebpf:"agg_g"`
+	AggOther      *ebpf.Map `ebpf:"agg_other"`
+	AggProcs      *ebpf.Map `ebpf:"agg_procs"`
+	AggRqs        *ebpf.Map `ebpf:"agg_rqs"`
 	BioOwners     *ebpf.Map `ebpf:"bio_owners"`
 	CompatSerials *ebpf.Map `ebpf:"compat_serials"`
 	Counters      *ebpf.Map `ebpf:"counters"`
@@ -653,6 +742,12 @@ type IopathCompatMaps struct {
 
 func (m *IopathCompatMaps) Close() error {
 	return _IopathCompatClose(
+		m.AggDevs,
+		m.AggFiles,
+		m.AggG,
+		m.AggOther,
+		m.AggProcs,
+		m.AggRqs,
 		m.BioOwners,
 		m.CompatSerials,
 		m.Counters,
@@ -680,6 +775,8 @@ func (m *IopathCompatMaps) Close() error {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatVariables struct {
+	AggOn              *ebpf.Variable `ebpf:"agg_on"`
+	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
@@ -689,11 +786,18 @@ type IopathCompatVariables struct {
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
+	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.Variable `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.Variable `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.Variable `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TraceAll           *ebpf.Variable `ebpf:"trace_all"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.Variable `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`

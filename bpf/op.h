@@ -343,6 +343,8 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
+#include "agg.h" /* issue 17: the aggregates of top/serve (agg_call) */
+
 /* other_hits returns the bucket for a thread's hits that hit_stats had no
  * room for: its process's entry in hit_other, or, if that map is full too,
  * hit_unowned (never full). */
@@ -380,8 +382,13 @@ static __always_inline void flush_hits(struct op *op)
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
 		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
-		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
+		/* -EEXIST: another CPU inserted it. -E2BIG is a full map;
+		 * anything else (-ENOMEM) an allocation that failed with room
+		 * left, which is not a full map and is said apart. */
+		if (err == -E2BIG)
 			count_event(CNT_OPS_FULL);
+		else if (err && err != -EEXIST)
+			count_event(CNT_OPS_NOMEM);
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
 			v = other_hits(op);
@@ -495,6 +502,11 @@ static __always_inline void op_end(__s64 ret)
 		if (w && *w == op->op_id)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);
 		__sync_fetch_and_add(&syncs_active, -1);
+	}
+	if (agg_on) {
+		agg_call(); /* agg.h */
+		if (agg_only)
+			return;
 	}
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */

@@ -76,5 +76,6 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	op_release(old_pid);
 	if (p->pid != old_pid)
 		op_release(p->pid);
+	agg_exec(p->tgid); /* agg.h */
 	return 0;
 }

@@ -42,6 +42,7 @@ const (
 	opFlush    = 2 // REQ_OP_FLUSH
 	// enum wb_reason on 6.18.
 	wbBackground = 0
+	wbSync       = 2
 	wbPeriodic   = 3
 )
 
@@ -202,8 +203,12 @@ var stories = []struct {
 		o.Count, o.Offset = 0, 0
 		o.BiosQueued, o.BlockedNs = 4, 740*µs
 		s.E.HandleOp(o)
-		// sync(2) names no file.
-		o = enginetest.Op(id(3), bpf.IopathOpSysSYS_SYNC, 0, 0, 0, t0+2*ms, 40*µs)
+		// sync(2) names no file; a flusher writes 8 KiB more of the file
+		// for it (reason sync) while it waits.
+		s.E.HandleWBStart(enginetest.WBStart(flush+2, wbSync, t0+2*ms+5*µs))
+		s.E.HandleWBBio(enginetest.WBBio(0xb5, 42, flush+2, 0, t0+2*ms+10*µs))
+		bio(s, 0xe, t0+2*ms+12*µs, 20*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb5, Sector: 5000, Bytes: 8192, Flags: engine.OwnWriteback})
+		o = enginetest.Op(id(3), bpf.IopathOpSysSYS_SYNC, 0, 0, 0, t0+2*ms, t0+2*ms+40*µs)
 		o.Fd, o.Ino, o.Dev = -1, 0, 0
 		s.E.HandleOp(enginetest.Named(o, "app", ""))
 	}},

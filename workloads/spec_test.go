@@ -74,6 +74,7 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KindRandRead, Engine: EngineLibaio, SQPoll: true}, "--uring-async and --sqpoll are io_uring options: add --engine io_uring"},
 		{Spec{Kind: KindRandRead, UringAsync: true}, "--uring-async and --sqpoll are io_uring options"},
 		{Spec{Kind: KindRandRead, NumJobs: 1000}, "--numjobs 1000 is out of range"},
+		{Spec{Kind: KindRandRead, Engine: EngineLibaio, IODepth: 8, IODepthCompleteMin: 9}, "--iodepth-complete-min 9 is out of range: give 1 to --iodepth (8)"},
 		{Spec{Kind: KindSeqWrite, NumJobs: 2}, "use --overwrite (or rand-write), or --numjobs 1"},
 		{Spec{Kind: KindSeqRead, Dir: "/tmp", File: "/tmp/x"}, "either --dir or --file"},
 		{Spec{Kind: KindSeqRead, Engine: EngineMmap, Madvise: "dontneed"}, `unknown --madvise "dontneed": choose random, sequential or willneed`},

@@ -156,7 +156,8 @@ func (p *pendingOp) endNs() uint64 {
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
 	if n := queuedSeen(bios); n < queued {
-		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
+		e.counters.IncompleteBios += uint64(queued - n)
+		e.counters.NeverIssued += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
 		rec.Bios = make([]record.Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
@@ -183,6 +184,9 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 	}
 	if record.IsSync(rec.Syscall) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
+		if rec.Syscall == "sync" || rec.Syscall == "syncfs" {
+			rec.SyncWriteback = e.syncWriteback(rec, kdev) // syncwb.go
+		}
 	}
 	if isRequestSys(rec.Syscall) {
 		e.requestPart(rec, kdev, bios, readBytes) // asyncio.go

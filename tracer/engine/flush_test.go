@@ -149,3 +149,44 @@ func TestCompletionBeforeIssue(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+// The stream Debian 6.12 sent before the loader set RQF_FLUSH_SEQ from BTF
+// (TestTraceColdOneByteRead failed there): its rq_flags enum is anonymous, a
+// CO-RE relocation fell back to bit 4 (__RQF_SCHED_TAGS with mq-deadline),
+// so the read's bio came flagged as in a flush sequence and its owner was
+// kept at issue. The call waited for a flush end that never comes, and when
+// jbd2 queued a metadata write at the freed bio's address, that write
+// inherited the owner (same bio, same queue time) and was listed under the
+// read. A read never enters a flush sequence: the call is released when its
+// read completes, with its one bio.
+func TestReadRequestNotInFlushSequence(t *testing.T) {
+	s := enginetest.NewStream()
+	id := uint64(7)<<32 | 1
+	read := enginetest.Op(id, bpf.IopathOpSysSYS_READ, 0, 1, 1, 100, 900)
+	read.BiosQueued = 1
+	enginetest.AddRange(read, 0, 4, engine.RangeAdded)
+	s.E.HandleIssue(enginetest.Issue(0xa, 200, enginetest.FlRead|enginetest.FlRahead,
+		enginetest.Own{Op: id, Bio: 0xb1, Sector: 264192, Bytes: 16384, Queue: 150, Flags: engine.OwnFlushSeq}))
+	s.E.HandleComplete(enginetest.Done(0xa, 800, 0))
+	s.E.HandleOp(read)
+	calls := s.Syscalls()
+	if len(calls) != 1 {
+		t.Fatalf("read not released when its bio completed: %d records", len(calls))
+	}
+	// jbd2's write at the same address, with the stale owner, 0.8 s later.
+	s.E.HandleIssue(enginetest.Issue(0xb, 800e6, enginetest.FlWrite|enginetest.FlSync|1<<12,
+		enginetest.Own{Op: id, Bio: 0xb1, Sector: 1572960, Bytes: 4096, Queue: 150, Flags: engine.OwnFlushSeq}))
+	s.E.HandleComplete(enginetest.Done(0xb, 801e6, 0))
+	s.E.Flush()
+	calls = s.Syscalls()
+	if len(calls) != 1 {
+		t.Fatalf("records: %d", len(calls))
+	}
+	c := calls[0]
+	if len(c.Bios) != 1 || c.Bios[0].Rwbs != "RA" || c.Bios[0].Bytes != 16384 || c.Bios[0].CompleteNs != 800 {
+		t.Fatalf("bios: %+v", c.Bios)
+	}
+	if n := s.E.Counters().IncompleteBios; n != 0 {
+		t.Fatalf("incomplete bios %d", n)
+	}
+}
