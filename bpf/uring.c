@@ -431,10 +431,19 @@ static __always_inline void uring_forked(struct task_struct *child)
  * request it ran went on without it (a direct IO in flight). */
 static __always_inline void uring_switch_out(struct op *op, struct task_struct *prev)
 {
-	if (BPF_CORE_READ_BITFIELD(prev, in_iowait))
+	if (BPF_CORE_READ_BITFIELD(prev, in_iowait) || !uring_seg(op))
 		return;
-	if (uring_seg(op) && op->uring_req)
+	if (op->uring_req) {
 		uring_close(op);
+	} else if (op->touched && op->bios_queued) {
+		/* IO no event named (e.g. a direct IO punted where no
+		 * iomap_dio_rw_begin fires): sent unnamed (req_id 0), so that
+		 * userspace counts its bios as unattributed, not lost. */
+		op->active = 0;
+		op->ret = 0;
+		op_stream(op);
+		uring_lazy(op, op->pid, op->tid);
+	}
 }
 
 SEC("tp_btf/sched_wakeup_new")

@@ -5,7 +5,10 @@ package main
 // cold file, filtered by the workload's pid and file.
 
 import (
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/iopath/iopath/record"
@@ -50,6 +53,10 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 	switch {
 	case has("io_uring") && attach["io_uring"] == "none":
 		return "this kernel's io_uring events have no hooked shape (io_uring: none)"
+	case has("--uring-async") && has("--direct") && attach["io_uring_dio"] == "none":
+		// 6.1: the file is taken at submission, so a punted direct read
+		// fires no event in the worker before its CQE's task work.
+		return "no event names a worker's direct IO (io_uring_dio: none)"
 	case has("libaio") && attach["libaio"] == "none":
 		return "libaio: none"
 	case has("libaio") && batch && attach["aio_iocb"] == "none" && has("--direct") && attach["aio_dio"] == "none":
@@ -62,12 +69,19 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 
 // checkKernelRead compares the disk bytes iopath attributed to the workload
 // with the kernel's accounting of its thread (/proc/thread-self/io
-// read_bytes over the run): equal within one readahead window.
+// read_bytes over the run): equal within one readahead window (the larger
+// of the one seen and the device's read_ahead_kb: the VM kernels' counts
+// exceed iopath's by a few pages on direct runs, seen on 6.1 and 6.12).
 func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window uint64) {
 	t.Helper()
 	k := wr.Report.Kernel
 	if k == nil {
 		t.Fatalf("the workload report has no kernel IO accounting")
+	}
+	if b, err := os.ReadFile("/sys/class/bdi/" + wr.Dev + "/read_ahead_kb"); err == nil {
+		if kb, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			window = max(window, kb<<10)
+		}
 	}
 	got, want := tot.DiskBytesRead, uint64(k.ReadBytes)
 	if got+window < want || got > want+window {
@@ -248,6 +262,9 @@ func TestTraceUringWorkers(t *testing.T) {
 				}
 				for _, b := range q.Bios {
 					bioBytes += uint64(b.Bytes)
+				}
+				if slices.Contains(c.flags, "--direct") && len(q.Bios) != 1 {
+					t.Errorf("direct request with %d bios: %+v", len(q.Bios), q)
 				}
 			}
 			if bios == 0 || tot.Unattributed != 0 || tot.DiskBytesRead != bioBytes {

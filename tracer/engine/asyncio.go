@@ -134,6 +134,9 @@ func isRequestSys(name string) bool {
 // and which request the EV_OP is part of.
 func (e *Engine) noteRequestFile(rec *record.Syscall, o *bpf.IopathOp) {
 	e.async.init()
+	if o.ReqId == 0 && (o.Sys == uint32(bpf.IopathOpSysSYS_URING_READ) || o.Sys == uint32(bpf.IopathOpSysSYS_URING_WRITE)) {
+		e.async.segReq[o.OpId] = 0 // an io-wq worker's IO no event named (bpf/uring.c)
+	}
 	if o.ReqId != 0 && o.ReqId != o.OpId {
 		e.async.segReq[o.OpId] = o.ReqId
 		if o.DirtiedPages > 0 {
@@ -167,6 +170,13 @@ func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, r
 	if req, ok := e.async.segReq[id]; ok {
 		delete(e.async.segReq, id)
 		id = req
+	}
+	if id == 0 { // no request: its bios are unattributed, by cause
+		for _, b := range bios {
+			e.unattributedAs(rec.Pid, b.Bytes, "io_uring_worker")
+		}
+		e.pid(rec.Pid, rec.Comm).DiskBytesRead += readBytes
+		return
 	}
 	r := e.asyncReq(id)
 	r.got++

@@ -245,3 +245,20 @@ func TestUringLostCompletion(t *testing.T) {
 		t.Fatalf("requests %+v", reqs)
 	}
 }
+
+// An io-wq worker's IO no event named (req_id 0): its bios are
+// unattributed, under their cause, never lost.
+func TestUringUnnamedPart(t *testing.T) {
+	s := enginetest.NewStream()
+	o := enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 0, 0, 0, 100, 200)
+	o.Tid, o.BiosQueued = 200, 1
+	s.E.HandleOp(o)
+	s.E.HandleIssue(dio(1, 200<<32|1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.Flush()
+	sum := s.E.Summary()
+	if len(s.Requests()) != 0 || sum.UnattributedBios != 1 || sum.UnattributedCauses["io_uring_worker"].Bytes != 4096 ||
+		sum.Pids[0].Unattributed != 1 || sum.Pids[0].DiskBytesRead != 4096 {
+		t.Errorf("requests %+v, summary %+v", s.Requests(), sum)
+	}
+}
