@@ -69,6 +69,9 @@ static __always_inline bool is_traced(__u32 tgid)
 {
 	if (tgid == self_tgid)
 		return false;
+	/* The whole machine (top/serve without a filter). */
+	if (trace_all)
+		return true;
 	/* The comm first: two loads, where a targets lookup is a hash
 	 * lookup (~60 ns here). */
 	if (filter_comm && comm_matches())

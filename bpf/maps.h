@@ -46,6 +46,7 @@ const volatile char target_comm[16] = {};
 const volatile __u64 target_comm_lo = 0, target_comm_hi = 0;
 const volatile __u64 target_comm_mask_lo = 0, target_comm_mask_hi = 0;
 const volatile __u8 track_dirty = 1;   /* follow dirtied pages to writeback */
+const volatile __u8 trace_all = 0;     /* every process but iopath (top, serve without -p/--comm) */
 /* Wake the reader only once wakeup_bytes are queued: each wakeup is a
  * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF
  * time fell from 23.6 to 5.6 µs). The reader also polls every 100 ms. */

@@ -343,6 +343,8 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
+#include "agg.h" /* issue 17: the aggregates of top/serve (agg_call) */
+
 /* other_hits returns the bucket for a thread's hits that hit_stats had no
  * room for: its process's entry in hit_other, or, if that map is full too,
  * hit_unowned (never full). */
@@ -528,6 +530,11 @@ static __always_inline void op_end_in(__s64 ret, const int access)
 		if (w && *w == op->op_id)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);
 		__sync_fetch_and_add(&syncs_active, -1);
+	}
+	if (agg_on) {
+		agg_call(); /* agg.h */
+		if (agg_only)
+			return;
 	}
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */

@@ -135,7 +135,7 @@ type Writeback struct {
 	OpID         uint64 `json:"op_id,omitempty"` // the fsync-family call that submitted it, if any
 	Bios         []Bio  `json:"bios"`
 	Pages        uint32 `json:"pages"`         // pages in the bio
-	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls
+	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls or write faults
 }
 
 // Persisted says when the pages a write call dirtied reached the disk ("type":"persisted").
@@ -159,6 +159,17 @@ type Persisted struct {
 	RequestBytes  uint32  `json:"request_bytes,omitempty"`
 	ByOpID        uint64  `json:"by_op_id,omitempty"` // fsync-family call that wrote it
 	Error         string  `json:"error,omitempty"`
+	// Fault: the pages were dirtied by a store through a shared mapping,
+	// the write fault op_id names (a "fault" record), not by a call. Nil
+	// for a call's pages (and for a fault's whose record had not arrived
+	// yet when its pages were written, which the kernel's order makes rare).
+	Fault *FaultRef `json:"fault,omitempty"`
+}
+
+// FaultRef says which write fault dirtied a Persisted record's pages.
+type FaultRef struct {
+	Address uint64 `json:"address"` // user address of the store
+	Index   uint64 `json:"index"`   // page of the file it dirtied
 }
 
 // Summary closes a trace ("type":"summary").
@@ -246,6 +257,11 @@ type Totals struct {
 	Faults             uint64 `json:"faults"`
 	MajorFaults        uint64 `json:"major_faults"`
 	FaultDiskBytesRead uint64 `json:"fault_disk_bytes_read"` // bytes of bios of faults (also in disk_bytes_read)
+	// Asynchronous requests (record.Request): counted here, not as calls;
+	// their bytes, cache pages and disk bytes are in the totals above.
+	Requests      uint64 `json:"requests,omitempty"`
+	ReadRequests  uint64 `json:"read_requests,omitempty"`
+	WriteRequests uint64 `json:"write_requests,omitempty"`
 }
 
 // PidSummary totals one process.

@@ -31,6 +31,10 @@ type Printer struct {
 	// they printed).
 	Collected []any
 	Collect   bool
+	// lastSubmit, lastPid: the submission call whose requests the last
+	// stories told (request.go), so that its heading is printed once.
+	lastSubmit uint64
+	lastPid    uint32
 	// OnBroken, if set, is called once, at the first failed write.
 	OnBroken func(error)
 }
@@ -124,7 +128,18 @@ func (p *Printer) Record(rec any) {
 		p.batch = append(p.batch, PersistedStory(r)...)
 	case *record.Fault:
 		p.batch = append(p.batch, FaultStory(r)...)
+	case *record.Request:
+		if story := RequestStory(r); story != "" {
+			if r.SubmitOpID != p.lastSubmit || r.Pid != p.lastPid {
+				p.batch = append(p.batch, SubmissionLine(r)...)
+				p.lastSubmit, p.lastPid = r.SubmitOpID, r.Pid
+			}
+			p.batch = append(p.batch, story...)
+		}
+		p.added(from)
+		return
 	}
+	p.lastSubmit, p.lastPid = 0, 0
 	p.added(from)
 }
 
@@ -133,6 +148,13 @@ func (p *Printer) Record(rec any) {
 // record).
 func (p *Printer) WriteJSON(v any) {
 	p.enc.Encode(v)
+	p.add()
+}
+
+// WriteText adds s (whole lines) to the batch, whatever the printer's mode
+// (the interval summaries of `trace --interval`).
+func (p *Printer) WriteText(s string) {
+	p.cur.WriteString(s)
 	p.add()
 }
 

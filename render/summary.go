@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -21,7 +22,7 @@ func SummaryText(s *record.Summary) string {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), p.Calls, Bytes(p.ReadBytesReq),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
 			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
 	}
@@ -36,7 +37,7 @@ func SummaryText(s *record.Summary) string {
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, f.Calls, Bytes(f.ReadBytesReq),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, callsCell(f.Totals), Bytes(f.ReadBytesReq),
 				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite))
 		}
 		tw.Flush()
@@ -88,6 +89,15 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// callsCell is the CALLS column: calls, and asynchronous requests when
+// there are any ("3 +16 req": 3 calls, 16 libaio/io_uring requests).
+func callsCell(t record.Totals) string {
+	if t.Requests == 0 {
+		return strconv.FormatUint(t.Calls, 10)
+	}
+	return strconv.FormatUint(t.Calls, 10) + " +" + strconv.FormatUint(t.Requests, 10) + " req"
 }
 
 // unattributedText details the summary's unattributed bios: their bytes

@@ -45,7 +45,7 @@
 #   filesystem, default /var/tmp), SKIP (space-separated section numbers or
 #   names to skip: "5 profile"), STARTUP_N (10), OUT (also write the final
 #   table to this file).
-# Needs root, fio, bpftrace, bpftool, jq, go. Restores every sysctl it
+# Needs root, fio, bpftrace, bpftool, jq, go, curl. Restores every sysctl it
 # changes (kernel.bpf_stats_enabled, vm.dirty_*) on exit, Ctrl-C included.
 set -euo pipefail
 
@@ -58,7 +58,7 @@ SKIP=" ${SKIP:-} "
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
 [ "$(id -u)" = 0 ] || die "run as root (sudo make bench): tracing needs CAP_BPF and CAP_PERFMON"
-for t in fio bpftrace bpftool jq go awk; do
+for t in fio bpftrace bpftool jq go awk curl; do
 	command -v "$t" >/dev/null || die "$t not found: run scripts/setup.sh"
 done
 
@@ -222,6 +222,11 @@ config biosnoop bpftrace "bpftrace biosnoop-like: a line per request (issue/comp
 config biolatency bpftrace "bpftrace biolatency-like: in-kernel histogram of request latency" \
 	'bpftrace "$work/biolatency.bt" >"$out"'
 
+config top iopath "iopath top --json -p FIO >/dev/null (in-kernel aggregates, no per-call records)" \
+	'"$bin" top --json --ready-file "$rf" -p "$fp" -p "$keeper" >/dev/null'
+config serve iopath "iopath serve -p FIO, /metrics scraped every 1 s" \
+	'"$bin" serve --listen 127.0.0.1:19465 --ready-file "$rf" -p "$fp" -p "$keeper" >/dev/null'
+
 # The floor of iopath's call hooks on a kernel without fentry: two empty
 # tp_btf programs on raw_syscalls (registering them turns on syscall
 # tracing for every task). bpftrace 0.17 has no raw tracepoints, and its
@@ -292,6 +297,11 @@ run_fio() {
 		fi
 		ready_ms=$(ms_since "$t0")
 		c0=$(proc_cpu_ns "$tp")
+		if [ "$cfg" = serve ]; then
+			# A Prometheus-like scraper: one scrape a second.
+			(while kill -0 "$tp" 2>/dev/null; do curl -s -o /dev/null http://127.0.0.1:19465/metrics; sleep 1; done) &
+			bg_pids+=("$!")
+		fi
 		[ "$cfg" = profile ] && bpftool -j prog show >"$work/progs0.json"
 		if ((ready_ms > STARTDELAY * 1000 - 300)); then
 			note "warning: $cfg was ready ${ready_ms} ms after fio started, too close to its ${STARTDELAY}s startdelay: raise STARTDELAY"
@@ -502,7 +512,8 @@ if ! skip profile profile; then
 fi
 
 # --- 2: typical ----------------------------------------------------------
-C_CFGS=${C_CFGS:-"base comm pid json biosnoop biolatency floor"}
+C_CFGS=${C_CFGS:-"base comm pid json top serve biosnoop biolatency floor"}
+target[c.top]=">= 0.97" target[c.serve]=">= 0.97"
 target[c.comm]=">= 0.92" target[c.pid]=">= 0.92" target[c.json]=">= 0.90"
 target[s.pid]=">= 0.98"
 if ! skip 2 typical; then

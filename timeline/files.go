@@ -206,8 +206,8 @@ func (o *Files) End(err error, w io.Writer) error {
 	}
 	st := o.tl.Stats()
 	for _, p := range o.finals {
-		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
-			p, st.Calls, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
+		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d faults, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
+			p, st.Calls, st.Faults, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
 	}
 	if o.lost > 0 {
 		fmt.Fprintf(w, "iopath: timeline: %d ring-buffer records were lost (see the summary): calls and bios of those records are missing from it\n", o.lost)

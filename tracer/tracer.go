@@ -40,6 +40,12 @@ type Options struct {
 	Force map[string]Mechanism
 	// NoWriteback disables dirty-page tracking (the write story's join).
 	NoWriteback bool
+	// Agg keeps the in-kernel aggregates (bpf/agg.h, AggMaps); AggOnly
+	// also stops every per-call and per-request record (top, serve).
+	Agg, AggOnly bool
+	// AllProcesses traces every process but iopath (top and serve without
+	// -p or --comm).
+	AllProcesses bool
 }
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
@@ -144,6 +150,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 	}
 	dropFaults(chosen, statuses)
+	if opts.AggOnly {
+		dropFaultsAggOnly(chosen, statuses) // agg.go
+	}
 	t.Hooks = statuses
 	for _, h := range Hooks() {
 		if h.Loses == "" {
@@ -234,6 +243,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
+	if c, ok := chosen["filemap_fault"]; ok && (c.mech == TPBTF || c.mech == Tracepoint) {
+		t.Engine.InferFaultRetry = true // no VM_FAULT_RETRY to read (engine.retryImplied)
+	}
 	if !opts.All && !slices.Contains(t.Engine.Unavailable, "cache.lookups") {
 		// The hook exists but is left out (above); where it has no
 		// mechanism (5.10) Unavailable says so already.
@@ -297,7 +309,8 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		return err
 	}
 	sets := []set{{vars.SelfTgid, uint32(os.Getpid())}, {vars.EmitAll, b(opts.All)}, {vars.TrackDirty, b(!opts.NoWriteback)},
-		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}}
+		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}, {vars.AggOn, b(opts.Agg || opts.AggOnly)},
+		{vars.AggOnly, b(opts.AggOnly)}, {vars.TraceAll, b(opts.AllProcesses)}}
 	if opts.Comm != "" {
 		if len(opts.Comm) > 15 {
 			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
@@ -545,7 +558,9 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_WALK_MATCHED: "walk_matched", bpf.IopathCounterCNT_WALK_BIOS: "walk_bios",
 	bpf.IopathCounterCNT_TARGETS_FULL: "targets", bpf.IopathCounterCNT_HIT_OTHER_FULL: "hit_other",
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
-	bpf.IopathCounterCNT_FLUSH_FULL: "flush_issued",
+	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
+	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
+	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -584,10 +599,10 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats"} {
+	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
 		s.MapEvictions[m] = c[m]
 	}
-	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches"} {
+	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches", "aio_iocbs", "aio_events"} {
 		s.Truncations[m] = c[m]
 	}
 	for _, h := range t.Hooks {

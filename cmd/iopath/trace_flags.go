@@ -28,7 +28,7 @@ func checkTraceFlags(f *traceFlags) error {
 		flag, example string
 		v             time.Duration
 	}{{"--duration", "10s, or 0 for no limit", f.duration}, {"--settle", "2s, or 0 not to wait", f.settle},
-		{"--wait-writeback", "40s", f.waitWriteback}} {
+		{"--wait-writeback", "40s", f.waitWriteback}, {"--interval", "1s, or 0 for none", f.interval}} {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative: give a duration of 0 or more, e.g. %s %s", d.flag, d.v, d.flag, d.example)
 		}

@@ -78,6 +78,9 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	}
 	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
+	if isRequestSys(rec.Syscall) {
+		e.noteRequestFile(rec, o) // asyncio.go
+	}
 	isWrite := sysClass(o.Sys) == record.ClassWrite
 	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
 		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
@@ -184,6 +187,10 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 			rec.SyncWriteback = e.syncWriteback(rec, kdev) // syncwb.go
 		}
 	}
+	if isRequestSys(rec.Syscall) {
+		e.requestPart(rec, kdev, bios, readBytes) // asyncio.go
+		return
+	}
 	e.account(rec, kdev, readBytes)
 	e.Out(rec)
 }
@@ -199,6 +206,7 @@ func (e *Engine) Tick(now uint64) {
 			e.release(id, p)
 		}
 	}
+	e.asyncTick() // asyncio.go
 }
 
 // Flush releases every pending call (end of trace), in op order.
@@ -213,6 +221,7 @@ func (e *Engine) Flush() {
 	for _, id := range ids {
 		e.release(id, e.ops[id])
 	}
+	e.asyncFlush() // asyncio.go
 }
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are

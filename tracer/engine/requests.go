@@ -18,11 +18,15 @@ type bioRef struct {
 	pid   uint32
 	bioP  uint64
 	flags uint32
+	// inflight: requests in flight on the device when its request was
+	// issued, that one included (asyncio.go)
+	inflight uint32
 }
 
 type pendingRq struct {
 	bios     []*bioRef
 	requeued bool
+	kdev     uint32
 }
 
 // HandleIssue takes an EV_RQ_ISSUE record.
@@ -38,6 +42,8 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		return
 	}
 	rq := e.newRq()
+	rq.kdev = ev.Dev
+	inflight := e.rqIssued(ev.Dev) // asyncio.go
 	n := int(ev.NrOwn)
 	if n > len(ev.Own) {
 		n = len(ev.Own)
@@ -59,7 +65,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		*b = bioRef{
 			Bio: record.Bio{Dev: dev, Sector: own.Sector, Bytes: own.Bytes, Rwbs: rwbs,
 				QueueNs: own.QueueNs, IssueNs: ev.Ts, RequestBytes: ev.Bytes, RequestBios: ev.NrBios},
-			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags & keep, refs: 1,
+			opID: own.OpId, pid: own.Pid, bioP: own.Bio, flags: own.Flags & keep, refs: 1, inflight: inflight,
 		}
 		rq.bios = append(rq.bios, b)
 		switch {
@@ -106,6 +112,7 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 		return
 	}
 	delete(e.rqs, ev.Rq)
+	e.rqCompleted(rq.kdev) // asyncio.go
 	for _, b := range rq.bios {
 		b.done = !awaitsFlush(b) // else done at the end of its flush sequence (flush.go)
 		b.CompleteNs = ev.Ts
@@ -124,6 +131,8 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			if p, ok := e.ops[b.opID]; ok {
 				e.tryRelease(b.opID, p)
 			}
+		} else if b.flags&OwnWriteback == 0 && e.UnattributedBio != nil {
+			e.UnattributedBio(b.pid, causeName(b.flags), b.Bio)
 		}
 	}
 	e.putRq(rq)
