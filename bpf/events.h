@@ -93,6 +93,9 @@ enum counter {
 	CNT_AIO_IOCB_TRUNC,     /* iocbs of an io_submit beyond AIO_MAX_IOCBS: not reported */
 	CNT_AIO_REAP_TRUNC,     /* events of an io_getevents beyond AIO_MAX_IOCBS: not reported */
 	CNT_URING_FULL,         /* uring_reqs map full: an io_uring request was not followed */
+	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
+	                         * preallocated, the kernel's BPF allocator had none free then); hits
+	                         * counted in hit_other like a full map's */
 	CNT_MAX,
 };
 

@@ -190,7 +190,8 @@ const (
 	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
 	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
 	IopathCounterCNT_URING_FULL       IopathCounter = 21
-	IopathCounterCNT_MAX              IopathCounter = 22
+	IopathCounterCNT_OPS_NOMEM        IopathCounter = 22
+	IopathCounterCNT_MAX              IopathCounter = 23
 )
 
 type IopathDirtyGoneEv struct {

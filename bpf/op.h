@@ -382,8 +382,13 @@ static __always_inline void flush_hits(struct op *op)
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
 		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
-		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
+		/* -EEXIST: another CPU inserted it. -E2BIG is a full map;
+		 * anything else (-ENOMEM) an allocation that failed with room
+		 * left, which is not a full map and is said apart. */
+		if (err == -E2BIG)
 			count_event(CNT_OPS_FULL);
+		else if (err && err != -EEXIST)
+			count_event(CNT_OPS_NOMEM);
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
 			v = other_hits(op);

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -172,9 +171,10 @@ func runBios(tr *traced, pid uint32, write bool) ([]record.Bio, BioSources) {
 			if c.Pid == pid && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
 				take(c.Bios, &src.Calls)
 			}
-		case *record.Fault, *record.Writeback, *record.Persisted, *record.Summary, *record.Workload:
-		default:
-			take(carriedBios(r, pid), &src.Requests)
+		case *record.Request:
+			if c.Pid == pid {
+				take(c.Bios, &src.Requests)
+			}
 		}
 	}
 	for i := range tr.unattr {
@@ -207,24 +207,6 @@ func sourcesNote(runs []*QueueRun) string {
 	}
 	return fmt.Sprintf("  (The runs' bios, picked by pid: %s. System calls, IOPS and latency are the workloads' own numbers.)\n",
 		strings.Join(p, ", "))
-}
-
-// carriedBios are the bios of a record of a kind this package names no
-// type for, if it is pid's: its documented JSON fields "pid" and "bios"
-// (README, "JSON records"), as a "request" record (libaio, io_uring) has.
-func carriedBios(r any, pid uint32) []record.Bio {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil
-	}
-	var v struct {
-		Pid  uint32       `json:"pid"`
-		Bios []record.Bio `json:"bios"`
-	}
-	if json.Unmarshal(b, &v) != nil || v.Pid != pid {
-		return nil
-	}
-	return v.Bios
 }
 
 // writtenFileLine is the "files:" line of a queue-depth demo: n files of

@@ -45,14 +45,6 @@ func TestDeviceQueueOverlap(t *testing.T) {
 	}
 }
 
-// request is a record kind demo has no type for that carries a
-// process's bios (as a libaio/io_uring "request" record does).
-type request struct {
-	Type string       `json:"type"`
-	Pid  uint32       `json:"pid"`
-	Bios []record.Bio `json:"bios"`
-}
-
 // runBios takes the run's data bios: its read/write calls', those of other
 // records of its process, and those it queued in an untraced system call,
 // in its direction; not another pid's, not exec's, not metadata, not a
@@ -63,8 +55,8 @@ func TestRunBios(t *testing.T) {
 			&record.Syscall{Pid: 7, Syscall: "pwrite64", Bios: []record.Bio{qbio(30, 40), {Rwbs: "WM", Bytes: 4096, IssueNs: 35}}},
 			&record.Syscall{Pid: 8, Syscall: "pwrite64", Bios: []record.Bio{qbio(50, 60)}},
 			&record.Syscall{Pid: 7, Syscall: "io_submit", Bios: []record.Bio{qbio(60, 70)}},
-			&request{Type: "request", Pid: 7, Bios: []record.Bio{qbio(80, 90)}},
-			&request{Type: "request", Pid: 8, Bios: []record.Bio{qbio(81, 91)}},
+			&record.Request{Pid: 7, Bios: []record.Bio{qbio(80, 90)}},
+			&record.Request{Pid: 8, Bios: []record.Bio{qbio(81, 91)}},
 		},
 		unattr: []pidBio{
 			{7, "syscall:209", qbio(10, 20)},

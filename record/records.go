@@ -189,9 +189,16 @@ type Summary struct {
 	UnattributedBytes  uint64                 `json:"unattributed_bytes"`
 	UnattributedCauses map[string]CauseTotals `json:"unattributed_causes"`
 	IncompleteBios     uint64                 `json:"incomplete_bios"`
-	Truncations        map[string]uint64      `json:"truncations"`
-	Attach             map[string]string      `json:"attach"`
-	DirtyPending       uint64                 `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// IncompleteCauses splits incomplete_bios by why: completion_not_received
+	// (the request was issued and its address was issued again as a new
+	// request with other bios, but the kernel's completion of the first
+	// never reached iopath), never_issued (the call queued it; no issue of
+	// its request was seen), no_completion (issued; still without a
+	// completion when the call was released, at the end or after 10 s).
+	IncompleteCauses map[string]uint64 `json:"incomplete_causes"`
+	Truncations      map[string]uint64 `json:"truncations"`
+	Attach           map[string]string `json:"attach"`
+	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
 	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
 	// their file has no dirty page left: written in a bio iopath did not see.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`

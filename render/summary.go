@@ -50,12 +50,17 @@ func SummaryText(s *record.Summary) string {
 		if n.Pid == 0 {
 			whose = "no process (hit_other full too)"
 		}
-		fmt.Fprintf(&b, "not itemized per file (hit_stats map full): %s, %s requested, %s, counted in %s\n",
+		fmt.Fprintf(&b, "not itemized per file (%s): %s, %s requested, %s, counted in %s\n", hitsRefused(s),
 			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
 	b.WriteString(unattributedText(s))
+	if s.IncompleteBios > 0 {
+		c := s.IncompleteCauses
+		fmt.Fprintf(&b, "bios without completion by cause: %d completion not received (the kernel completed the request, iopath never got it), %d never seen issued, %d still waiting when released\n",
+			c["completion_not_received"], c["never_issued"], c["no_completion"])
+	}
 	if len(s.MissedRuns) > 0 {
 		var m []string
 		for k, v := range s.MissedRuns {
@@ -73,7 +78,10 @@ func SummaryText(s *record.Summary) string {
 	}
 	var ev []string
 	for k, v := range s.MapEvictions {
-		if v > 0 {
+		switch {
+		case v > 0 && k == "hit_stats_nomem":
+			ev = append(ev, fmt.Sprintf("hit_stats allocation failed %d (room left)", v))
+		case v > 0:
 			ev = append(ev, fmt.Sprintf("%s %d", k, v))
 		}
 	}
@@ -98,6 +106,20 @@ func callsCell(t record.Totals) string {
 		return strconv.FormatUint(t.Calls, 10)
 	}
 	return strconv.FormatUint(t.Calls, 10) + " +" + strconv.FormatUint(t.Requests, 10) + " req"
+}
+
+// hitsRefused says why hit_stats refused files: full (-E2BIG), or an entry
+// it had room for could not be allocated (-ENOMEM: the map is not
+// preallocated, and the kernel's BPF allocator had no free element then).
+func hitsRefused(s *record.Summary) string {
+	full, nomem := s.MapEvictions["hit_stats"], s.MapEvictions["hit_stats_nomem"]
+	switch {
+	case nomem == 0:
+		return "hit_stats map full"
+	case full == 0:
+		return fmt.Sprintf("hit_stats could not allocate %d of its entries with room left: not preallocated", nomem)
+	}
+	return fmt.Sprintf("hit_stats map full %d times, an allocation failed with room left %d times", full, nomem)
 }
 
 // unattributedText details the summary's unattributed bios: their bytes

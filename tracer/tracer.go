@@ -561,6 +561,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
+	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -599,7 +600,7 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
-	for _, m := range []string{"hit_stats", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
+	for _, m := range []string{"hit_stats", "hit_stats_nomem", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches", "aio_iocbs", "aio_events"} {

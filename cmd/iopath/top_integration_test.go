@@ -172,7 +172,10 @@ func TestTraceInterval(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
-	var before, after int // syscall records before and after the first interval
+	// Some interval has syscall records before and after it (when the
+	// first comes depends on the machine's speed: not asserted).
+	var records int
+	var at []int // records seen when each interval came
 	var intervals []*topview.Interval
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		switch {
@@ -182,16 +185,17 @@ func TestTraceInterval(t *testing.T) {
 				t.Fatalf("interval line %s: %v", line, err)
 			}
 			intervals = append(intervals, iv)
+			at = append(at, records)
 		case strings.HasPrefix(line, `{"type":"syscall"`):
-			if len(intervals) == 0 {
-				before++
-			} else {
-				after++
-			}
+			records++
 		}
 	}
-	if len(intervals) == 0 || before == 0 || after == 0 {
-		t.Fatalf("%d intervals, %d records before the first, %d after it: want intervals between records", len(intervals), before, after)
+	between := false
+	for _, n := range at {
+		between = between || (n > 0 && n < records)
+	}
+	if !between {
+		t.Fatalf("%d intervals after %v of %d records: want one between records", len(intervals), at, records)
 	}
 	var reads uint64
 	for _, iv := range intervals {

@@ -156,7 +156,8 @@ func (p *pendingOp) endNs() uint64 {
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
 	if n := queuedSeen(bios); n < queued {
-		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
+		e.counters.IncompleteBios += uint64(queued - n)
+		e.counters.NeverIssued += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
 		rec.Bios = make([]record.Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]

@@ -154,6 +154,7 @@ func addedFrom(added []record.PageRange, start uint64) uint32 {
 func (e *Engine) emitFault(rec *record.Fault, kdev uint32, bios []*bioRef, queued uint32) {
 	if n := uint32(len(bios)); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n)
+		e.counters.NeverIssued += uint64(queued - n)
 	}
 	rec.Bios = make([]record.Bio, 0, len(bios))
 	slices.SortStableFunc(bios, func(a, b *bioRef) int { return cmp.Compare(a.IssueNs, b.IssueNs) })
