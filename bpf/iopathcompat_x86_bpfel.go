@@ -401,6 +401,7 @@ const (
 	IopathCompatProgRawSysEnter                 = "raw_sys_enter"
 	IopathCompatProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathCompatProgRawSysExit                  = "raw_sys_exit"
+	IopathCompatProgRawSysExitProbe             = "raw_sys_exit_probe"
 	IopathCompatProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathCompatProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathCompatProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
@@ -569,6 +570,7 @@ type IopathCompatProgramSpecs struct {
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
@@ -849,6 +851,7 @@ type IopathCompatPrograms struct {
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.Program `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
@@ -950,6 +953,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
+		p.RawSysExitProbe,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,

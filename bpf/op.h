@@ -426,9 +426,39 @@ static __always_inline void op_release(__u32 tid)
 	bpf_map_push_elem(&free_slots, &slot, 0);
 }
 
+/* path_key reads what tells the file's name apart from the one the
+ * thread's last EV_PATH sent (op_stream): the mount, the dentry, its parent
+ * and grandparent, and the name's hash and length xor the inode's
+ * generation. access is FILE_BTF where the kernel has bpf_rdonly_cast (the
+ * file's pointers walked with plain loads, faults read as 0) or FILE_PROBE
+ * (a bpf_probe_read_kernel per field: seven helper calls, ~150 ns of each
+ * streamed call's exit here). */
+static __always_inline struct dentry *path_key(struct file *file, const int access, __u64 *mnt, __u64 *parent,
+					       __u64 *up2, __u64 *hash_len)
+{
+	struct dentry *d;
+	if (access == FILE_BTF) {
+		struct file *f = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+		d = f->f_path.dentry;
+		struct dentry *p = d->d_parent;
+		*mnt = (__u64)f->f_path.mnt;
+		*parent = (__u64)p;
+		*up2 = (__u64)p->d_parent;
+		*hash_len = d->d_name.hash_len ^ ((__u64)f->f_inode->i_generation << 32);
+		return d;
+	}
+	*mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
+	d = BPF_CORE_READ(file, f_path.dentry);
+	struct dentry *p = BPF_CORE_READ(d, d_parent);
+	*parent = (__u64)p;
+	*up2 = (__u64)BPF_CORE_READ(p, d_parent);
+	*hash_len = BPF_CORE_READ(d, d_name.hash_len) ^ ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+	return d;
+}
+
 /* op_stream sends a finished call's record (EV_OP), preceded by its file's
  * EV_PATH when the thread's last one named another file. */
-static __always_inline void op_stream(struct op *op)
+static __always_inline void op_stream_in(struct op *op, const int access)
 {
 	op_touch(op);
 	op->end_ns = bpf_ktime_get_ns();
@@ -440,15 +470,11 @@ static __always_inline void op_stream(struct op *op)
 	op->path_seq = 0;
 	struct file *file = (struct file *)op->file;
 	if (file) {
-		__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
-		struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-		struct dentry *parent = BPF_CORE_READ(d, d_parent);
 		/* Freed dentries and inodes come back at the same
 		 * addresses: the grandparent and the inode's generation
 		 * (new for every new inode) tell a recreated tree apart. */
-		__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
-		__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
-				 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+		__u64 mnt, parent, up2, hash_len;
+		struct dentry *d = path_key(file, access, &mnt, &parent, &up2, &hash_len);
 		__u64 renames = rename_gen;
 		if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
 		    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
@@ -488,9 +514,16 @@ static __always_inline void op_stream(struct op *op)
 	emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
 }
 
+static __always_inline void op_stream(struct op *op)
+{
+	op_stream_in(op, FILE_PROBE);
+}
+
 /* op_end closes the current call: stream it if it touched the disk, waited,
- * dirtied pages or failed; otherwise fold it into the thread's hit sums. */
-static __always_inline void op_end(__s64 ret)
+ * dirtied pages or failed; otherwise fold it into the thread's hit sums.
+ * access: how op_stream may read the call's struct file (FILE_BTF only in
+ * programs loaded where the kernel has bpf_rdonly_cast). */
+static __always_inline void op_end_in(__s64 ret, const int access)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (!op || !op->active)
@@ -511,7 +544,7 @@ static __always_inline void op_end(__s64 ret)
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */
 	if (op->touched ? interesting(op) : interesting_untouched(op)) {
-		op_stream(op);
+		op_stream_in(op, access);
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);
@@ -537,6 +570,11 @@ static __always_inline void op_end(__s64 ret)
 			op->agg_pages += last - first + 1;
 		}
 	}
+}
+
+static __always_inline void op_end(__s64 ret)
+{
+	op_end_in(ret, FILE_PROBE);
 }
 
 /* syscall_from_regs maps the x86-64 syscall number of the current task to

@@ -179,8 +179,7 @@ int BPF_PROG(raw_sys_enter_probe, struct pt_regs *regs, long id)
 	return sys_enter(regs, id, FILE_PROBE);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int access)
 {
 	__u32 sys = sys_from_nr(regs->orig_ax);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
@@ -201,6 +200,20 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 		uring_exit();
 		return 0;
 	}
-	op_end(ret);
+	op_end_in(ret, access);
 	return 0;
+}
+
+/* Two builds, as for sys_enter: raw_sys_exit_probe replaces raw_sys_exit
+ * where the kernel has no bpf_rdonly_cast. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+	return sys_exit(regs, ret, FILE_BTF);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit_probe, struct pt_regs *regs, long ret)
+{
+	return sys_exit(regs, ret, FILE_PROBE);
 }

@@ -493,6 +493,12 @@ profile_run() {
 	prof_all=$(jq -r --argjson ios "$ios" '[.[].ns] | add / $ios | floor' "$work/prof.$name.json")
 	prof_hot=$(jq -r --argjson ios "$ios" 'map(.f = ([(.ns - .bgns) / $ios, 0] | max | floor)) | sort_by(-.f) | .[0:3] | map("\(.name) \(.f) ns") | join(", ")' "$work/prof.$name.json")
 }
+big=$work/cold
+make_cold() {
+	[ -e "$big" ] || fio --name=layout --filename="$big" --size=1g --rw=write --bs=1m --ioengine=psync --end_fsync=1 \
+		--output-format=terse >/dev/null
+}
+cfio=(--filename="$big" --size=1g --rw=randread --bs=4k --invalidate=1)
 if ! skip profile profile; then
 	echo
 	echo "== profile: iopath's BPF programs (kernel.bpf_stats_enabled=1, one run each; runs count every process's events:"
