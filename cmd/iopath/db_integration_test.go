@@ -86,8 +86,47 @@ func TestTraceCpCopy(t *testing.T) {
 	dir := diskDir(t)
 	src := coldFile(t, dir, 200<<20)
 	dst := filepath.Join(dir, "copy.dat")
-	tr := traceCmd(t, "--", "sh", "-c", fmt.Sprintf("cp %s %s && sync %s", src, dst, dst))
+	needPython(t)
+	// python3 runs cp, then reads the kernel's count of cp's disk reads
+	// (wait4's ru_inblock: its read_bytes / 512, as /proc/PID/io had it).
+	// cp's binary and libraries are read once before, so that cp reads
+	// only the source.
+	if out, err := exec.Command("cp", "--version").CombinedOutput(); err != nil {
+		t.Fatalf("cp --version: %v %s", err, out)
+	}
+	inblock := filepath.Join(t.TempDir(), "inblock")
+	tr := traceCmd(t, "--", "python3", "-c", fmt.Sprintf(`import resource, subprocess
+subprocess.run(["cp", %q, %q], check=True)
+open(%q, "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_inblock * 512))
+subprocess.run(["sync", %q], check=True)`, src, dst, inblock, dst))
 	srcIno, dstIno := inoOf(t, src), inoOf(t, dst)
+	b, err := os.ReadFile(inblock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kernelRead uint64
+	fmt.Sscan(string(b), &kernelRead)
+	var cpRead uint64
+	cps := 0
+	for _, p := range tr.summary.Pids {
+		if p.Comm == "cp" {
+			cpRead += p.DiskBytesRead
+			cps++
+		}
+	}
+	t.Logf("cp: iopath's disk bytes read %d, the kernel's read_bytes %d; incomplete bios %d %v", cpRead, kernelRead,
+		tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
+	// Known gap (issue 12, open): in about 1 run of 3 here the kernel
+	// counted 4-28 KiB more than iopath saw (bios of cp never seen, beside
+	// the 200 MiB of the source, which always matched). Never more, never
+	// the other way; IOPATH_STRICT_IO=1 asks for equality.
+	gap := int64(kernelRead) - int64(cpRead)
+	if strict := os.Getenv("IOPATH_STRICT_IO") == "1"; cps != 1 || gap < 0 || gap > 64<<10 || (strict && gap != 0) {
+		t.Errorf("cp (%d rows): iopath's disk bytes read %d, the kernel's read_bytes (wait4 ru_inblock × 512) %d: want equal (bound: %s)",
+			cps, cpRead, kernelRead, map[bool]string{true: "0", false: "iopath ≤ the kernel ≤ iopath + 64 KiB"}[strict])
+	} else if gap != 0 {
+		t.Logf("known gap (issue 12): the kernel counted %d bytes of cp's reads iopath did not see", gap)
+	}
 	const size, pages = 200 << 20, 200 << 20 / 4096
 	var srcRow, dstRow *record.FileSummary
 	for i := range tr.summary.Files {
