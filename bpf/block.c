@@ -61,9 +61,11 @@ static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, str
 			goto forget;
 		}
 	}
+	agg_written(v->pid, k->dev, k->ino, v->nr, bio_pages, v->ts, ev->op_id != 0); /* agg.h */
 	if (n >= MAX_WB_MATCH) {
 		/* Full: send these matches and continue in a new part. */
-		emit(ev, sizeof(*ev));
+		if (!agg_only)
+			emit(ev, sizeof(*ev));
 		ev->part++;
 		ev->nr_match = 0;
 		n = 0;
@@ -195,7 +197,8 @@ static __always_inline void walk_wb_bio(struct bio *bio, struct op *op, __u32 pi
 		count_event(CNT_BVEC_TRUNC);
 	if (ev->nr_match == 0 && ev->part == 0)
 		return;
-	emit(ev, sizeof(*ev));
+	if (!agg_only)
+		emit(ev, sizeof(*ev));
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = ev->ts, .pid = pid, .tid = tid,
 		.flags = OWN_WRITEBACK,
@@ -420,6 +423,9 @@ static __always_inline int rq_issue(struct request *rq)
 	LOOP(MAX_RQ_BIOS, COMPAT_RQ_BIOS, rq_bio_step, &w); /* compat.h */
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
+	agg_rq_issue(rq); /* agg.h */
+	if (agg_only)
+		return 0; /* top, serve: the walk only forgets the owned bios */
 	__u64 rqk = (__u64)rq;
 	if (ev->nr_own == 0 && !bpf_map_lookup_elem(&inflight, &rqk))
 		return 0; /* not ours, and not a requeued request of ours */
@@ -445,6 +451,7 @@ static __always_inline int rq_issue(struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
+	agg_rq_done(rq, rq_dev(rq), error, nr_bytes); /* agg.h */
 	__u64 key = (__u64)rq;
 	if (bpf_map_delete_elem(&inflight, &key))
 		return 0; /* not a request we reported at issue */
@@ -458,6 +465,7 @@ int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsig
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(tp_block_rq_requeue, struct request *rq)
 {
+	agg_rq_requeue(rq); /* agg.h */
 	__u64 key = (__u64)rq;
 	if (!bpf_map_lookup_elem(&inflight, &key))
 		return 0;

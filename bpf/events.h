@@ -36,6 +36,14 @@ enum op_sys {
 	/* issue 14 (bpf/fault.c): a page fault on a file mapping, and the calls
 	 * that change what faults do or read ahead themselves */
 	SYS_FAULT, SYS_MSYNC, SYS_MADVISE, SYS_FADVISE64, SYS_READAHEAD,
+	/* issue 13 (bpf/aio.c): libaio. io_submit and io_getevents/io_pgetevents
+	 * send EV_AIO_SUBMIT / EV_AIO_REAP; each iocb io_submit processed is an
+	 * EV_OP of its own (a request), sys SYS_AIO_READ or SYS_AIO_WRITE. */
+	SYS_IO_SUBMIT, SYS_IO_GETEVENTS, SYS_AIO_READ, SYS_AIO_WRITE,
+	/* issue 13 (bpf/uring.c): io_uring. A request's IO in one thread (the
+	 * submitter inline, an io-wq worker, the SQPOLL thread) is an EV_OP
+	 * SYS_URING_READ / SYS_URING_WRITE whose req_id names the request. */
+	SYS_IO_URING_ENTER, SYS_URING_READ, SYS_URING_WRITE,
 	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
 };
 _Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");
@@ -52,6 +60,11 @@ enum ev_type {
 	EV_BIO_SPLIT,     /* struct bio_split_ev: a writeback bio was split (block_split) */
 	EV_PATH,          /* the path_* tail of struct op: the file of the thread's next EV_OP records */
 	EV_FLUSH_DONE,    /* struct flush_done_ev (flush.c): a bio of a flush sequence ended */
+	EV_AIO_SUBMIT,    /* struct aio_submit_ev (aio.c): an io_submit call and its iocbs */
+	EV_AIO_REAP,      /* struct aio_reap_ev (aio.c): events an io_getevents/io_pgetevents call returned */
+	EV_URING_SUBMIT,  /* struct uring_submit_ev (uring.c): io_uring_submit_req */
+	EV_URING_PUNT,    /* struct uring_punt_ev: io_uring_queue_async_work (to io-wq) */
+	EV_URING_COMPLETE, /* struct uring_complete_ev: io_uring_complete (its CQE posted) */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -76,6 +89,13 @@ enum counter {
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
+	/* issue 13 (bpf/aio.c) */
+	CNT_AIO_IOCB_TRUNC,     /* iocbs of an io_submit beyond AIO_MAX_IOCBS: not reported */
+	CNT_AIO_REAP_TRUNC,     /* events of an io_getevents beyond AIO_MAX_IOCBS: not reported */
+	CNT_URING_FULL,         /* uring_reqs map full: an io_uring request was not followed */
+	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
+	                         * preallocated, the kernel's BPF allocator had none free then); hits
+	                         * counted in hit_other like a full map's */
 	CNT_MAX,
 };
 
@@ -136,6 +156,18 @@ struct op {
 	__u64 c_path_hash_len; /* ... name hash/len xor the inode's i_generation << 32 ... */
 	__u64 c_path_renames;  /* ... and rename_gen (a directory above renamed) */
 	__u64 out_file;        /* in-kernel copies: the output's struct file * (syscall hooks), for its name */
+	/* issue 13 (bpf/aio.c): the io_submit call in progress (aio_nr 0: none) */
+	__u64 aio_iocbpp;      /* its struct iocb ** (user memory) */
+	__u32 aio_nr;          /* iocbs passed */
+	__u32 aio_cur;         /* the iocb whose request is the running op (index) */
+	__u32 aio_call_seq;    /* seq of the call: iocb k's request is seq aio_call_seq + 1 + k */
+	__u32 aio_dio;         /* 1 once the running request started its direct IO (iomap_dio_rw_begin) */
+	__u64 aio_start_ns;    /* io_submit entry */
+	/* issue 13 (bpf/uring.c) */
+	__u64 uring_req;       /* struct io_kiocb * of the running request's segment (0: not known yet) */
+	__u64 uring_call;      /* op_id of the io_uring_enter call in progress (0: none) */
+	__u32 uring_thread;    /* 1: an io-wq worker or SQPOLL thread (PF_IO_WORKER): its op stays active */
+	__u32 aio_fn;          /* io_submit_one calls seen in the running io_submit (function hooks) */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
@@ -198,6 +230,7 @@ struct op {
 	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
 	__u32 advice;       /* madvise/fadvise64: the advice argument */
 	__u32 fault_pad;
+	__u64 req_id;       /* issue 13: SYS_AIO_* / SYS_URING_*: the request this op is (part of) */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];
 	struct page_range ranges[MAX_RANGES]; /* sent up to nr_ranges */
@@ -393,6 +426,104 @@ struct other_key {
 	__u32 write; /* 0 read family, 1 write family */
 };
 
+#define AIO_PER_EV 16     /* iocbs or io_events per EV_AIO_SUBMIT / EV_AIO_REAP */
+#define AIO_MAX_IOCBS 128 /* iocbs (events) reported per io_submit (io_getevents) call */
+
+/* One iocb of an io_submit (struct iocb, include/uapi/linux/aio_abi.h). */
+struct aio_iocb {
+	__u64 iocb;      /* its user address: the io_event's obj */
+	__u64 user_data; /* aio_data: the io_event's data */
+	__s64 offset;
+	__u64 nbytes;
+	__u32 opcode;    /* aio_lio_opcode: IOCB_CMD_PREAD 0, PWRITE 1, FSYNC 2, FDSYNC 3, POLL 5, NOOP 6, PREADV 7, PWRITEV 8 */
+	__u32 fd;
+	__u32 flags;     /* aio_flags (IOCB_FLAG_RESFD 1, IOCB_FLAG_IOPRIO 2) */
+	__u32 rw_flags;  /* aio_rw_flags (RWF_*) */
+};
+
+struct aio_submit_ev {
+	__u32 type;     /* EV_AIO_SUBMIT */
+	__u32 pid;
+	__u32 tid;
+	__u32 nr;       /* iocbs passed */
+	__u64 op_id;    /* the call's: iocb k's request is op_id + 1 + k */
+	__u64 ctx;      /* aio_context_t */
+	__u64 start_ns;
+	__u64 end_ns;
+	__s64 ret;      /* iocbs submitted, or -errno */
+	__u32 first;    /* index of iocb[0] in the call (several records per call) */
+	__u32 n;        /* entries in iocb[] */
+	char comm[16];
+	struct aio_iocb iocb[AIO_PER_EV];
+};
+
+/* One struct io_event a reap returned. */
+struct aio_event {
+	__u64 user_data; /* data */
+	__u64 iocb;      /* obj */
+	__s64 res;       /* bytes or -errno */
+	__s64 res2;
+};
+
+struct aio_reap_ev {
+	__u32 type;     /* EV_AIO_REAP */
+	__u32 pid;
+	__u32 tid;
+	__u32 n;        /* entries in ev[] */
+	__u64 ctx;
+	__u64 ts;       /* the call's exit */
+	__s64 ret;      /* events returned, or -errno */
+	__u32 first;    /* index of ev[0] among the call's events */
+	__u32 pad;
+	struct aio_event ev[AIO_PER_EV];
+};
+
+/* An io_uring request (io_uring_submit_req): its SQE's fields as the
+ * request holds them after prep. */
+struct uring_submit_ev {
+	__u32 type;      /* EV_URING_SUBMIT */
+	__u32 pid;
+	__u32 tid;       /* the submitting thread (an SQPOLL thread for SQPOLL rings) */
+	__u32 opcode;    /* IORING_OP_* */
+	__u64 req;       /* struct io_kiocb * */
+	__u64 ctx;       /* struct io_ring_ctx * */
+	__u64 user_data;
+	__u64 op_id;     /* the request's */
+	__u64 submit_op_id; /* the io_uring_enter call's (0: SQPOLL) */
+	__u64 ts;
+	__s64 offset;    /* sqe->off (-1: the file position) */
+	__u64 len;       /* bytes (vectored: the sum of the iovecs) */
+	__s32 fd;        /* sqe->fd (a registered file's index with IOSQE_FIXED_FILE) */
+	__u32 sqe_flags; /* req->flags' low byte: IOSQE_* */
+	__u32 sq_thread; /* 1: submitted by the SQPOLL thread */
+	__u32 pad;
+	char comm[16];
+};
+
+struct uring_punt_ev {
+	__u32 type;   /* EV_URING_PUNT */
+	__u32 pid;
+	__u64 req;
+	__u64 op_id;
+	__u64 ts;
+	__u32 hashed; /* 1: the hashed queue (buffered writes of one inode, serialized) */
+	__u32 tid;
+};
+
+struct uring_complete_ev {
+	__u32 type;   /* EV_URING_COMPLETE */
+	__u32 pid;
+	__u32 tid;    /* the thread that posted the CQE */
+	__u32 segs;   /* EV_OP records of the request (one per thread that ran it) */
+	__u64 req;
+	__u64 op_id;
+	__u64 user_data;
+	__u64 ts;
+	__s64 res;    /* bytes or -errno */
+	__u32 cflags;
+	__u32 pad;
+};
+
 /* contract keeps every type above in the object's BTF, so that bpf2go can
  * export it: a type used only in casts, sizes or as constants leaves none.
  * iopath.bpf.c defines one unused pointer to it. */
@@ -417,6 +548,11 @@ struct contract {
 	struct stat_key stat_key;
 	struct stat_val stat_val;
 	struct other_key other_key;
+	struct aio_submit_ev aio_submit;
+	struct aio_reap_ev aio_reap;
+	struct uring_submit_ev uring_submit;
+	struct uring_punt_ev uring_punt;
+	struct uring_complete_ev uring_complete;
 };
 
 #endif /* IOPATH_EVENTS_H */

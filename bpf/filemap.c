@@ -69,6 +69,7 @@ int BPF_PROG(btf_page_cache_add, struct folio *folio)
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(btf_filemap_get_pages, struct address_space *mapping, unsigned long index, unsigned long last_index)
 {
+	aio_mark_inode(BPF_CORE_READ(mapping, host), (__u64)index << PAGE_SHIFT, false); /* issue 13 */
 	struct op *op = current_op();
 	if (!op)
 		return 0;
@@ -142,7 +143,9 @@ static __always_inline int dirty_gone(struct address_space *mapping, __u64 index
 	};
 	if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
 		__sync_fetch_and_add(&dirty_tracked, -1);
-	emit(&ev, sizeof(ev));
+	agg_dropped(ev.pid, k.dev, k.ino, ev.nr); /* agg.h */
+	if (!agg_only)
+		emit(&ev, sizeof(ev));
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #include "vfs_read.c"
 #include "vfs_write.c"
 #include "fault.c" /* before syscalls.c: msync finds its file with vma_file */
+#include "aio.c" /* before syscalls.c, filemap.c, readahead.c: their hooks mark libaio requests */
+#include "uring.c" /* after aio.c; before syscalls.c and sched.c, which call it */
 #include "syscalls.c"
 #include "filemap.c"
 #include "readahead.c"

@@ -13,6 +13,139 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type IopathAggDev struct {
+	_          structs.HostLayout
+	Requests   uint64
+	Bytes      uint64
+	Errors     uint64
+	D2cNs      uint64
+	Q2cNs      uint64
+	Q2cUnknown uint64
+	D2c        [32]uint64
+	Q2c        [32]uint64
+}
+
+type IopathAggDevKey struct {
+	_   structs.HostLayout
+	Dev uint32
+	Op  uint32
+}
+
+type IopathAggFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type IopathAggGlobal struct {
+	_             structs.HostLayout
+	SyscallLat    [3][2][32]uint64
+	SyscallLatNs  [3][2]uint64
+	DirtyToDisk   [32]uint64
+	DirtyToDiskNs uint64
+	Overflow      [4]uint64
+}
+
+type IopathAggIo struct {
+	_              structs.HostLayout
+	Calls          [3]uint64
+	Errors         [3]uint64
+	Bytes          [3]uint64
+	LatencyNs      [3]uint64
+	HitPages       uint64
+	MissPages      uint64
+	RaPages        uint64
+	DiskReadBytes  uint64
+	DiskWriteBytes uint64
+	WbBytes        uint64
+	DirtiedPages   uint64
+	CleanedPages   uint64
+	ThrottleNs     uint64
+	Lat            [3][32]uint64
+	Name           [48]int8
+}
+
+type IopathAggOp uint32
+
+const (
+	IopathAggOpAGG_READ  IopathAggOp = 0
+	IopathAggOpAGG_WRITE IopathAggOp = 1
+	IopathAggOpAGG_SYNC  IopathAggOp = 2
+	IopathAggOpAGG_OPS   IopathAggOp = 3
+)
+
+type IopathAggOverflow uint32
+
+const (
+	IopathAggOverflowAGG_OV_PROCS IopathAggOverflow = 0
+	IopathAggOverflowAGG_OV_FILES IopathAggOverflow = 1
+	IopathAggOverflowAGG_OV_RQS   IopathAggOverflow = 2
+	IopathAggOverflowAGG_OV_DEVS  IopathAggOverflow = 3
+	IopathAggOverflowAGG_OV_MAX   IopathAggOverflow = 4
+)
+
+type IopathAggRqOp uint32
+
+const (
+	IopathAggRqOpAGG_RQ_READ    IopathAggRqOp = 0
+	IopathAggRqOpAGG_RQ_WRITE   IopathAggRqOp = 1
+	IopathAggRqOpAGG_RQ_FLUSH   IopathAggRqOp = 2
+	IopathAggRqOpAGG_RQ_DISCARD IopathAggRqOp = 3
+	IopathAggRqOpAGG_RQ_OPS     IopathAggRqOp = 4
+)
+
+type IopathAioEvent struct {
+	_        structs.HostLayout
+	UserData uint64
+	Iocb     uint64
+	Res      int64
+	Res2     int64
+}
+
+type IopathAioIocb struct {
+	_        structs.HostLayout
+	Iocb     uint64
+	UserData uint64
+	Offset   int64
+	Nbytes   uint64
+	Opcode   uint32
+	Fd       uint32
+	Flags    uint32
+	RwFlags  uint32
+}
+
+type IopathAioReapEv struct {
+	_     structs.HostLayout
+	Type  uint32
+	Pid   uint32
+	Tid   uint32
+	N     uint32
+	Ctx   uint64
+	Ts    uint64
+	Ret   int64
+	First uint32
+	Pad   uint32
+	Ev    [16]IopathAioEvent
+}
+
+type IopathAioSubmitEv struct {
+	_       structs.HostLayout
+	Type    uint32
+	Pid     uint32
+	Tid     uint32
+	Nr      uint32
+	OpId    uint64
+	Ctx     uint64
+	StartNs uint64
+	EndNs   uint64
+	Ret     int64
+	First   uint32
+	N       uint32
+	Comm    [16]int8
+	Iocb    [16]IopathAioIocb
+}
+
 type IopathBioOwner struct {
 	_       structs.HostLayout
 	OpId    uint64
@@ -54,7 +187,11 @@ const (
 	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
 	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
 	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
-	IopathCounterCNT_MAX              IopathCounter = 19
+	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
+	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
+	IopathCounterCNT_URING_FULL       IopathCounter = 21
+	IopathCounterCNT_OPS_NOMEM        IopathCounter = 22
+	IopathCounterCNT_MAX              IopathCounter = 23
 )
 
 type IopathDirtyGoneEv struct {
@@ -88,17 +225,22 @@ type IopathDirtyVal struct {
 type IopathEvType uint32
 
 const (
-	IopathEvTypeEV_OP          IopathEvType = 1
-	IopathEvTypeEV_RQ_ISSUE    IopathEvType = 2
-	IopathEvTypeEV_RQ_COMPLETE IopathEvType = 3
-	IopathEvTypeEV_RQ_REQUEUE  IopathEvType = 4
-	IopathEvTypeEV_WB_BIO      IopathEvType = 5
-	IopathEvTypeEV_WB_START    IopathEvType = 6
-	IopathEvTypeEV_WB_INODE    IopathEvType = 7
-	IopathEvTypeEV_DIRTY_GONE  IopathEvType = 8
-	IopathEvTypeEV_BIO_SPLIT   IopathEvType = 9
-	IopathEvTypeEV_PATH        IopathEvType = 10
-	IopathEvTypeEV_FLUSH_DONE  IopathEvType = 11
+	IopathEvTypeEV_OP             IopathEvType = 1
+	IopathEvTypeEV_RQ_ISSUE       IopathEvType = 2
+	IopathEvTypeEV_RQ_COMPLETE    IopathEvType = 3
+	IopathEvTypeEV_RQ_REQUEUE     IopathEvType = 4
+	IopathEvTypeEV_WB_BIO         IopathEvType = 5
+	IopathEvTypeEV_WB_START       IopathEvType = 6
+	IopathEvTypeEV_WB_INODE       IopathEvType = 7
+	IopathEvTypeEV_DIRTY_GONE     IopathEvType = 8
+	IopathEvTypeEV_BIO_SPLIT      IopathEvType = 9
+	IopathEvTypeEV_PATH           IopathEvType = 10
+	IopathEvTypeEV_FLUSH_DONE     IopathEvType = 11
+	IopathEvTypeEV_AIO_SUBMIT     IopathEvType = 12
+	IopathEvTypeEV_AIO_REAP       IopathEvType = 13
+	IopathEvTypeEV_URING_SUBMIT   IopathEvType = 14
+	IopathEvTypeEV_URING_PUNT     IopathEvType = 15
+	IopathEvTypeEV_URING_COMPLETE IopathEvType = 16
 )
 
 type IopathFaultKey struct {
@@ -181,6 +323,16 @@ type IopathOp struct {
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
 	OutFile           uint64
+	AioIocbpp         uint64
+	AioNr             uint32
+	AioCur            uint32
+	AioCallSeq        uint32
+	AioDio            uint32
+	AioStartNs        uint64
+	UringReq          uint64
+	UringCall         uint64
+	UringThread       uint32
+	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -236,6 +388,7 @@ type IopathOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	FaultPad          uint32
+	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -288,7 +441,14 @@ const (
 	IopathOpSysSYS_MADVISE         IopathOpSys = 24
 	IopathOpSysSYS_FADVISE64       IopathOpSys = 25
 	IopathOpSysSYS_READAHEAD       IopathOpSys = 26
-	IopathOpSysSYS_MAX             IopathOpSys = 27
+	IopathOpSysSYS_IO_SUBMIT       IopathOpSys = 27
+	IopathOpSysSYS_IO_GETEVENTS    IopathOpSys = 28
+	IopathOpSysSYS_AIO_READ        IopathOpSys = 29
+	IopathOpSysSYS_AIO_WRITE       IopathOpSys = 30
+	IopathOpSysSYS_IO_URING_ENTER  IopathOpSys = 31
+	IopathOpSysSYS_URING_READ      IopathOpSys = 32
+	IopathOpSysSYS_URING_WRITE     IopathOpSys = 33
+	IopathOpSysSYS_MAX             IopathOpSys = 34
 )
 
 type IopathOtherKey struct {
@@ -391,6 +551,64 @@ const (
 	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
 )
 
+type IopathUringCompleteEv struct {
+	_        structs.HostLayout
+	Type     uint32
+	Pid      uint32
+	Tid      uint32
+	Segs     uint32
+	Req      uint64
+	OpId     uint64
+	UserData uint64
+	Ts       uint64
+	Res      int64
+	Cflags   uint32
+	Pad      uint32
+}
+
+type IopathUringPuntEv struct {
+	_      structs.HostLayout
+	Type   uint32
+	Pid    uint32
+	Req    uint64
+	OpId   uint64
+	Ts     uint64
+	Hashed uint32
+	Tid    uint32
+}
+
+type IopathUringReq struct {
+	_      structs.HostLayout
+	OpId   uint64
+	Offset int64
+	Len    uint64
+	Fd     int32
+	Sys    uint32
+	Segs   uint32
+	Pid    uint32
+}
+
+type IopathUringSubmitEv struct {
+	_          structs.HostLayout
+	Type       uint32
+	Pid        uint32
+	Tid        uint32
+	Opcode     uint32
+	Req        uint64
+	Ctx        uint64
+	UserData   uint64
+	OpId       uint64
+	SubmitOpId uint64
+	Ts         uint64
+	Offset     int64
+	Len        uint64
+	Fd         int32
+	SqeFlags   uint32
+	SqThread   uint32
+	Pad        uint32
+	Comm       [16]int8
+}
+
 type IopathWbBioEv struct {
 	_       structs.HostLayout
 	Type    uint32
@@ -466,6 +684,12 @@ type IopathWbWork struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	IopathMapAggDevs                      = "agg_devs"
+	IopathMapAggFiles                     = "agg_files"
+	IopathMapAggG                         = "agg_g"
+	IopathMapAggOther                     = "agg_other"
+	IopathMapAggProcs                     = "agg_procs"
+	IopathMapAggRqs                       = "agg_rqs"
 	IopathMapBioOwners                    = "bio_owners"
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
@@ -483,7 +707,9 @@ const (
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
 	IopathMapTidSlot                      = "tid_slot"
+	IopathMapUringReqs                    = "uring_reqs"
 	IopathMapWbScratch                    = "wb_scratch"
+	IopathProgAioDioBegin                 = "aio_dio_begin"
 	IopathProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -496,6 +722,7 @@ const (
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
@@ -510,6 +737,7 @@ const (
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
@@ -522,6 +750,7 @@ const (
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathProgRawSysExit                  = "raw_sys_exit"
+	IopathProgRawSysExitProbe             = "raw_sys_exit_probe"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
@@ -568,6 +797,18 @@ const (
 	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathProgTpWritebackStart            = "tp_writeback_start"
+	IopathProgUringComplete               = "uring_complete"
+	IopathProgUringCompleteFields         = "uring_complete_fields"
+	IopathProgUringDioBegin               = "uring_dio_begin"
+	IopathProgUringFileGet                = "uring_file_get"
+	IopathProgUringLocalWorkRun           = "uring_local_work_run"
+	IopathProgUringQueueAsyncWork         = "uring_queue_async_work"
+	IopathProgUringSubmitReq              = "uring_submit_req"
+	IopathProgUringSubmitSqe              = "uring_submit_sqe"
+	IopathProgUringTaskWorkRun            = "uring_task_work_run"
+	IopathProgUringWakeupNew              = "uring_wakeup_new"
+	IopathVarAggOn                        = "agg_on"
+	IopathVarAggOnly                      = "agg_only"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -580,8 +821,14 @@ const (
 	IopathVarSelfTgid                     = "self_tgid"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
+	IopathVarTargetCommHi                 = "target_comm_hi"
+	IopathVarTargetCommLo                 = "target_comm_lo"
+	IopathVarTargetCommMaskHi             = "target_comm_mask_hi"
+	IopathVarTargetCommMaskLo             = "target_comm_mask_lo"
 	IopathVarTargetsGen                   = "targets_gen"
+	IopathVarTraceAll                     = "trace_all"
 	IopathVarTrackDirty                   = "track_dirty"
+	IopathVarUnusedAggContract            = "unused_agg_contract"
 	IopathVarUnusedContract               = "unused_contract"
 	IopathVarUnusedFaultKey               = "unused_fault_key"
 	IopathVarUnusedFaultStat              = "unused_fault_stat"
@@ -630,6 +877,7 @@ type IopathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathProgramSpecs struct {
+	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -642,6 +890,7 @@ type IopathProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
@@ -656,6 +905,7 @@ type IopathProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
@@ -668,6 +918,7 @@ type IopathProgramSpecs struct {
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
@@ -714,12 +965,28 @@ type IopathProgramSpecs struct {
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.ProgramSpec `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
 
 // IopathMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathMapSpecs struct {
+	AggDevs     *ebpf.MapSpec `ebpf:"agg_devs"`
+	AggFiles    *ebpf.MapSpec `ebpf:"agg_files"`
+	AggG        *ebpf.MapSpec `ebpf:"agg_g"`
+	AggOther    *ebpf.MapSpec `ebpf:"agg_other"`
+	AggProcs    *ebpf.MapSpec `ebpf:"agg_procs"`
+	AggRqs      *ebpf.MapSpec `ebpf:"agg_rqs"`
 	BioOwners   *ebpf.MapSpec `ebpf:"bio_owners"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
@@ -737,6 +1004,7 @@ type IopathMapSpecs struct {
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
 	TidSlot     *ebpf.MapSpec `ebpf:"tid_slot"`
+	UringReqs   *ebpf.MapSpec `ebpf:"uring_reqs"`
 	WbScratch   *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -744,6 +1012,8 @@ type IopathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathVariableSpecs struct {
+	AggOn              *ebpf.VariableSpec `ebpf:"agg_on"`
+	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
@@ -756,8 +1026,14 @@ type IopathVariableSpecs struct {
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.VariableSpec `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.VariableSpec `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.VariableSpec `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TraceAll           *ebpf.VariableSpec `ebpf:"trace_all"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.VariableSpec `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
@@ -784,6 +1060,12 @@ func (o *IopathObjects) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathMaps struct {
+	AggDevs     *ebpf.Map `ebpf:"agg_devs"`
+	AggFiles    *ebpf.Map `ebpf:"agg_files"`
+	AggG        *ebpf.Map `ebpf:"agg_g"`
+	AggOther    *ebpf.Map `ebpf:"agg_other"`
+	AggProcs    *ebpf.Map `ebpf:"agg_procs"`
+	AggRqs      *ebpf.Map `ebpf:"agg_rqs"`
 	BioOwners   *ebpf.Map `ebpf:"bio_owners"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
@@ -801,11 +1083,18 @@ type IopathMaps struct {
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
 	TidSlot     *ebpf.Map `ebpf:"tid_slot"`
+	UringReqs   *ebpf.Map `ebpf:"uring_reqs"`
 	WbScratch   *ebpf.Map `ebpf:"wb_scratch"`
 }
 
 func (m *IopathMaps) Close() error {
 	return _IopathClose(
+		m.AggDevs,
+		m.AggFiles,
+		m.AggG,
+		m.AggOther,
+		m.AggProcs,
+		m.AggRqs,
 		m.BioOwners,
 		m.Counters,
 		m.DirtyPages,
@@ -823,6 +1112,7 @@ func (m *IopathMaps) Close() error {
 		m.Targets,
 		m.TaskOps,
 		m.TidSlot,
+		m.UringReqs,
 		m.WbScratch,
 	)
 }
@@ -831,6 +1121,8 @@ func (m *IopathMaps) Close() error {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathVariables struct {
+	AggOn              *ebpf.Variable `ebpf:"agg_on"`
+	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
@@ -843,8 +1135,14 @@ type IopathVariables struct {
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.Variable `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.Variable `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.Variable `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TraceAll           *ebpf.Variable `ebpf:"trace_all"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.Variable `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`
@@ -855,6 +1153,7 @@ type IopathVariables struct {
 //
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathPrograms struct {
+	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -867,6 +1166,7 @@ type IopathPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
@@ -881,6 +1181,7 @@ type IopathPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
@@ -893,6 +1194,7 @@ type IopathPrograms struct {
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.Program `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
@@ -939,10 +1241,21 @@ type IopathPrograms struct {
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.Program `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
 
 func (p *IopathPrograms) Close() error {
 	return _IopathClose(
+		p.AioDioBegin,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -955,6 +1268,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
@@ -969,6 +1283,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
@@ -981,6 +1296,7 @@ func (p *IopathPrograms) Close() error {
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
+		p.RawSysExitProbe,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
@@ -1027,6 +1343,16 @@ func (p *IopathPrograms) Close() error {
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
+		p.UringComplete,
+		p.UringCompleteFields,
+		p.UringDioBegin,
+		p.UringFileGet,
+		p.UringLocalWorkRun,
+		p.UringQueueAsyncWork,
+		p.UringSubmitReq,
+		p.UringSubmitSqe,
+		p.UringTaskWorkRun,
+		p.UringWakeupNew,
 	)
 }
 

@@ -13,6 +13,59 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type IopathCompatAggDev struct {
+	_          structs.HostLayout
+	Requests   uint64
+	Bytes      uint64
+	Errors     uint64
+	D2cNs      uint64
+	Q2cNs      uint64
+	Q2cUnknown uint64
+	D2c        [32]uint64
+	Q2c        [32]uint64
+}
+
+type IopathCompatAggDevKey struct {
+	_   structs.HostLayout
+	Dev uint32
+	Op  uint32
+}
+
+type IopathCompatAggFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type IopathCompatAggGlobal struct {
+	_             structs.HostLayout
+	SyscallLat    [3][2][32]uint64
+	SyscallLatNs  [3][2]uint64
+	DirtyToDisk   [32]uint64
+	DirtyToDiskNs uint64
+	Overflow      [4]uint64
+}
+
+type IopathCompatAggIo struct {
+	_              structs.HostLayout
+	Calls          [3]uint64
+	Errors         [3]uint64
+	Bytes          [3]uint64
+	LatencyNs      [3]uint64
+	HitPages       uint64
+	MissPages      uint64
+	RaPages        uint64
+	DiskReadBytes  uint64
+	DiskWriteBytes uint64
+	WbBytes        uint64
+	DirtiedPages   uint64
+	CleanedPages   uint64
+	ThrottleNs     uint64
+	Lat            [3][32]uint64
+	Name           [48]int8
+}
+
 type IopathCompatBioOwner struct {
 	_       structs.HostLayout
 	OpId    uint64
@@ -84,6 +137,16 @@ type IopathCompatOp struct {
 	C_pathHashLen     uint64
 	C_pathRenames     uint64
 	OutFile           uint64
+	AioIocbpp         uint64
+	AioNr             uint32
+	AioCur            uint32
+	AioCallSeq        uint32
+	AioDio            uint32
+	AioStartNs        uint64
+	UringReq          uint64
+	UringCall         uint64
+	UringThread       uint32
+	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
@@ -139,6 +202,7 @@ type IopathCompatOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	FaultPad          uint32
+	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
 		_         structs.HostLayout
@@ -218,6 +282,17 @@ type IopathCompatStatVal struct {
 	Name           [48]int8
 }
 
+type IopathCompatUringReq struct {
+	_      structs.HostLayout
+	OpId   uint64
+	Offset int64
+	Len    uint64
+	Fd     int32
+	Sys    uint32
+	Segs   uint32
+	Pid    uint32
+}
+
 type IopathCompatWbWork struct {
 	_  structs.HostLayout
 	Ev struct {
@@ -259,6 +334,12 @@ type IopathCompatWbWork struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	IopathCompatMapAggDevs                      = "agg_devs"
+	IopathCompatMapAggFiles                     = "agg_files"
+	IopathCompatMapAggG                         = "agg_g"
+	IopathCompatMapAggOther                     = "agg_other"
+	IopathCompatMapAggProcs                     = "agg_procs"
+	IopathCompatMapAggRqs                       = "agg_rqs"
 	IopathCompatMapBioOwners                    = "bio_owners"
 	IopathCompatMapCompatSerials                = "compat_serials"
 	IopathCompatMapCounters                     = "counters"
@@ -277,7 +358,9 @@ const (
 	IopathCompatMapTargets                      = "targets"
 	IopathCompatMapTaskOps                      = "task_ops"
 	IopathCompatMapTidSlot                      = "tid_slot"
+	IopathCompatMapUringReqs                    = "uring_reqs"
 	IopathCompatMapWbScratch                    = "wb_scratch"
+	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -290,6 +373,7 @@ const (
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathCompatProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathCompatProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathCompatProgFentryVfsRead               = "fentry_vfs_read"
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
@@ -304,6 +388,7 @@ const (
 	IopathCompatProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathCompatProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathCompatProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathCompatProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathCompatProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathCompatProgKprobeVfsWrite              = "kprobe_vfs_write"
 	IopathCompatProgKretprobeBalanceDirtyPages  = "kretprobe_balance_dirty_pages"
@@ -316,6 +401,7 @@ const (
 	IopathCompatProgRawSysEnter                 = "raw_sys_enter"
 	IopathCompatProgRawSysEnterProbe            = "raw_sys_enter_probe"
 	IopathCompatProgRawSysExit                  = "raw_sys_exit"
+	IopathCompatProgRawSysExitProbe             = "raw_sys_exit_probe"
 	IopathCompatProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathCompatProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathCompatProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
@@ -362,6 +448,18 @@ const (
 	IopathCompatProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathCompatProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
 	IopathCompatProgTpWritebackStart            = "tp_writeback_start"
+	IopathCompatProgUringComplete               = "uring_complete"
+	IopathCompatProgUringCompleteFields         = "uring_complete_fields"
+	IopathCompatProgUringDioBegin               = "uring_dio_begin"
+	IopathCompatProgUringFileGet                = "uring_file_get"
+	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
+	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
+	IopathCompatProgUringSubmitReq              = "uring_submit_req"
+	IopathCompatProgUringSubmitSqe              = "uring_submit_sqe"
+	IopathCompatProgUringTaskWorkRun            = "uring_task_work_run"
+	IopathCompatProgUringWakeupNew              = "uring_wakeup_new"
+	IopathCompatVarAggOn                        = "agg_on"
+	IopathCompatVarAggOnly                      = "agg_only"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
 	IopathCompatVarEmitAll                      = "emit_all"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
@@ -375,8 +473,14 @@ const (
 	IopathCompatVarSelfTgid                     = "self_tgid"
 	IopathCompatVarSyncsActive                  = "syncs_active"
 	IopathCompatVarTargetComm                   = "target_comm"
+	IopathCompatVarTargetCommHi                 = "target_comm_hi"
+	IopathCompatVarTargetCommLo                 = "target_comm_lo"
+	IopathCompatVarTargetCommMaskHi             = "target_comm_mask_hi"
+	IopathCompatVarTargetCommMaskLo             = "target_comm_mask_lo"
 	IopathCompatVarTargetsGen                   = "targets_gen"
+	IopathCompatVarTraceAll                     = "trace_all"
 	IopathCompatVarTrackDirty                   = "track_dirty"
+	IopathCompatVarUnusedAggContract            = "unused_agg_contract"
 	IopathCompatVarUnusedContract               = "unused_contract"
 	IopathCompatVarUnusedFaultKey               = "unused_fault_key"
 	IopathCompatVarUnusedFaultStat              = "unused_fault_stat"
@@ -425,6 +529,7 @@ type IopathCompatSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatProgramSpecs struct {
+	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -437,6 +542,7 @@ type IopathCompatProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
@@ -451,6 +557,7 @@ type IopathCompatProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.ProgramSpec `ebpf:"kretprobe_balance_dirty_pages"`
@@ -463,6 +570,7 @@ type IopathCompatProgramSpecs struct {
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
@@ -509,12 +617,28 @@ type IopathCompatProgramSpecs struct {
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.ProgramSpec `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.ProgramSpec `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.ProgramSpec `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.ProgramSpec `ebpf:"uring_wakeup_new"`
 }
 
 // IopathCompatMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatMapSpecs struct {
+	AggDevs       *ebpf.MapSpec `ebpf:"agg_devs"`
+	AggFiles      *ebpf.MapSpec `ebpf:"agg_files"`
+	AggG          *ebpf.MapSpec `ebpf:"agg_g"`
+	AggOther      *ebpf.MapSpec `ebpf:"agg_other"`
+	AggProcs      *ebpf.MapSpec `ebpf:"agg_procs"`
+	AggRqs        *ebpf.MapSpec `ebpf:"agg_rqs"`
 	BioOwners     *ebpf.MapSpec `ebpf:"bio_owners"`
 	CompatSerials *ebpf.MapSpec `ebpf:"compat_serials"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
@@ -533,6 +657,7 @@ type IopathCompatMapSpecs struct {
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps       *ebpf.MapSpec `ebpf:"task_ops"`
 	TidSlot       *ebpf.MapSpec `ebpf:"tid_slot"`
+	UringReqs     *ebpf.MapSpec `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.MapSpec `ebpf:"wb_scratch"`
 }
 
@@ -540,6 +665,8 @@ type IopathCompatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatVariableSpecs struct {
+	AggOn              *ebpf.VariableSpec `ebpf:"agg_on"`
+	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
@@ -553,8 +680,14 @@ type IopathCompatVariableSpecs struct {
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.VariableSpec `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.VariableSpec `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.VariableSpec `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.VariableSpec `ebpf:"targets_gen"`
+	TraceAll           *ebpf.VariableSpec `ebpf:"trace_all"`
 	TrackDirty         *ebpf.VariableSpec `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.VariableSpec `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.VariableSpec `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.VariableSpec `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.VariableSpec `ebpf:"unused_fault_stat"`
@@ -581,6 +714,12 @@ func (o *IopathCompatObjects) Close() error {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatMaps struct {
+	AggDevs       *ebpf.Map `ebpf:"agg_devs"`
+	AggFiles      *ebpf.Map `ebpf:"agg_files"`
+	AggG          *ebpf.Map `ebpf:"agg_g"`
+	AggOther      *ebpf.Map `ebpf:"agg_other"`
+	AggProcs      *ebpf.Map `ebpf:"agg_procs"`
+	AggRqs        *ebpf.Map `ebpf:"agg_rqs"`
 	BioOwners     *ebpf.Map `ebpf:"bio_owners"`
 	CompatSerials *ebpf.Map `ebpf:"compat_serials"`
 	Counters      *ebpf.Map `ebpf:"counters"`
@@ -599,11 +738,18 @@ type IopathCompatMaps struct {
 	Targets       *ebpf.Map `ebpf:"targets"`
 	TaskOps       *ebpf.Map `ebpf:"task_ops"`
 	TidSlot       *ebpf.Map `ebpf:"tid_slot"`
+	UringReqs     *ebpf.Map `ebpf:"uring_reqs"`
 	WbScratch     *ebpf.Map `ebpf:"wb_scratch"`
 }
 
 func (m *IopathCompatMaps) Close() error {
 	return _IopathCompatClose(
+		m.AggDevs,
+		m.AggFiles,
+		m.AggG,
+		m.AggOther,
+		m.AggProcs,
+		m.AggRqs,
 		m.BioOwners,
 		m.CompatSerials,
 		m.Counters,
@@ -622,6 +768,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Targets,
 		m.TaskOps,
 		m.TidSlot,
+		m.UringReqs,
 		m.WbScratch,
 	)
 }
@@ -630,6 +777,8 @@ func (m *IopathCompatMaps) Close() error {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatVariables struct {
+	AggOn              *ebpf.Variable `ebpf:"agg_on"`
+	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
@@ -643,8 +792,14 @@ type IopathCompatVariables struct {
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
+	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
+	TargetCommLo       *ebpf.Variable `ebpf:"target_comm_lo"`
+	TargetCommMaskHi   *ebpf.Variable `ebpf:"target_comm_mask_hi"`
+	TargetCommMaskLo   *ebpf.Variable `ebpf:"target_comm_mask_lo"`
 	TargetsGen         *ebpf.Variable `ebpf:"targets_gen"`
+	TraceAll           *ebpf.Variable `ebpf:"trace_all"`
 	TrackDirty         *ebpf.Variable `ebpf:"track_dirty"`
+	UnusedAggContract  *ebpf.Variable `ebpf:"unused_agg_contract"`
 	UnusedContract     *ebpf.Variable `ebpf:"unused_contract"`
 	UnusedFaultKey     *ebpf.Variable `ebpf:"unused_fault_key"`
 	UnusedFaultStat    *ebpf.Variable `ebpf:"unused_fault_stat"`
@@ -655,6 +810,7 @@ type IopathCompatVariables struct {
 //
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatPrograms struct {
+	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -667,6 +823,7 @@ type IopathCompatPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
@@ -681,6 +838,7 @@ type IopathCompatPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
 	KretprobeBalanceDirtyPages  *ebpf.Program `ebpf:"kretprobe_balance_dirty_pages"`
@@ -693,6 +851,7 @@ type IopathCompatPrograms struct {
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
+	RawSysExitProbe             *ebpf.Program `ebpf:"raw_sys_exit_probe"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
@@ -739,10 +898,21 @@ type IopathCompatPrograms struct {
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
 	TpWritebackStart            *ebpf.Program `ebpf:"tp_writeback_start"`
+	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
+	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
+	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
+	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
+	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
+	UringSubmitSqe              *ebpf.Program `ebpf:"uring_submit_sqe"`
+	UringTaskWorkRun            *ebpf.Program `ebpf:"uring_task_work_run"`
+	UringWakeupNew              *ebpf.Program `ebpf:"uring_wakeup_new"`
 }
 
 func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
+		p.AioDioBegin,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -755,6 +925,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
@@ -769,6 +940,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
 		p.KretprobeBalanceDirtyPages,
@@ -781,6 +953,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
 		p.RawSysExit,
+		p.RawSysExitProbe,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
@@ -827,6 +1000,16 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,
 		p.TpWritebackStart,
+		p.UringComplete,
+		p.UringCompleteFields,
+		p.UringDioBegin,
+		p.UringFileGet,
+		p.UringLocalWorkRun,
+		p.UringQueueAsyncWork,
+		p.UringSubmitReq,
+		p.UringSubmitSqe,
+		p.UringTaskWorkRun,
+		p.UringWakeupNew,
 	)
 }
 

@@ -41,11 +41,16 @@ const volatile __u32 self_tgid = 0;
 const volatile __u8 emit_all = 0;      /* stream every call, not only interesting ones */
 const volatile __u8 filter_comm = 0;   /* trace tasks whose comm equals target_comm */
 const volatile char target_comm[16] = {};
+/* target_comm as two little-endian words, and masks covering its bytes and
+ * the NUL after them: comm_matches compares a task's comm in two loads. */
+const volatile __u64 target_comm_lo = 0, target_comm_hi = 0;
+const volatile __u64 target_comm_mask_lo = 0, target_comm_mask_hi = 0;
 const volatile __u8 track_dirty = 1;   /* follow dirtied pages to writeback */
+const volatile __u8 trace_all = 0;     /* every process but iopath (top, serve without -p/--comm) */
 /* Wake the reader only once wakeup_bytes are queued: each wakeup is a
  * cross-CPU interrupt, expensive in VMs (measured: a cold 4 KiB read's BPF
  * time fell from 23.6 to 5.6 µs). The reader also polls every 100 ms. */
-const volatile __u64 wakeup_bytes = 256 << 10; /* set by the loader: min(256 KiB, ring / 4) */
+const volatile __u64 wakeup_bytes = 1 << 20; /* set by the loader: min(1 MiB, ring / 4) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -343,6 +343,8 @@ static __always_inline bool interesting(struct op *op)
 
 #define O_DIRECT_FLAG 040000
 
+#include "agg.h" /* issue 17: the aggregates of top/serve (agg_call) */
+
 /* other_hits returns the bucket for a thread's hits that hit_stats had no
  * room for: its process's entry in hit_other, or, if that map is full too,
  * hit_unowned (never full). */
@@ -380,8 +382,13 @@ static __always_inline void flush_hits(struct op *op)
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		__builtin_memcpy(zero.name, op->agg_name, sizeof(zero.name));
 		long err = bpf_map_update_elem(&hit_stats, &k, &zero, BPF_NOEXIST);
-		if (err && err != -EEXIST) /* -EEXIST: another CPU inserted it */
+		/* -EEXIST: another CPU inserted it. -E2BIG is a full map;
+		 * anything else (-ENOMEM) an allocation that failed with room
+		 * left, which is not a full map and is said apart. */
+		if (err == -E2BIG)
 			count_event(CNT_OPS_FULL);
+		else if (err && err != -EEXIST)
+			count_event(CNT_OPS_NOMEM);
 		v = bpf_map_lookup_elem(&hit_stats, &k);
 		if (!v)
 			v = other_hits(op);
@@ -419,9 +426,39 @@ static __always_inline void op_release(__u32 tid)
 	bpf_map_push_elem(&free_slots, &slot, 0);
 }
 
+/* path_key reads what tells the file's name apart from the one the
+ * thread's last EV_PATH sent (op_stream): the mount, the dentry, its parent
+ * and grandparent, and the name's hash and length xor the inode's
+ * generation. access is FILE_BTF where the kernel has bpf_rdonly_cast (the
+ * file's pointers walked with plain loads, faults read as 0) or FILE_PROBE
+ * (a bpf_probe_read_kernel per field: seven helper calls, ~150 ns of each
+ * streamed call's exit here). */
+static __always_inline struct dentry *path_key(struct file *file, const int access, __u64 *mnt, __u64 *parent,
+					       __u64 *up2, __u64 *hash_len)
+{
+	struct dentry *d;
+	if (access == FILE_BTF) {
+		struct file *f = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+		d = f->f_path.dentry;
+		struct dentry *p = d->d_parent;
+		*mnt = (__u64)f->f_path.mnt;
+		*parent = (__u64)p;
+		*up2 = (__u64)p->d_parent;
+		*hash_len = d->d_name.hash_len ^ ((__u64)f->f_inode->i_generation << 32);
+		return d;
+	}
+	*mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
+	d = BPF_CORE_READ(file, f_path.dentry);
+	struct dentry *p = BPF_CORE_READ(d, d_parent);
+	*parent = (__u64)p;
+	*up2 = (__u64)BPF_CORE_READ(p, d_parent);
+	*hash_len = BPF_CORE_READ(d, d_name.hash_len) ^ ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+	return d;
+}
+
 /* op_stream sends a finished call's record (EV_OP), preceded by its file's
  * EV_PATH when the thread's last one named another file. */
-static __always_inline void op_stream(struct op *op)
+static __always_inline void op_stream_in(struct op *op, const int access)
 {
 	op_touch(op);
 	op->end_ns = bpf_ktime_get_ns();
@@ -433,15 +470,11 @@ static __always_inline void op_stream(struct op *op)
 	op->path_seq = 0;
 	struct file *file = (struct file *)op->file;
 	if (file) {
-		__u64 mnt = (__u64)BPF_CORE_READ(file, f_path.mnt);
-		struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-		struct dentry *parent = BPF_CORE_READ(d, d_parent);
 		/* Freed dentries and inodes come back at the same
 		 * addresses: the grandparent and the inode's generation
 		 * (new for every new inode) tell a recreated tree apart. */
-		__u64 up2 = (__u64)BPF_CORE_READ(parent, d_parent);
-		__u64 hash_len = BPF_CORE_READ(d, d_name.hash_len) ^
-				 ((__u64)BPF_CORE_READ(file, f_inode, i_generation) << 32);
+		__u64 mnt, parent, up2, hash_len;
+		struct dentry *d = path_key(file, access, &mnt, &parent, &up2, &hash_len);
 		__u64 renames = rename_gen;
 		if (op->c_path_mnt == mnt && op->c_path_dentry == (__u64)d && op->c_path_parent == (__u64)parent &&
 		    op->c_path_up2 == up2 && op->c_path_hash_len == hash_len && op->c_path_renames == renames &&
@@ -481,9 +514,16 @@ static __always_inline void op_stream(struct op *op)
 	emit(&op->type, offsetof(struct op, ranges) - offsetof(struct op, type) + n * sizeof(struct page_range));
 }
 
+static __always_inline void op_stream(struct op *op)
+{
+	op_stream_in(op, FILE_PROBE);
+}
+
 /* op_end closes the current call: stream it if it touched the disk, waited,
- * dirtied pages or failed; otherwise fold it into the thread's hit sums. */
-static __always_inline void op_end(__s64 ret)
+ * dirtied pages or failed; otherwise fold it into the thread's hit sums.
+ * access: how op_stream may read the call's struct file (FILE_BTF only in
+ * programs loaded where the kernel has bpf_rdonly_cast). */
+static __always_inline void op_end_in(__s64 ret, const int access)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (!op || !op->active)
@@ -496,10 +536,15 @@ static __always_inline void op_end(__s64 ret)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);
 		__sync_fetch_and_add(&syncs_active, -1);
 	}
+	if (agg_on) {
+		agg_call(); /* agg.h */
+		if (agg_only)
+			return;
+	}
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */
 	if (op->touched ? interesting(op) : interesting_untouched(op)) {
-		op_stream(op);
+		op_stream_in(op, access);
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);
@@ -525,6 +570,11 @@ static __always_inline void op_end(__s64 ret)
 			op->agg_pages += last - first + 1;
 		}
 	}
+}
+
+static __always_inline void op_end(__s64 ret)
+{
+	op_end_in(ret, FILE_PROBE);
 }
 
 /* syscall_from_regs maps the x86-64 syscall number of the current task to

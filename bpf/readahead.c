@@ -153,6 +153,7 @@ int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
 SEC("tp_btf/page_cache_sync_ra")
 int BPF_PROG(btf_page_cache_sync_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
+	aio_mark_inode(inode, (__u64)index << PAGE_SHIFT, false); /* issue 13: a libaio request's start */
 	ra_entry(RA_SYNC, index, req_count);
 	return 0;
 }
@@ -160,6 +161,7 @@ int BPF_PROG(btf_page_cache_sync_ra, struct inode *inode, unsigned long index, s
 SEC("tp_btf/page_cache_async_ra")
 int BPF_PROG(btf_page_cache_async_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
+	aio_mark_inode(inode, (__u64)index << PAGE_SHIFT, false); /* issue 13 */
 	ra_entry(RA_ASYNC, index, req_count);
 	return 0;
 }

@@ -19,6 +19,8 @@ int BPF_PROG(tp_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		op_touch(op);
 		op->sleep_start = bpf_ktime_get_ns();
 	}
+	if (op && op->uring_thread && !preempt)
+		uring_switch_out(op, prev); /* issue 13 (bpf/uring.c) */
 	op = op_of(next->pid);
 	if (op && op->active && op->touched && op->sleep_start) {
 		__u64 slept = bpf_ktime_get_ns() - op->sleep_start;
@@ -74,5 +76,6 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	op_release(old_pid);
 	if (p->pid != old_pid)
 		op_release(p->pid);
+	agg_exec(p->tgid); /* agg.h */
 	return 0;
 }

@@ -44,6 +44,10 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 28: return SYS_MADVISE;
 	case 221: return SYS_FADVISE64;
 	case 187: return SYS_READAHEAD;
+	case 209: return SYS_IO_SUBMIT; /* issue 13 (bpf/aio.c) */
+	case 208: /* io_getevents */
+	case 333: return SYS_IO_GETEVENTS; /* io_pgetevents */
+	case 426: return SYS_IO_URING_ENTER; /* bpf/uring.c */
 	}
 	return 0;
 }
@@ -121,6 +125,14 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 		if (op_begin_in(op, sys, fd_file(fd, access), fd, off, count, access))
 			op->advice = a3;
 		return 0;
+	case SYS_IO_SUBMIT: /* (ctx, nr, iocbpp) */
+		aio_submit_enter(op, a1, a2);
+		return 0;
+	case SYS_IO_GETEVENTS: /* reported at exit */
+		return 0;
+	case SYS_IO_URING_ENTER:
+		uring_enter(op);
+		return 0;
 	case SYS_READAHEAD: /* (fd, offset, count) */
 		off = a1;
 		count = a2;
@@ -167,8 +179,7 @@ int BPF_PROG(raw_sys_enter_probe, struct pt_regs *regs, long id)
 	return sys_enter(regs, id, FILE_PROBE);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int access)
 {
 	__u32 sys = sys_from_nr(regs->orig_ax);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
@@ -177,6 +188,32 @@ int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 		renamed(ret);
 		return 0;
 	}
-	op_end(ret);
+	if (sys == SYS_IO_SUBMIT) { /* issue 13 (bpf/aio.c) */
+		aio_submit_exit(regs, ret);
+		return 0;
+	}
+	if (sys == SYS_IO_GETEVENTS) {
+		aio_reap(regs, ret);
+		return 0;
+	}
+	if (sys == SYS_IO_URING_ENTER) {
+		uring_exit();
+		return 0;
+	}
+	op_end_in(ret, access);
 	return 0;
+}
+
+/* Two builds, as for sys_enter: raw_sys_exit_probe replaces raw_sys_exit
+ * where the kernel has no bpf_rdonly_cast. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+	return sys_exit(regs, ret, FILE_BTF);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit_probe, struct pt_regs *regs, long ret)
+{
+	return sys_exit(regs, ret, FILE_PROBE);
 }

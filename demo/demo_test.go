@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"direct-vs-buffered", "mmap-vs-read", "read-1byte", "read-vs-fread", "seq-vs-rand", "write-1byte"}
+	want := []string{"direct-vs-buffered", "iodepth", "mmap-vs-read", "read-1byte", "read-vs-fread", "seq-vs-rand", "sync-vs-async", "write-1byte"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("demos %q, want %q", got, want)
 	}

@@ -19,11 +19,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// traced is what a demo's trace gave: every record, the summary and the hooks.
+// traced is what a demo's trace gave: every record, the summary, the hooks,
+// and the unattributed bios of traced processes (no record carries them).
 type traced struct {
-	recs  []any
-	sum   *record.Summary
-	hooks []tracer.HookStatus
+	recs   []any
+	sum    *record.Summary
+	hooks  []tracer.HookStatus
+	unattr []pidBio
+}
+
+// pidBio is an unattributed bio and the process that queued it.
+type pidBio struct {
+	pid   uint32
+	cause string // the summary's unattributed cause: syscall:NAME, exec, metadata, page_fault, unknown
+	bio   record.Bio
 }
 
 // traceWorkloads traces the runs one after another under one tracer (the
@@ -31,7 +40,7 @@ type traced struct {
 // demo with 130 or 143.
 func traceWorkloads(o *Options, topts tracer.Options, runs []*session.WorkloadRun) (*traced, *session.WorkloadRunsResult, error) {
 	tr := &traced{}
-	s, err := open(o, topts, 2*time.Second, &tr.recs)
+	s, err := open(o, topts, 2*time.Second, tr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +92,7 @@ func traceChild(o *Options, settle, waitWB time.Duration, args ...string) (*trac
 // going to stdout (nil: /dev/null).
 func traceChildOut(o *Options, stdout io.Writer, settle, waitWB time.Duration, args ...string) (*traced, error) {
 	tr := &traced{}
-	s, err := open(o, tracer.Options{All: true}, settle, &tr.recs)
+	s, err := open(o, tracer.Options{All: true}, settle, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +184,21 @@ func Kdev(dev string) uint32 {
 }
 
 // printJSON prints a demo's raw evidence as JSON Lines: the syscall records
-// of each run's file, the summary, then one "workload" record per run.
+// of each run's file (once for runs that share it), the summary, then one
+// "workload" record per run.
 func printJSON(w io.Writer, recs []any, sum *record.Summary, wrecs []*record.Workload) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	type file struct {
+		dev string
+		ino uint64
+	}
+	done := map[file]bool{}
 	for _, wr := range wrecs {
+		if done[file{wr.Dev, wr.Ino}] {
+			continue
+		}
+		done[file{wr.Dev, wr.Ino}] = true
 		for _, c := range FileRecords(recs, Kdev(wr.Dev), wr.Ino) {
 			enc.Encode(c)
 		}

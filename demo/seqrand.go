@@ -99,20 +99,26 @@ func CallStatsOf(calls []*record.Syscall) CallStats {
 }
 
 // meanDur is the mean call duration in ns (0 without calls).
-func (s *CallStats) meanDur() uint64 {
-	var t uint64
-	for _, d := range s.DurNs {
-		t += d
-	}
-	return div(t, uint64(len(s.DurNs)))
-}
+func (s *CallStats) meanDur() uint64 { return mean(s.DurNs) }
 
 // quantileDur is the duration, in ns, at quantile q (0..1) of the calls.
-func (s *CallStats) quantileDur(q float64) uint64 {
-	if len(s.DurNs) == 0 {
+func (s *CallStats) quantileDur(q float64) uint64 { return quantile(s.DurNs, q) }
+
+// mean is the mean of xs (0 when empty).
+func mean(xs []uint64) uint64 {
+	var t uint64
+	for _, x := range xs {
+		t += x
+	}
+	return div(t, uint64(len(xs)))
+}
+
+// quantile is the value at quantile q (0..1) of sorted xs (0 when empty).
+func quantile(sorted []uint64, q float64) uint64 {
+	if len(sorted) == 0 {
 		return 0
 	}
-	return s.DurNs[min(len(s.DurNs)-1, int(q*float64(len(s.DurNs))))]
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
 // div is a/b, 0 when b is 0.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
@@ -31,6 +32,7 @@ func workDir(o *Options) (string, func(), error) {
 		base = session.DiskBase()
 	}
 	session.CleanStale(base, "demo", o.Notes)
+	session.RestoreStaleSysctls(o.Notes)
 	d, err := session.MkWorkDir(base, "demo")
 	if err != nil {
 		if o.Dir != "" {
@@ -116,12 +118,17 @@ func prepareFiles(dir string, keep bool, specs ...workloads.Spec) ([]*session.Wo
 	return out, cleanup, nil
 }
 
-// open loads the tracer for a demo; its records are collected into recs
-// (read them after End).
-func open(o *Options, topts tracer.Options, settle time.Duration, recs *[]any) (*session.Session, error) {
-	sink := func(r any) { *recs = append(*recs, r) }
+// open loads the tracer for a demo; its records are collected into tr.recs
+// and the bios no record carries into tr.unattr (read them after End).
+func open(o *Options, topts tracer.Options, settle time.Duration, tr *traced) (*session.Session, error) {
+	sink := func(r any) { tr.recs = append(tr.recs, r) }
 	if o.Tee != nil {
 		sink = o.Tee(sink)
 	}
-	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes, Record: sink})
+	attached := func(t *tracer.Tracer) {
+		t.Engine.UnattributedBio = func(pid uint32, cause string, b record.Bio) {
+			tr.unattr = append(tr.unattr, pidBio{pid, cause, b})
+		}
+	}
+	return session.Open(o.Signals, session.Options{Tracer: topts, Settle: settle, Notes: o.Notes, Record: sink, Attached: attached})
 }

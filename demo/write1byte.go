@@ -3,7 +3,6 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -19,30 +18,6 @@ func init() {
 		Short: "write(fd, \"x\", 1) to a new file: when does the byte reach the disk? (--fsync: made durable in the call)"})
 }
 
-// sysctlSetter changes a vm sysctl and restores it (SIGINT and SIGTERM
-// end the demo through its deferred calls, so they restore it too).
-type sysctlSetter struct {
-	name, old string
-}
-
-func setSysctl(name, value string) (*sysctlSetter, error) {
-	p := "/proc/sys/" + name
-	old, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
-		return nil, fmt.Errorf("setting %s=%s: %w", name, value, err)
-	}
-	return &sysctlSetter{name: name, old: string(old)}, nil
-}
-
-func (s *sysctlSetter) restore() {
-	if s != nil {
-		os.WriteFile("/proc/sys/"+s.name, []byte(s.old), 0o644)
-	}
-}
-
 func runWrite1(o *Options) error {
 	fsync, expire, limit := o.Fsync, o.ExpireCentisecs, o.Timeout
 	dir, fs, cleanup, err := setup(o, "its writes are never written back")
@@ -51,11 +26,13 @@ func runWrite1(o *Options) error {
 	}
 	defer cleanup()
 	if expire > 0 {
-		s, err := setSysctl("vm/dirty_expire_centisecs", strconv.Itoa(expire))
+		// Recorded first: a SIGKILLed demo's value is put back by the next
+		// run (session.RestoreStaleSysctls).
+		restore, err := session.SetSysctl("vm/dirty_expire_centisecs", strconv.Itoa(expire))
 		if err != nil {
 			return err
 		}
-		defer s.restore()
+		defer restore()
 	}
 	path := filepath.Join(dir, "write-1byte.dat")
 	bound, why := session.WritebackBound()

@@ -56,6 +56,10 @@ type Syscall struct {
 	// volatile write cache (enum DeviceFlush: flushed, not_needed, none,
 	// not_requested, no_block_device).
 	DeviceFlush DeviceFlush `json:"device_flush,omitempty"`
+	// SyncWriteback, for sync and syncfs: the writeback they started, which
+	// the flusher threads do (their bios are in writeback records with
+	// reason sync, not in this call's bios).
+	SyncWriteback *SyncWriteback `json:"sync_writeback,omitempty"`
 	// OutDev, OutIno, OutPath: an in-kernel copy's output file, when the
 	// call dirtied its pages (the summary charges them to its row).
 	OutDev  string `json:"out_dev,omitempty"`
@@ -131,7 +135,7 @@ type Writeback struct {
 	OpID         uint64 `json:"op_id,omitempty"` // the fsync-family call that submitted it, if any
 	Bios         []Bio  `json:"bios"`
 	Pages        uint32 `json:"pages"`         // pages in the bio
-	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls
+	TrackedPages uint32 `json:"tracked_pages"` // of those, pages dirtied by traced calls or write faults
 }
 
 // Persisted says when the pages a write call dirtied reached the disk ("type":"persisted").
@@ -155,6 +159,17 @@ type Persisted struct {
 	RequestBytes  uint32  `json:"request_bytes,omitempty"`
 	ByOpID        uint64  `json:"by_op_id,omitempty"` // fsync-family call that wrote it
 	Error         string  `json:"error,omitempty"`
+	// Fault: the pages were dirtied by a store through a shared mapping,
+	// the write fault op_id names (a "fault" record), not by a call. Nil
+	// for a call's pages (and for a fault's whose record had not arrived
+	// yet when its pages were written, which the kernel's order makes rare).
+	Fault *FaultRef `json:"fault,omitempty"`
+}
+
+// FaultRef says which write fault dirtied a Persisted record's pages.
+type FaultRef struct {
+	Address uint64 `json:"address"` // user address of the store
+	Index   uint64 `json:"index"`   // page of the file it dirtied
 }
 
 // Summary closes a trace ("type":"summary").
@@ -174,9 +189,16 @@ type Summary struct {
 	UnattributedBytes  uint64                 `json:"unattributed_bytes"`
 	UnattributedCauses map[string]CauseTotals `json:"unattributed_causes"`
 	IncompleteBios     uint64                 `json:"incomplete_bios"`
-	Truncations        map[string]uint64      `json:"truncations"`
-	Attach             map[string]string      `json:"attach"`
-	DirtyPending       uint64                 `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// IncompleteCauses splits incomplete_bios by why: completion_not_received
+	// (the request was issued and its address was issued again as a new
+	// request with other bios, but the kernel's completion of the first
+	// never reached iopath), never_issued (the call queued it; no issue of
+	// its request was seen), no_completion (issued; still without a
+	// completion when the call was released, at the end or after 10 s).
+	IncompleteCauses map[string]uint64 `json:"incomplete_causes"`
+	Truncations      map[string]uint64 `json:"truncations"`
+	Attach           map[string]string `json:"attach"`
+	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
 	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
 	// their file has no dirty page left: written in a bio iopath did not see.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`
@@ -242,6 +264,11 @@ type Totals struct {
 	Faults             uint64 `json:"faults"`
 	MajorFaults        uint64 `json:"major_faults"`
 	FaultDiskBytesRead uint64 `json:"fault_disk_bytes_read"` // bytes of bios of faults (also in disk_bytes_read)
+	// Asynchronous requests (record.Request): counted here, not as calls;
+	// their bytes, cache pages and disk bytes are in the totals above.
+	Requests      uint64 `json:"requests,omitempty"`
+	ReadRequests  uint64 `json:"read_requests,omitempty"`
+	WriteRequests uint64 `json:"write_requests,omitempty"`
 }
 
 // PidSummary totals one process.
@@ -266,4 +293,17 @@ type FileSummary struct {
 	// delete gets a new row (the deleted file's stays, with its name).
 	Generation uint32 `json:"generation,omitempty"`
 	Totals
+}
+
+// SyncWriteback is what the flusher threads wrote with reason sync while a
+// sync or syncfs call waited (syncfs: on its filesystem's device): the
+// writeback bios carrying pages dirtied by traced calls (the only ones
+// iopath follows) queued between the call's start and end. Another sync
+// running at the same time shares them.
+type SyncWriteback struct {
+	Bios  uint64 `json:"bios"`
+	Bytes uint64 `json:"bytes"`
+	// AtLeast: older bios were forgotten (more than 65536 kept): the
+	// counts are a lower bound.
+	AtLeast bool `json:"at_least,omitempty"`
 }

@@ -17,9 +17,9 @@ const (
 // ClassOf classifies a syscall record's "syscall" name.
 func ClassOf(syscall string) Class {
 	switch syscall {
-	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range":
+	case "read", "pread64", "readv", "preadv", "preadv2", "vfs_read", "sendfile", "splice", "copy_file_range", "libaio_read", "io_uring_read":
 		return ClassRead
-	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write":
+	case "write", "pwrite64", "writev", "pwritev", "pwritev2", "vfs_write", "libaio_write", "io_uring_write":
 		return ClassWrite
 	case "fsync", "fdatasync", "sync_file_range", "sync", "syncfs", "msync":
 		return ClassSync

@@ -10,56 +10,82 @@ import (
 // Safe quotes a name with control characters (a newline or escape sequence
 // in a file name must not break the output).
 func Safe(s string) string {
+	if !needsQuote(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+func needsQuote(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
-			return strconv.Quote(s)
+			return true
 		}
 	}
-	return s
+	return false
+}
+
+// appendSafe appends Safe(s).
+func appendSafe(b []byte, s string) []byte {
+	if !needsQuote(s) {
+		return append(b, s...)
+	}
+	return strconv.AppendQuote(b, s)
 }
 
 // Bytes, Duration, Count and Ranges format with strconv rather than fmt:
 // the default mode prints one story per missed call, at up to tens of
-// thousands per second (same output as the fmt verbs they replace).
+// thousands per second (same output as the fmt verbs they replace). Their
+// append forms serve the stories, built in one reused buffer.
 
 // Bytes renders a byte count the way people read it (KiB = 1024 B, one
 // decimal): "512 B", "16.0 KiB".
-func Bytes(b uint64) string {
-	unit := func(v float64, u string) string { return strconv.FormatFloat(v, 'f', 1, 64) + u }
+func Bytes(b uint64) string { return string(appendBytes(nil, b)) }
+
+func appendBytes(b []byte, n uint64) []byte {
+	unit := func(v float64, u string) []byte { return append(strconv.AppendFloat(b, v, 'f', 1, 64), u...) }
 	switch {
-	case b >= 1<<30:
-		return unit(float64(b)/(1<<30), " GiB")
-	case b >= 1<<20:
-		return unit(float64(b)/(1<<20), " MiB")
-	case b >= 1<<10:
-		return unit(float64(b)/(1<<10), " KiB")
+	case n >= 1<<30:
+		return unit(float64(n)/(1<<30), " GiB")
+	case n >= 1<<20:
+		return unit(float64(n)/(1<<20), " MiB")
+	case n >= 1<<10:
+		return unit(float64(n)/(1<<10), " KiB")
 	}
-	return strconv.FormatUint(b, 10) + " B"
+	return append(strconv.AppendUint(b, n, 10), " B"...)
 }
 
 // Duration renders nanoseconds as µs (one decimal), ms or s (two decimals).
-func Duration(ns uint64) string {
+func Duration(ns uint64) string { return string(appendDuration(nil, ns)) }
+
+func appendDuration(b []byte, ns uint64) []byte {
 	d := time.Duration(ns)
 	switch {
 	case d >= time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s"
+		return append(strconv.AppendFloat(b, d.Seconds(), 'f', 2, 64), " s"...)
 	case d >= time.Millisecond:
-		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
+		return append(strconv.AppendFloat(b, float64(d)/1e6, 'f', 2, 64), " ms"...)
 	}
-	return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) + " µs"
+	return append(strconv.AppendFloat(b, float64(d)/1e3, 'f', 1, 64), " µs"...)
 }
 
 // Count renders n and word, plural unless n is 1: "1 page", "4 pages".
-func Count(n uint64, word string) string {
-	if n == 1 {
-		return "1 " + word
+func Count(n uint64, word string) string { return string(appendCount(nil, n, word)) }
+
+func appendCount(b []byte, n uint64, word string) []byte {
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, ' ')
+	b = append(b, word...)
+	if n != 1 {
+		b = append(b, 's')
 	}
-	return strconv.FormatUint(n, 10) + " " + word + "s"
+	return b
 }
 
 // Ranges renders page ranges as indexes: "0-3,8".
-func Ranges(rs []record.PageRange) string {
-	var b []byte
+func Ranges(rs []record.PageRange) string { return string(appendRanges(nil, rs)) }
+
+func appendRanges(b []byte, rs []record.PageRange) []byte {
 	for i, r := range rs {
 		if i > 0 {
 			b = append(b, ',')
@@ -70,7 +96,7 @@ func Ranges(rs []record.PageRange) string {
 			b = strconv.AppendUint(b, r.Index+uint64(r.Pages)-1, 10)
 		}
 	}
-	return string(b)
+	return b
 }
 
 // sub is a-b, or 0 when b is unset (0) or not before a.

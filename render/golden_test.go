@@ -42,6 +42,7 @@ const (
 	opFlush    = 2 // REQ_OP_FLUSH
 	// enum wb_reason on 6.18.
 	wbBackground = 0
+	wbSync       = 2
 	wbPeriodic   = 3
 )
 
@@ -202,8 +203,12 @@ var stories = []struct {
 		o.Count, o.Offset = 0, 0
 		o.BiosQueued, o.BlockedNs = 4, 740*µs
 		s.E.HandleOp(o)
-		// sync(2) names no file.
-		o = enginetest.Op(id(3), bpf.IopathOpSysSYS_SYNC, 0, 0, 0, t0+2*ms, 40*µs)
+		// sync(2) names no file; a flusher writes 8 KiB more of the file
+		// for it (reason sync) while it waits.
+		s.E.HandleWBStart(enginetest.WBStart(flush+2, wbSync, t0+2*ms+5*µs))
+		s.E.HandleWBBio(enginetest.WBBio(0xb5, 42, flush+2, 0, t0+2*ms+10*µs))
+		bio(s, 0xe, t0+2*ms+12*µs, 20*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb5, Sector: 5000, Bytes: 8192, Flags: engine.OwnWriteback})
+		o = enginetest.Op(id(3), bpf.IopathOpSysSYS_SYNC, 0, 0, 0, t0+2*ms, t0+2*ms+40*µs)
 		o.Fd, o.Ino, o.Dev = -1, 0, 0
 		s.E.HandleOp(enginetest.Named(o, "app", ""))
 	}},
@@ -289,6 +294,67 @@ var stories = []struct {
 		var st bpf.IopathFaultStat
 		st.Faults = 40
 		s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
+	}},
+	{name: "libaio", feed: func(s *enginetest.Stream) {
+		// One io_submit of two O_DIRECT 4 KiB reads (user data 1 and 2),
+		// completed out of order; a second io_submit of a buffered read
+		// that missed and read ahead; a cached one that touched no disk
+		// (JSON only); all reaped by one io_getevents.
+		const ring = 0x7f0000001000
+		bio(s, 0xa, t0+10*µs, 180*µs, enginetest.FlRead|enginetest.FlSync, enginetest.Own{Op: id(11), Bio: 0xb1, Sector: 2048, Bytes: 4096, Queue: t0 + 8*µs})
+		o := call(11, bpf.IopathOpSysSYS_AIO_READ, 0, 4096, 4096, t0, 12*µs)
+		o.F_flags, o.BiosQueued = unix.O_DIRECT, 1
+		s.E.HandleOp(o)
+		bio(s, 0xb, t0+20*µs, 90*µs, enginetest.FlRead|enginetest.FlSync, enginetest.Own{Op: id(12), Bio: 0xb2, Sector: 4096, Bytes: 4096, Queue: t0 + 18*µs})
+		o = call(12, bpf.IopathOpSysSYS_AIO_READ, 1<<20, 4096, 4096, t0+12*µs, 10*µs)
+		o.F_flags, o.BiosQueued = unix.O_DIRECT, 1
+		s.E.HandleOp(o)
+		s.E.HandleAioSubmit(enginetest.AioSubmit(id(10), ring, 2, t0-2*µs, t0+25*µs,
+			enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 2, Off: 1 << 20, Bytes: 4096}))
+		bio(s, 0xc, t0+310*µs, 100*µs, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id(21), Bio: 0xb3, Sector: 9000, Bytes: 16384, Queue: t0 + 305*µs})
+		o = call(21, bpf.IopathOpSysSYS_AIO_READ, 8192, 4096, 4096, t0+300*µs, 120*µs)
+		o.BiosQueued, o.BlockedNs = 1, 105*µs
+		enginetest.AddRange(o, 2, 4, engine.RangeAdded)
+		readahead(o, engine.RASync, 2, 4, 0)
+		s.E.HandleOp(o)
+		o = call(22, bpf.IopathOpSysSYS_AIO_READ, 12288, 4096, 4096, t0+420*µs, 2*µs)
+		s.E.HandleOp(o)
+		s.E.HandleAioSubmit(enginetest.AioSubmit(id(20), ring, 2, t0+298*µs, t0+423*µs,
+			enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 8192, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 4, Off: 12288, Bytes: 4096}))
+		s.E.HandleAioReap(enginetest.AioReap(ring, t0+500*µs, enginetest.Reaped{Addr: 0xb0, UserData: 2, Res: 4096},
+			enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096}, enginetest.Reaped{Addr: 0xa0, UserData: 3, Res: 4096},
+			enginetest.Reaped{Addr: 0xb0, UserData: 4, Res: 4096}))
+	}},
+	{name: "io_uring", feed: func(s *enginetest.Stream) {
+		// An O_DIRECT read issued inline by io_uring_enter (op 30), and a
+		// buffered write it punted to an io-wq worker (thread 200), which
+		// dirtied its page; their CQEs.
+		sub := func(seq uint64, opcode uint32, off int64, ts uint64) *bpf.IopathUringSubmitEv {
+			ev := &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: tid, Opcode: opcode,
+				Req: 0xf000 + seq, UserData: seq, OpId: id(seq), SubmitOpId: id(30), Ts: ts, Offset: off, Len: 4096, Fd: 3}
+			copy(ev.Comm[:], []int8{'a', 'p', 'p'})
+			return ev
+		}
+		done := func(seq uint64, segs uint32, ts uint64) *bpf.IopathUringCompleteEv {
+			return &bpf.IopathUringCompleteEv{Type: uint32(bpf.IopathEvTypeEV_URING_COMPLETE), Pid: 100, Tid: tid, Segs: segs,
+				Req: 0xf000 + seq, OpId: id(seq), UserData: seq, Ts: ts, Res: 4096}
+		}
+		s.E.HandleUringSubmit(sub(31, 22, 0, t0))
+		bio(s, 0xa, t0+10*µs, 80*µs, enginetest.FlRead|enginetest.FlSync, enginetest.Own{Op: id(31), Bio: 0xb1, Sector: 2048, Bytes: 4096})
+		o := call(31, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, t0, 12*µs)
+		o.F_flags, o.BiosQueued, o.ReqId = unix.O_DIRECT, 1, id(31)
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(done(31, 1, t0+95*µs))
+		s.E.HandleUringSubmit(sub(32, 23, 4096, t0+100*µs))
+		o = call(32, bpf.IopathOpSysSYS_URING_WRITE, 4096, 4096, 4096, t0+100*µs, 3*µs)
+		o.ReqId = id(32)
+		s.E.HandleOp(o)
+		s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf020, OpId: id(32), Ts: t0 + 103*µs, Hashed: 1})
+		w := call(1, bpf.IopathOpSysSYS_URING_WRITE, 4096, 4096, 4096, t0+110*µs, 20*µs)
+		w.OpId, w.Tid, w.ReqId = 200<<32|1, 200, id(32)
+		enginetest.AddRange(w, 1, 1, engine.RangeDirtied)
+		s.E.HandleOp(w)
+		s.E.HandleUringComplete(done(32, 2, t0+131*µs))
 	}},
 	{name: "summary", feed: func(s *enginetest.Stream) {
 		// A miss, a write, a bio outside any call, the kernel's count of

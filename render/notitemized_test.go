@@ -26,6 +26,25 @@ func TestSummaryTextNotItemized(t *testing.T) {
 	}
 }
 
+// A refused insert with room left (-ENOMEM) is not called a full map
+// (hit_stats once refused at ~3757 of 16384 entries and said "map full").
+func TestSummaryTextHitsNoMemory(t *testing.T) {
+	s := &record.Summary{MapEvictions: map[string]uint64{"hit_stats": 0, "hit_stats_nomem": 12},
+		HitsNotItemized: []record.HitsNotItemized{{Pid: 100, Comm: "reader", Calls: 12, BytesRequested: 12, Pages: 12}}}
+	got := SummaryText(s)
+	for _, want := range []string{
+		"not itemized per file (hit_stats could not allocate 12 of its entries with room left: not preallocated): 12 cached read calls",
+		"map full / truncated (data lost): hit_stats allocation failed 12 (room left)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary text lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "map full)") {
+		t.Errorf("a failed allocation called a full map:\n%s", got)
+	}
+}
+
 // A tmpfs write's story says it is a memory-only write, never a hit.
 func TestStoryMemoryOnlyWrite(t *testing.T) {
 	r := &record.Syscall{Syscall: "write", Path: "/dev/shm/x", FS: "tmpfs", RequestedBytes: 1, ReturnedBytes: 1,

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -21,7 +22,7 @@ func SummaryText(s *record.Summary) string {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), p.Calls, Bytes(p.ReadBytesReq),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
 			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
 	}
@@ -36,7 +37,7 @@ func SummaryText(s *record.Summary) string {
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, f.Calls, Bytes(f.ReadBytesReq),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, callsCell(f.Totals), Bytes(f.ReadBytesReq),
 				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite))
 		}
 		tw.Flush()
@@ -49,12 +50,17 @@ func SummaryText(s *record.Summary) string {
 		if n.Pid == 0 {
 			whose = "no process (hit_other full too)"
 		}
-		fmt.Fprintf(&b, "not itemized per file (hit_stats map full): %s, %s requested, %s, counted in %s\n",
+		fmt.Fprintf(&b, "not itemized per file (%s): %s, %s requested, %s, counted in %s\n", hitsRefused(s),
 			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
 	}
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
 	b.WriteString(unattributedText(s))
+	if s.IncompleteBios > 0 {
+		c := s.IncompleteCauses
+		fmt.Fprintf(&b, "bios without completion by cause: %d completion not received (the kernel completed the request, iopath never got it), %d never seen issued, %d still waiting when released\n",
+			c["completion_not_received"], c["never_issued"], c["no_completion"])
+	}
 	if len(s.MissedRuns) > 0 {
 		var m []string
 		for k, v := range s.MissedRuns {
@@ -72,7 +78,10 @@ func SummaryText(s *record.Summary) string {
 	}
 	var ev []string
 	for k, v := range s.MapEvictions {
-		if v > 0 {
+		switch {
+		case v > 0 && k == "hit_stats_nomem":
+			ev = append(ev, fmt.Sprintf("hit_stats allocation failed %d (room left)", v))
+		case v > 0:
 			ev = append(ev, fmt.Sprintf("%s %d", k, v))
 		}
 	}
@@ -88,6 +97,29 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// callsCell is the CALLS column: calls, and asynchronous requests when
+// there are any ("3 +16 req": 3 calls, 16 libaio/io_uring requests).
+func callsCell(t record.Totals) string {
+	if t.Requests == 0 {
+		return strconv.FormatUint(t.Calls, 10)
+	}
+	return strconv.FormatUint(t.Calls, 10) + " +" + strconv.FormatUint(t.Requests, 10) + " req"
+}
+
+// hitsRefused says why hit_stats refused files: full (-E2BIG), or an entry
+// it had room for could not be allocated (-ENOMEM: the map is not
+// preallocated, and the kernel's BPF allocator had no free element then).
+func hitsRefused(s *record.Summary) string {
+	full, nomem := s.MapEvictions["hit_stats"], s.MapEvictions["hit_stats_nomem"]
+	switch {
+	case nomem == 0:
+		return "hit_stats map full"
+	case full == 0:
+		return fmt.Sprintf("hit_stats could not allocate %d of its entries with room left: not preallocated", nomem)
+	}
+	return fmt.Sprintf("hit_stats map full %d times, an allocation failed with room left %d times", full, nomem)
 }
 
 // unattributedText details the summary's unattributed bios: their bytes

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -15,108 +14,224 @@ import (
 // balance_dirty_pages, and its bios (for fsync-family calls tagged data,
 // metadata, journal or flush) with their device time.
 func SyscallStory(r *record.Syscall) string {
-	var b strings.Builder
-	b.Grow(512)
-	target := Safe(r.Path)
-	if target == "" {
-		target = fmt.Sprintf("dev %s ino %d", r.Dev, r.Ino)
-	}
-	result := Bytes(uint64(r.ReturnedBytes))
-	if r.Error != "" {
-		result = r.Error
-	}
-	num := func(v int64) string { return strconv.FormatInt(v, 10) }
-	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
-	asked := Bytes(r.RequestedBytes)
-	if r.RequestedBytes >= 1<<62 {
-		asked = "up to EOF" // cp asks copy_file_range for SSIZE_MAX bytes
-	}
-	args := "fd=" + num(r.Fd) + ", " + asked + " at offset " + unum(r.Offset)
-	if r.SyncFlags != "" {
-		args += ", " + r.SyncFlags // sync_file_range
-	}
+	return string(AppendSyscallStory(make([]byte, 0, 512), r))
+}
+
+// AppendSyscallStory appends r's story (SyscallStory) to b: the printer
+// renders every story into one reused buffer, without a string per part
+// (2.0 µs and 26 allocations per cold-read story before, measured with
+// BenchmarkStorySyscall).
+func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
+	b = append(b, r.Syscall...)
+	b = append(b, '(')
 	switch r.Syscall {
 	case "fsync", "fdatasync", "syncfs":
-		args = "fd=" + num(r.Fd)
+		b = append(b, "fd="...)
+		b = strconv.AppendInt(b, r.Fd, 10)
 	case "msync", "madvise":
-		args = Bytes(r.RequestedBytes) + " of a mapping, from file offset " + unum(r.Offset)
 		if r.Advice != "" {
-			args = "MADV_" + strings.ToUpper(r.Advice) + ", " + args
+			b = append(b, "MADV_"...)
+			b = append(b, strings.ToUpper(r.Advice)...)
+			b = append(b, ", "...)
 		}
+		b = appendBytes(b, r.RequestedBytes)
+		b = append(b, " of a mapping, from file offset "...)
+		b = strconv.AppendUint(b, r.Offset, 10)
 	case "fadvise64":
-		args = "fd=" + num(r.Fd) + ", POSIX_FADV_" + strings.ToUpper(r.Advice) + ", " + asked + " at offset " + unum(r.Offset)
+		b = appendRangeArgs(b, r, "POSIX_FADV_"+strings.ToUpper(r.Advice)+", ")
 	case "sync":
-		args, target = "", "all filesystems"
+	default:
+		b = appendRangeArgs(b, r, "")
+		if r.SyncFlags != "" {
+			b = append(b, ", "...)
+			b = append(b, r.SyncFlags...) // sync_file_range
+		}
 	}
-	for _, p := range []string{r.Syscall, "(", args, ") ", target, " [", Safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ",
-		unum(uint64(r.Tid)), "] -> ", result, " in ", Duration(r.DurationNs)} {
-		b.WriteString(p)
+	b = append(b, ") "...)
+	switch {
+	case r.Syscall == "sync":
+		b = append(b, "all filesystems"...)
+	case r.Path != "":
+		b = appendSafe(b, r.Path)
+	default:
+		b = append(b, "dev "...)
+		b = append(b, r.Dev...)
+		b = append(b, " ino "...)
+		b = strconv.AppendUint(b, r.Ino, 10)
 	}
+	b = append(b, " ["...)
+	b = appendSafe(b, r.Comm)
+	b = append(b, " pid "...)
+	b = strconv.AppendUint(b, uint64(r.Pid), 10)
+	b = append(b, " tid "...)
+	b = strconv.AppendUint(b, uint64(r.Tid), 10)
+	b = append(b, "] -> "...)
+	if r.Error != "" {
+		b = append(b, r.Error...)
+	} else {
+		b = appendBytes(b, uint64(r.ReturnedBytes))
+	}
+	b = append(b, " in "...)
+	b = appendDuration(b, r.DurationNs)
 	if r.BlockedNs > 0 {
-		b.WriteString(", blocked on IO " + Duration(r.BlockedNs))
+		b = append(b, ", blocked on IO "...)
+		b = appendDuration(b, r.BlockedNs)
 	}
-	b.WriteString("\n")
+	b = append(b, '\n')
 	c := r.Cache
 	switch {
 	case r.Direct:
-		b.WriteString("  O_DIRECT: the page cache was bypassed\n")
+		b = append(b, "  O_DIRECT: the page cache was bypassed\n"...)
 	case r.MemoryOnly:
-		b.WriteString("  memory-only write: " + Count(c.PagesRequested, "page") + " of " + r.FS + " memory (not a cache of a disk: neither hit nor miss)\n")
+		b = append(b, "  memory-only write: "...)
+		b = appendCount(b, c.PagesRequested, "page")
+		b = append(b, " of "...)
+		b = append(b, r.FS...)
+		b = append(b, " memory (not a cache of a disk: neither hit nor miss)\n"...)
 	case record.ClassOf(r.Syscall) == record.ClassAdvice && c.PagesAdded > 0:
-		b.WriteString("  page cache: " + Count(c.PagesAdded, "page") + " read ahead on request (index " + Ranges(c.AddedRanges) + ")\n")
+		b = append(b, "  page cache: "...)
+		b = appendCount(b, c.PagesAdded, "page")
+		b = append(b, " read ahead on request (index "...)
+		b = appendRanges(b, c.AddedRanges)
+		b = append(b, ")\n"...)
 	case c.PagesRequested > 0 || c.PagesAdded > 0:
-		b.WriteString("  page cache: " + Count(c.PagesRequested, "page") + " requested: " + unum(c.PagesHit) + " hit, " + unum(c.PagesMissed) + " missed")
+		b = append(b, "  page cache: "...)
+		b = appendCount(b, c.PagesRequested, "page")
+		b = append(b, " requested: "...)
+		b = strconv.AppendUint(b, c.PagesHit, 10)
+		b = append(b, " hit, "...)
+		b = strconv.AppendUint(b, c.PagesMissed, 10)
+		b = append(b, " missed"...)
 		if c.PagesAdded > 0 {
-			b.WriteString("; " + Count(c.PagesAdded, "page") + " added (index " + Ranges(c.AddedRanges) + ")")
+			b = append(b, "; "...)
+			b = appendCount(b, c.PagesAdded, "page")
+			b = append(b, " added (index "...)
+			b = appendRanges(b, c.AddedRanges)
+			b = append(b, ')')
 		}
-		b.WriteString("\n")
+		b = append(b, '\n')
 	}
 	for _, ra := range c.Readahead {
-		b.WriteString("  readahead: " + string(ra.Kind) + ", window " + Count(uint64(ra.Pages), "page") + " from index " + unum(ra.StartIndex))
+		b = append(b, "  readahead: "...)
+		b = append(b, ra.Kind...)
+		b = append(b, ", window "...)
+		b = appendCount(b, uint64(ra.Pages), "page")
+		b = append(b, " from index "...)
+		b = strconv.AppendUint(b, ra.StartIndex, 10)
 		if ra.AsyncPages > 0 {
-			b.WriteString(" (next async readahead when " + unum(uint64(ra.AsyncPages)) + " remain)")
+			b = append(b, " (next async readahead when "...)
+			b = strconv.AppendUint(b, uint64(ra.AsyncPages), 10)
+			b = append(b, " remain)"...)
 		}
 		if ra.Source == record.SourceDerived {
-			b.WriteString(" [derived from pages added: no readahead hook on this kernel]")
+			b = append(b, " [derived from pages added: no readahead hook on this kernel]"...)
 		}
-		b.WriteString("\n")
+		b = append(b, '\n')
 	}
 	switch {
 	case r.DirtiedPages > 0 && !record.IsWrite(r.Syscall):
-		fmt.Fprintf(&b, "  dirtied %s of the output file in memory; written back later\n", Count(uint64(r.DirtiedPages), "page"))
+		b = append(b, "  dirtied "...)
+		b = appendCount(b, uint64(r.DirtiedPages), "page")
+		b = append(b, " of the output file in memory; written back later\n"...)
 	case r.DirtiedPages > 0:
-		fmt.Fprintf(&b, "  dirtied %s in memory (index %s); written back later\n", Count(uint64(r.DirtiedPages), "page"), Ranges(r.DirtiedRanges))
+		b = append(b, "  dirtied "...)
+		b = appendCount(b, uint64(r.DirtiedPages), "page")
+		b = append(b, " in memory (index "...)
+		b = appendRanges(b, r.DirtiedRanges)
+		b = append(b, "); written back later\n"...)
 	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && kernel.MemoryOnly(r.FS):
-		fmt.Fprintf(&b, "  %s keeps file data in memory only: these pages are never written back to a disk\n", r.FS)
+		b = append(b, "  "...)
+		b = append(b, r.FS...)
+		b = append(b, " keeps file data in memory only: these pages are never written back to a disk\n"...)
 	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
-		b.WriteString("  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n")
+		b = append(b, "  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n"...)
 	}
 	if r.OtherDirtiedPages > 0 {
-		fmt.Fprintf(&b, "  also dirtied %s of other inodes (filesystem metadata such as the atime update)\n", Count(uint64(r.OtherDirtiedPages), "page"))
+		b = append(b, "  also dirtied "...)
+		b = appendCount(b, uint64(r.OtherDirtiedPages), "page")
+		b = append(b, " of other inodes (filesystem metadata such as the atime update)\n"...)
 	}
 	if r.ReadBeforeWritePages > 0 {
-		fmt.Fprintf(&b, "  read %s from disk before writing (partial write to an uncached page)\n", Count(uint64(r.ReadBeforeWritePages), "page"))
+		b = append(b, "  read "...)
+		b = appendCount(b, uint64(r.ReadBeforeWritePages), "page")
+		b = append(b, " from disk before writing (partial write to an uncached page)\n"...)
 	}
 	if r.ThrottleNs > 0 || r.ThrottlePauses > 0 {
-		fmt.Fprintf(&b, "  throttled in balance_dirty_pages: %s in %s (longest %s)\n", Duration(r.ThrottleNs), Count(uint64(r.ThrottlePauses), "pause"), Duration(r.ThrottleMaxPauseNs))
+		b = append(b, "  throttled in balance_dirty_pages: "...)
+		b = appendDuration(b, r.ThrottleNs)
+		b = append(b, " in "...)
+		b = appendCount(b, uint64(r.ThrottlePauses), "pause")
+		b = append(b, " (longest "...)
+		b = appendDuration(b, r.ThrottleMaxPauseNs)
+		b = append(b, ")\n"...)
 	}
 	if len(r.Bios) == 0 && c.PagesMissed == 0 && !r.Direct && record.IsRead(r.Syscall) {
 		switch {
 		case r.BlockedNs > 0:
-			b.WriteString("  no IO of its own: it waited for pages still being read by an earlier call's readahead\n")
+			b = append(b, "  no IO of its own: it waited for pages still being read by an earlier call's readahead\n"...)
 		case r.ReturnedBytes == 0 && r.Error == "":
-			b.WriteString("  end of file: nothing to read, no IO\n")
+			b = append(b, "  end of file: nothing to read, no IO\n"...)
 		default:
-			b.WriteString("  disk: no IO (served from the page cache)\n")
+			b = append(b, "  disk: no IO (served from the page cache)\n"...)
 		}
 	}
-	for _, bio := range r.Bios {
-		b.WriteString("  " + bioLine(bio) + "\n")
+	if w := r.SyncWriteback; w != nil {
+		b = append(b, "  "...)
+		b = append(b, syncWritebackLine(r.Syscall, w)...)
+		b = append(b, '\n')
 	}
-	if line := flushLine(r.DeviceFlush); line != "" {
-		b.WriteString("  " + line + "\n")
+	for i := range r.Bios {
+		b = append(b, "  "...)
+		b = appendBioLine(b, &r.Bios[i])
+		b = append(b, '\n')
 	}
-	return b.String()
+	if r.Syscall == "sync" && r.DeviceFlush == record.FlushNone {
+		b = append(b, "  device cache: no flush request attributed to this call (sync has each filesystem flush its device; a flush another thread sent for it is not attributed)\n"...)
+	} else if line := flushLine(r.DeviceFlush); line != "" {
+		b = append(b, "  "...)
+		b = append(b, line...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// syncWritebackLine tells what sync or syncfs had the flusher threads
+// write (fs/sync.c: every dirty inode, written and waited for).
+func syncWritebackLine(call string, w *record.SyncWriteback) string {
+	what := "every dirty inode of every filesystem"
+	if call == "syncfs" {
+		what = "every dirty inode of this filesystem"
+	}
+	s := "writeback: started for " + what + " and waited for; "
+	if w.Bios == 0 && !w.AtLeast {
+		return s + "the flusher threads wrote no page traced calls dirtied (reason sync) while it ran"
+	}
+	n := Count(w.Bios, "bio")
+	if w.AtLeast {
+		n = "at least " + n
+	}
+	return s + "the flusher threads wrote " + Bytes(w.Bytes) + " in " + n + " with pages traced calls dirtied (reason sync: see the writeback records)"
+}
+
+// appendRangeArgs appends "fd=N, " then extra, then the size asked and the
+// offset.
+func appendRangeArgs(b []byte, r *record.Syscall, extra string) []byte {
+	b = append(b, "fd="...)
+	b = strconv.AppendInt(b, r.Fd, 10)
+	b = append(b, ", "...)
+	b = append(b, extra...)
+	b = appendAsked(b, r.RequestedBytes)
+	b = append(b, " at offset "...)
+	return strconv.AppendUint(b, r.Offset, 10)
+}
+
+// appendAsked appends a call's requested size; cp asks copy_file_range for
+// SSIZE_MAX bytes ("up to EOF").
+func appendAsked(b []byte, n uint64) []byte {
+	if n >= 1<<62 {
+		return append(b, "up to EOF"...)
+	}
+	return appendBytes(b, n)
 }
 
 // flushLine tells what an fsync-family call did to the device's volatile
@@ -136,31 +251,60 @@ func flushLine(outcome record.DeviceFlush) string {
 }
 
 func bioLine(bio record.Bio) string {
-	rwbs := bio.Rwbs
-	if len(rwbs) < 3 {
-		rwbs += "   "[len(rwbs):] // %-3s
-	}
-	s := "bio " + rwbs + " " + Bytes(uint64(bio.Bytes)) + " at sector " + strconv.FormatUint(bio.Sector, 10) + " on " + bio.Dev
+	return string(appendBioLine(nil, &bio))
+}
+
+// appendBioLine appends one bio's line (without indent and newline).
+func appendBioLine(b []byte, bio *record.Bio) []byte {
 	if bio.Kind == record.BioFlush && bio.Bytes == 0 {
-		s = "device cache flush: request " + bio.Rwbs + " on " + bio.Dev
+		b = append(b, "device cache flush: request "...)
+		b = append(b, bio.Rwbs...)
+		b = append(b, " on "...)
+		b = append(b, bio.Dev...)
 		if bio.IssueNs == 0 {
-			return s + ": ended with no flush request issued (" + Duration(bio.Q2CNs) + ")"
+			b = append(b, ": ended with no flush request issued ("...)
+			b = appendDuration(b, bio.Q2CNs)
+			return append(b, ')')
 		}
-	} else if bio.Kind != "" {
-		s = string(bio.Kind) + " " + s
+	} else {
+		if bio.Kind != "" {
+			b = append(b, bio.Kind...)
+			b = append(b, ' ')
+		}
+		b = append(b, "bio "...)
+		b = append(b, bio.Rwbs...)
+		if len(bio.Rwbs) < 3 {
+			b = append(b, "   "[len(bio.Rwbs):]...) // %-3s
+		}
+		b = append(b, ' ')
+		b = appendBytes(b, uint64(bio.Bytes))
+		b = append(b, " at sector "...)
+		b = strconv.AppendUint(b, bio.Sector, 10)
+		b = append(b, " on "...)
+		b = append(b, bio.Dev...)
 	}
 	if bio.RequestBios > 1 || bio.RequestBytes != bio.Bytes {
-		s += fmt.Sprintf(" (request of %s, %d bios)", Bytes(uint64(bio.RequestBytes)), bio.RequestBios)
+		b = append(b, " (request of "...)
+		b = appendBytes(b, uint64(bio.RequestBytes))
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(bio.RequestBios), 10)
+		b = append(b, " bios)"...)
 	}
 	if bio.CompleteNs == 0 {
-		return s + ": completion not seen"
+		return append(b, ": completion not seen"...)
 	}
-	s += ": queued->issued " + Duration(sub(bio.IssueNs, bio.QueueNs)) + ", device (D2C) " + Duration(bio.D2CNs)
+	b = append(b, ": queued->issued "...)
+	b = appendDuration(b, sub(bio.IssueNs, bio.QueueNs))
+	b = append(b, ", device (D2C) "...)
+	b = appendDuration(b, bio.D2CNs)
 	if bio.Requeues > 0 {
-		s += fmt.Sprintf(", requeued %d×", bio.Requeues)
+		b = append(b, ", requeued "...)
+		b = strconv.AppendInt(b, int64(bio.Requeues), 10)
+		b = append(b, "×"...)
 	}
 	if bio.Error != "" {
-		s += ", error " + bio.Error
+		b = append(b, ", error "...)
+		b = append(b, bio.Error...)
 	}
-	return s
+	return b
 }

@@ -12,6 +12,8 @@
 #   qemu-system-x86, busybox-static, cpio, kmod, xz-utils
 #                            the VM tests on Debian kernels (scripts/vmtest.sh)
 #   postgresql, sqlite3      the database integration tests (cmd/iopath/db_integration_test.go)
+#   prometheus               TestServePrometheus scrapes `iopath serve` with it (started by the
+#                            test on loopback with its own config; the system service is not used)
 # Go tools (bpf2go, golangci-lint, staticcheck) are pinned in go.mod and built
 # on first use by `go tool NAME`: nothing is installed into GOPATH/bin.
 set -euo pipefail
@@ -22,7 +24,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 pkgs=(clang llvm libbpf-dev gcc libc6-dev fio bpftrace jq qemu-system-x86 busybox-static cpio kmod xz-utils
-  e2fsprogs bpftool chromium postgresql sqlite3)
+  e2fsprogs bpftool chromium postgresql sqlite3 prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -24,6 +24,8 @@ func attachLine(hooks []tracer.HookStatus) string {
 		m := string(h.Mechanism)
 		if h.Variant == "attached with --all only" {
 			m = "off(--all)"
+		} else if strings.HasPrefix(h.Variant, "not attached") {
+			m = "off"
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, m))
 		if h.Mechanism == tracer.None {

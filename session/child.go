@@ -52,7 +52,10 @@ type Status struct {
 
 // Child is a running command started by Exec.
 type Child struct {
-	Pid  int
+	Pid int
+	// Pgid is the command's own process group (its pid), 0 when it shares
+	// iopath's (an interactive run: see group.go).
+	Pgid int
 	cmd  *exec.Cmd
 	name string
 	c    Command
@@ -61,6 +64,7 @@ type Child struct {
 
 	mu     sync.Mutex
 	sent   syscall.Signal // first signal forwarded
+	sentAt time.Time
 	timer  *time.Timer
 	killed bool
 }
@@ -83,7 +87,8 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	cmd.Args = c.Args
 	cmd.Env = c.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal}
+	own := ownGroup(c.Stdin, c.Stdout, c.Stderr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
@@ -111,6 +116,9 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 		return nil, fmt.Errorf("releasing %s after exec: %w", name, err)
 	}
 	ch := &Child{Pid: pid, cmd: cmd, name: name, c: c, done: make(chan struct{})}
+	if own {
+		ch.Pgid = pid
+	}
 	go ch.wait()
 	return ch, nil
 }
@@ -121,6 +129,12 @@ func (ch *Child) wait() {
 	if ch.timer != nil {
 		ch.timer.Stop()
 	}
+	sent, at := ch.sent, ch.sentAt
+	ch.mu.Unlock()
+	if sent != 0 {
+		ch.reapGroup(sent, at)
+	}
+	ch.mu.Lock()
 	ch.st = statusOf(err)
 	ch.st.Sent, ch.st.Killed = ch.sent, ch.killed
 	ch.mu.Unlock()
@@ -151,8 +165,10 @@ func (ch *Child) Wait() Status {
 	return ch.st
 }
 
-// Interrupt sends sig to the child. If it has not exited Grace after the
-// first such signal, iopath says so on Notes and sends SIGKILL.
+// Interrupt sends sig to the child's process group (the child alone when
+// it has none of its own). If the child has not exited Grace after the
+// first such signal, iopath says so on Notes and sends SIGKILL to the group
+// and to every descendant of the child; survivors are named in one line.
 func (ch *Child) Interrupt(sig syscall.Signal) {
 	select {
 	case <-ch.done:
@@ -161,15 +177,12 @@ func (ch *Child) Interrupt(sig syscall.Signal) {
 	}
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	ch.cmd.Process.Signal(sig)
+	ch.signal(sig)
 	if ch.sent != 0 {
 		return
 	}
-	ch.sent = sig
-	grace := ch.c.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
-	}
+	ch.sent, ch.sentAt = sig, time.Now()
+	grace := ch.grace()
 	ch.timer = time.AfterFunc(grace, func() {
 		select {
 		case <-ch.done:
@@ -179,15 +192,63 @@ func (ch *Child) Interrupt(sig syscall.Signal) {
 		ch.mu.Lock()
 		ch.killed = true
 		ch.mu.Unlock()
-		if ch.c.Notes != nil {
-			fmt.Fprintf(ch.c.Notes, "iopath: %s (pid %d) is still running %s after %s: sending SIGKILL\n", ch.name, ch.Pid, grace, signame(sig))
+		ch.note("iopath: %s (pid %d) is still running %s after %s: sending SIGKILL\n", ch.name, ch.Pid, grace, signame(sig))
+		if line := killFamily(ch.Pid, ch.Pgid, survivorWait); line != "" {
+			ch.note("%s\n", line)
 		}
 		ch.cmd.Process.Kill()
 	})
 }
 
-// Kill kills the child at once and waits for it.
+// survivorWait is how long processes get to die after SIGKILL before
+// iopath names the survivors.
+const survivorWait = time.Second
+
+func (ch *Child) grace() time.Duration {
+	if ch.c.Grace <= 0 {
+		return DefaultGrace
+	}
+	return ch.c.Grace
+}
+
+func (ch *Child) note(format string, args ...any) {
+	if ch.c.Notes != nil {
+		fmt.Fprintf(ch.c.Notes, format, args...)
+	}
+}
+
+// signal sends sig to the child's group, or to the child alone.
+func (ch *Child) signal(sig syscall.Signal) {
+	if ch.Pgid > 0 && syscall.Kill(-ch.Pgid, sig) == nil {
+		return
+	}
+	ch.cmd.Process.Signal(sig)
+}
+
+// reapGroup, once the child exited after a forwarded signal, gives the
+// rest of its process group what is left of the grace period to exit too,
+// then sends it SIGKILL (saying so): none of the command's processes runs
+// on untraced after iopath ends.
+func (ch *Child) reapGroup(sig syscall.Signal, at time.Time) {
+	left := groupAlive(ch.Pid, ch.Pgid)
+	for deadline := at.Add(ch.grace()); len(left) > 0 && time.Now().Before(deadline); left = groupAlive(ch.Pid, ch.Pgid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(left) == 0 {
+		return
+	}
+	ch.note("iopath: %s of %s's process group still running %s after %s: sending SIGKILL\n", processes(len(left)), ch.name, ch.grace(), signame(sig))
+	if line := killFamily(ch.Pid, ch.Pgid, survivorWait); line != "" {
+		ch.note("%s\n", line)
+	}
+}
+
+// Kill kills the child, its process group and its descendants at once and
+// waits for it.
 func (ch *Child) Kill() Status {
+	if line := killFamily(ch.Pid, ch.Pgid, survivorWait); line != "" {
+		ch.note("%s\n", line)
+	}
 	ch.cmd.Process.Kill()
 	return ch.Wait()
 }

@@ -31,12 +31,8 @@ func callArgs(c *record.Syscall) map[string]any {
 	if c.Direct {
 		a["direct"] = true
 	}
-	if len(c.Cache.Readahead) > 0 {
-		var ra []string
-		for _, r := range c.Cache.Readahead {
-			ra = append(ra, string(r.Kind)+" "+strconv.FormatUint(uint64(r.Pages), 10)+" pages from page "+strconv.FormatUint(r.StartIndex, 10))
-		}
-		a["readahead"] = strings.Join(ra, ", ")
+	if ra := readaheadArg(c.Cache.Readahead); ra != "" {
+		a["readahead"] = ra
 	}
 	if c.DirtiedPages > 0 {
 		a["dirtied_pages"] = c.DirtiedPages
@@ -52,6 +48,57 @@ func callArgs(c *record.Syscall) map[string]any {
 		a["unavailable"] = strings.Join(c.Unavailable, ", ")
 	}
 	return a
+}
+
+// faultName is what a fault's slice shows: "major fault", "minor fault",
+// with " (write)" for a store.
+func faultName(f *record.Fault) string {
+	n := "minor fault"
+	if f.Major {
+		n = "major fault"
+	}
+	if f.Write {
+		n += " (write)"
+	}
+	return n
+}
+
+// faultArgs annotates a fault's slice: the page and address, what the page
+// cache did, read-around or readahead, the pages it dirtied.
+func faultArgs(f *record.Fault) map[string]any {
+	a := map[string]any{
+		"op_id": opIDString(f.OpID), "index": f.Index, "address": "0x" + strconv.FormatUint(f.Address, 16),
+		"write": f.Write, "major": f.Major, "pages_hit": f.Cache.PagesHit, "pages_missed": f.Cache.PagesMissed,
+		"pages_added": f.Cache.PagesAdded, "blocked_ns": f.BlockedNs, "bios": len(f.Bios),
+	}
+	if f.Path != "" {
+		a["path"] = f.Path
+	}
+	if f.Retried {
+		a["retried"] = true
+	}
+	if ra := readaheadArg(f.Cache.Readahead); ra != "" {
+		a["readahead"] = ra
+	}
+	if f.FaultAround != nil {
+		a["fault_around"] = strconv.FormatUint(uint64(f.FaultAround.Pages), 10) + " pages from page " + strconv.FormatUint(f.FaultAround.Index, 10)
+	}
+	if f.DirtiedPages > 0 {
+		a["dirtied_pages"] = f.DirtiedPages
+	}
+	if len(f.Unavailable) > 0 {
+		a["unavailable"] = strings.Join(f.Unavailable, ", ")
+	}
+	return a
+}
+
+// readaheadArg lists readahead decisions: "KIND N pages from page I, …".
+func readaheadArg(ras []record.Readahead) string {
+	var ra []string
+	for _, r := range ras {
+		ra = append(ra, string(r.Kind)+" "+strconv.FormatUint(uint64(r.Pages), 10)+" pages from page "+strconv.FormatUint(r.StartIndex, 10))
+	}
+	return strings.Join(ra, ", ")
 }
 
 // bioName is what a bio's slice shows: its rwbs flags and size.

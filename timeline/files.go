@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // Files writes the --timeline/--report files as records arrive, into
@@ -65,12 +66,38 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 	return o, nil
 }
 
+// CheckOutputPath says in one line what is wrong with path as an output
+// file of flag (nil if nothing is found before trying): the name of a
+// directory, a parent that is missing or not a directory, or, when the
+// file is to be created (create), a parent on a kernel filesystem that holds
+// no files one can create (proc, sysfs: creating there fails with ENOENT
+// or EACCES, which alone would say the wrong thing).
+func CheckOutputPath(flag, path string, create bool) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return fmt.Errorf("%s %s is a directory: give a file name (e.g. %s)", flag, path, filepath.Join(path, defaultName(flag)))
+	case strings.HasSuffix(path, "/"):
+		return fmt.Errorf("%s %s ends in \"/\", which names a directory (and there is none): give a file name (e.g. %s)", flag, path, filepath.Join(path, defaultName(flag)))
+	}
+	if dst, err := os.Stat(dir); err != nil && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s %s: directory %s does not exist: create it or choose another path", flag, path, dir)
+	} else if err == nil && !dst.IsDir() {
+		return fmt.Errorf("%s %s: %s is not a directory: choose another path", flag, path, dir)
+	}
+	if kfs := kernelFS(dir); create && kfs != "" {
+		return fmt.Errorf("%s %s: %s is on %s, a kernel filesystem that holds no files of ours: choose a directory on a disk or a tmpfs", flag, path, dir, kfs)
+	}
+	return nil
+}
+
 // createBeside creates a temp file in path's directory, saying in one line
 // what is wrong with the path if it cannot.
 func createBeside(flag, path string) (*os.File, error) {
 	dir, base := filepath.Dir(path), filepath.Base(path)
-	if st, err := os.Stat(path); (err == nil && st.IsDir()) || strings.HasSuffix(path, "/") {
-		return nil, fmt.Errorf("%s %s is a directory: give a file name", flag, path)
+	if err := CheckOutputPath(flag, path, true); err != nil {
+		return nil, err
 	}
 	file, err := os.CreateTemp(dir, tempPrefix(base, os.Getpid())+"*.tmp")
 	switch {
@@ -81,8 +108,6 @@ func createBeside(flag, path string) (*os.File, error) {
 			return nil, fmt.Errorf("%s %s: %w", flag, path, err)
 		}
 		return file, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%s %s: directory %s does not exist: create it or choose another path", flag, path, dir)
 	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
 		why := err
 		var pe *fs.PathError
@@ -92,6 +117,32 @@ func createBeside(flag, path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s %s: cannot create a file in %s (%w): choose a writable directory", flag, path, dir, why)
 	}
 	return nil, fmt.Errorf("%s %s: %w: choose another path", flag, path, err)
+}
+
+// defaultName is the file name suggested for flag's directory.
+func defaultName(flag string) string {
+	switch flag {
+	case "--report":
+		return "report.html"
+	case "--timeline":
+		return "trace.json"
+	}
+	return "iopath.out"
+}
+
+// kernelFS names the filesystem of dir if it is one of the kernel's own
+// (proc, sysfs, cgroup, …: no regular files can be created there), "" else.
+func kernelFS(dir string) string {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return ""
+	}
+	name := kernel.FSName(uint64(st.Type))
+	switch name {
+	case "proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs", "bdev":
+		return name
+	}
+	return ""
 }
 
 // Tee returns out, preceded by the timeline when there is one (o may be nil).
@@ -155,8 +206,8 @@ func (o *Files) End(err error, w io.Writer) error {
 	}
 	st := o.tl.Stats()
 	for _, p := range o.finals {
-		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
-			p, st.Calls, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
+		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d faults, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
+			p, st.Calls, st.Faults, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
 	}
 	if o.lost > 0 {
 		fmt.Fprintf(w, "iopath: timeline: %d ring-buffer records were lost (see the summary): calls and bios of those records are missing from it\n", o.lost)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,38 @@ func TestOpenFilesRemovesStaleTemps(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(left) != 2 { // live and other; Abort removed this run's temp file
 		t.Errorf("files left: %v, want only %s and %s", left, live, other)
+	}
+}
+
+// A bad --timeline/--report path is refused with its real cause: /proc
+// once said "directory /proc does not exist", and `nofile/` (no such
+// directory) "is a directory".
+func TestOpenFilesBadPaths(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ trace, report, want string }{
+		{"", "/proc/x.html", "--report /proc/x.html: /proc is on proc, a kernel filesystem that holds no files of ours: choose a directory on a disk or a tmpfs"},
+		{"/sys/x.json", "", "--timeline /sys/x.json: /sys is on sysfs, a kernel filesystem"},
+		{filepath.Join(dir, "nofile") + "/", "", "--timeline " + dir + "/nofile/ ends in \"/\", which names a directory (and there is none): give a file name (e.g. " + dir + "/nofile/trace.json)"},
+		{dir + "/", "", "--timeline " + dir + "/ is a directory: give a file name (e.g. " + dir + "/trace.json)"},
+		{"", dir, "--report " + dir + " is a directory: give a file name (e.g. " + dir + "/report.html)"},
+		{filepath.Join(dir, "no", "x.json"), "", "directory " + dir + "/no does not exist: create it or choose another path"},
+		{filepath.Join(file, "x.json"), "", file + " is not a directory: choose another path"},
+	} {
+		o, err := OpenFiles(c.trace, c.report, "test")
+		if err == nil {
+			o.Abort()
+			t.Errorf("--timeline %q --report %q: accepted", c.trace, c.report)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--timeline %q --report %q:\n got %s\nwant %s", c.trace, c.report, err, c.want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -252,14 +252,30 @@ func (t *Timeline) Syscall(c *record.Syscall) {
 	start, end := c.TimeNs, c.TimeNs+c.DurationNs
 	t.stats.Calls++
 	t.slice(&Slice{Track: tr, StartNs: start, DurNs: c.DurationNs, Name: c.Syscall, Cat: catSyscall, Args: callArgs(c)})
-	for i := range c.Bios {
-		b := &c.Bios[i]
+	t.opBios(tr, start, end, c.OpID, c.Bios)
+}
+
+// Fault draws a page fault on a file mapping like a call: a slice on its
+// thread's track, the bios it queued (read-around) and an arrow to each.
+func (t *Timeline) Fault(f *record.Fault) {
+	tr := t.thread(f.Pid, f.Tid, f.Comm)
+	start, end := f.TimeNs, f.TimeNs+f.DurationNs
+	t.stats.Faults++
+	t.slice(&Slice{Track: tr, StartNs: start, DurNs: f.DurationNs, Name: faultName(f), Cat: catFault, Args: faultArgs(f)})
+	t.opBios(tr, start, end, f.OpID, f.Bios)
+}
+
+// opBios draws the bios of a call or fault on track tr ([start, end]),
+// unless a Writeback record placed them already, with an arrow to each.
+func (t *Timeline) opBios(tr *Track, start, end, opID uint64, bios []record.Bio) {
+	for i := range bios {
+		b := &bios[i]
 		var p placed
 		if sb, ok := t.syncBios.take(bioKey{b.Dev, b.Sector, b.IssueNs}); ok {
 			p = sb.placed
-			t.drawBioAt(p, b, c.OpID, sb.reason) // the call's copy knows the bio's kind
+			t.drawBioAt(p, b, opID, sb.reason) // the call's copy knows the bio's kind
 		} else {
-			p = t.drawBio(b, c.OpID, "")
+			p = t.drawBio(b, opID, "")
 		}
 		t.flow(FlowPoint{tr, inside(p.start, start, end)}, FlowPoint{p.track, inside(p.start, p.start, p.end)})
 	}

@@ -183,11 +183,11 @@ func (x *hist) add(v uint64) {
 	x.Counts[b]++
 }
 
-// add counts a slice: call latency per syscall, bio size, device time
+// add counts a slice: call latency per syscall, fault latency per kind, bio size, device time
 // (D2C) and dirty-to-disk time.
 func (h *histograms) add(s *Slice) {
 	switch s.Cat {
-	case catSyscall:
+	case catSyscall, catFault:
 		h.get(s.Name+" latency", "ns").add(s.DurNs)
 	case catBio:
 		if b, ok := s.Args["bytes"].(uint32); ok {

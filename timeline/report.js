@@ -94,6 +94,7 @@
       if (/sync/.test(s.name)) return "#8064a2";
       return "#4bacc6";
     }
+    if (s.cat === "fault") return s.args.major ? "#b8860b" : "#9aa5ab";
     var read = s.args.rwbs ? s.args.rwbs.charAt(0) === "R" : false;
     if (s.cat === "bio") return read ? "#4f81bd" : "#f79646";
     if (s.cat === "bio.d2c") return "#2c4d76";

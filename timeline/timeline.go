@@ -2,7 +2,7 @@
 // (opened by ui.perfetto.dev and chrome://tracing) and a self-contained HTML
 // report.
 //
-// The records (record.Syscall, Writeback, Persisted, Summary) go through a
+// The records (record.Syscall, Fault, Writeback, Persisted, Summary) go through a
 // Writer. Timeline, the Writer this package provides, lays them out once into
 // tracks, slices and flow arrows and hands those to its Outputs (Chrome,
 // Report); a Perfetto protobuf Output can replace Chrome without touching
@@ -10,7 +10,9 @@
 //
 // The layout (what a Perfetto user expects):
 //   - one process per traced pid, a thread track per tid, each call a slice
-//     from entry to exit (args: bytes, cache hits/misses, readahead, bios);
+//     from entry to exit (args: bytes, cache hits/misses, readahead, bios),
+//     and each page fault on a file mapping a slice the same way (args:
+//     page, address, major, read-around, bios);
 //   - a process per block device ("disk 254:0"), each bio a slice from queue
 //     to completion with its issue→complete (D2C) part nested inside; bios
 //     that overlap in time go on separate lanes (thread tracks) of the
@@ -19,7 +21,8 @@
 //     writeback bio it submitted a slice from queue to completion;
 //   - in each traced process, "dirty pages → disk" lanes: a slice from when a
 //     call dirtied pages to when they reached the disk;
-//   - flow arrows: call → each bio it queued; write → flusher's writeback
+//   - flow arrows: call or fault → each bio it queued; write (or write
+//     fault) → flusher's writeback
 //     slice → the writeback bio → the end of its dirty-pages slice
 //     (persisted).
 //
@@ -32,6 +35,7 @@ import "github.com/iopath/iopath/record"
 // Writer receives records in the order the tracer emits them.
 type Writer interface {
 	Syscall(*record.Syscall)
+	Fault(*record.Fault)
 	Writeback(*record.Writeback)
 	Persisted(*record.Persisted)
 	// Summary may come more than once (a demo traces several runs).
@@ -45,6 +49,8 @@ func Feed(w Writer, rec any) {
 	switch r := rec.(type) {
 	case *record.Syscall:
 		w.Syscall(r)
+	case *record.Fault:
+		w.Fault(r)
 	case *record.Writeback:
 		w.Writeback(r)
 	case *record.Persisted:
@@ -77,6 +83,7 @@ const (
 	maxRemembered = 1 << 12     // bios remembered for a later record naming them (FIFO)
 	flowName      = "io"        // name and category of every flow (Chrome matches flows by both)
 	catSyscall    = "syscall"   // category of call slices
+	catFault      = "fault"     // category of page-fault slices
 	catBio        = "bio"       // category of bio slices (queue → completion)
 	catD2C        = "bio.d2c"   // category of the nested issue → completion slices
 	catWriteback  = "writeback" // category of writeback workers' slices
@@ -123,6 +130,7 @@ type Flow struct {
 // Stats count what the layout drew and what it could not.
 type Stats struct {
 	Calls           uint64 `json:"calls"`
+	Faults          uint64 `json:"faults"`
 	Bios            uint64 `json:"bios"`
 	WritebackSlices uint64 `json:"writeback_slices"`
 	DirtySpans      uint64 `json:"dirty_spans"`

@@ -23,9 +23,9 @@ package tracer
 // ringbuf.Reader.ReadInto does for Tracer.Run: the decoder reads a hot
 // copy, and the copy (a sequential read of the ring) is part of the cost.
 //
-// Sinks: Discard drops the records (decoder + engine only); JSON encodes
-// each record to io.Discard the way `trace --json` does (without
-// render.Printer's batching, so this is an approximation of its cost).
+// Sinks: Discard drops the records (decoder + engine only); JSON prints
+// each record with render.Printer in --json mode (appended, batched) to
+// io.Discard, as `trace --json` does.
 //
 // Metrics: events/s (per core with -cpu 1), ns/event, allocs/event and
 // B/event, plus the usual ns/op and allocs/op per call.
@@ -35,7 +35,6 @@ package tracer
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"io"
 	"runtime"
 	"testing"
@@ -43,6 +42,7 @@ import (
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer/engine"
 	"github.com/iopath/iopath/tracer/kernel"
 )
@@ -257,9 +257,7 @@ func benchDispatch(b *testing.B, miss func(i int) bool, sink func(any)) {
 func benchDiscard() func(any) { return func(any) {} }
 
 func benchJSON() func(any) {
-	enc := json.NewEncoder(io.Discard)
-	enc.SetEscapeHTML(false)
-	return func(r any) { _ = enc.Encode(r) }
+	return render.NewPrinter(io.Discard, true, false).Record
 }
 
 func never(int) bool      { return false }

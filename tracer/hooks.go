@@ -135,6 +135,20 @@ func Unavailable(st []HookStatus) []string {
 	return out
 }
 
+// uringEvents is the io_uring hook's programs with the given submission and
+// completion events (their shapes changed across versions; the others did
+// not): bpf/uring.c.
+func uringEvents(submit, submitEvent, submitShape, complete, completeShape string) []attachment {
+	return []attachment{
+		shaped(submit, akTPBTF, submitEvent, submitShape),
+		shaped(bpf.IopathProgUringQueueAsyncWork, akTPBTF, "io_uring_queue_async_work", "io_kiocb,*"),
+		shaped(complete, akTPBTF, "io_uring_complete", completeShape),
+		shaped(bpf.IopathProgUringFileGet, akTPBTF, "io_uring_file_get", "io_kiocb,*"),
+		fn(bpf.IopathProgUringTaskWorkRun, akTPBTF, "io_uring_task_work_run"),
+		fn(bpf.IopathProgUringWakeupNew, akTPBTF, "sched_wakeup_new"),
+	}
+}
+
 // Hooks lists every logical hook with its candidate mechanisms, best first.
 // Function hooks come from the design (vfs_read, filemap_get_pages,
 // do_writepages, balance_dirty_pages); each has a tracepoint stand-in
@@ -173,6 +187,36 @@ func Hooks() []Hook {
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitVfsRename, akFexit, "vfs_rename")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},
 			rawSyscalls(bpf.IopathOpSysSYS_RENAME),
+		}},
+		// issue 13 (bpf/aio.c): libaio through its system calls.
+		{Name: "libaio", Loses: "libaio requests (their IO is unattributed)", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_IO_SUBMIT, bpf.IopathOpSysSYS_IO_GETEVENTS),
+		}},
+		{Name: "aio_iocb", Loses: "exact iocb starts in a multi-iocb io_submit (matched by file and offset instead)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryIoSubmitOne, akFentry, "io_submit_one")}},
+			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKprobeIoSubmitOne, akKprobe, "io_submit_one")}},
+		}},
+		{Name: "aio_dio", Loses: "separate direct-IO iocbs within one io_submit (their bios go to the first)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgAioDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
+		}},
+		// issue 13 (bpf/uring.c): io_uring from its tracepoints (the 6.4+
+		// shapes: io_uring_submit_req was io_uring_submit_sqe before).
+		{Name: "io_uring", Loses: "io_uring requests (their IO is unattributed)", candidates: []candidate{
+			{mech: TPBTF, attach: uringEvents(bpf.IopathProgUringSubmitReq, "io_uring_submit_req", "io_kiocb",
+				bpf.IopathProgUringComplete, "io_ring_ctx,*,io_uring_cqe")},
+			{mech: TPBTF, variant: "io_uring_complete with the CQE's fields (6.12 here)", attach: uringEvents(
+				bpf.IopathProgUringSubmitReq, "io_uring_submit_req", "io_kiocb", bpf.IopathProgUringCompleteFields, "*,*,*,*,*,*,*")},
+			{mech: TPBTF, variant: "io_uring_submit_sqe(req, ...) and io_uring_complete with the CQE's fields (6.1 here)", attach: uringEvents(
+				bpf.IopathProgUringSubmitSqe, "io_uring_submit_sqe", "io_kiocb,*", bpf.IopathProgUringCompleteFields, "*,*,*,*,*,*,*")},
+		}},
+		{Name: "io_uring_local_work", Loses: "ends of io_uring inline parts at the task work of DEFER_TASKRUN rings", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgUringLocalWorkRun, akTPBTF, "io_uring_local_work_run")}},
+		}},
+		{Name: "io_uring_dio", Loses: "names of io-wq workers' direct IO by their io_uring request (named at their completion instead)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgUringDioBegin, akTPBTF, "iomap_dio_rw_begin", "kiocb,iov_iter,*,*")}},
+		}},
+		{Name: "io_uring_enter", Loses: "submit_op_id of io_uring requests", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_IO_URING_ENTER),
 		}},
 		{Name: "filemap_get_pages", Loses: "cache.lookups", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFentryFilemapGetPages, akFentry, "filemap_get_pages")}},

@@ -57,6 +57,9 @@ type asyncLoop struct {
 	now      func() time.Duration
 	done     <-chan struct{} // closed to stop early
 	batch    int             // most requests per submit call
+	// completeMin is the fewest completions a wait call waits for (fewer
+	// when fewer are in flight).
+	completeMin int
 	// syncEvery > 0: after every syncEvery submitted requests, wait for all
 	// of them to complete, then sync (fdatasync if dataSync), like psync's
 	// --fsync N.
@@ -77,7 +80,7 @@ type asyncLoop struct {
 // newAsyncLoop returns a loop with empty histograms.
 func newAsyncLoop(eng asyncEngine, depth int, bs int64) *asyncLoop {
 	return &asyncLoop{
-		eng: eng, depth: depth, bs: bs, limit: math.MaxInt64, deadline: math.MaxInt64, batch: depth,
+		eng: eng, depth: depth, bs: bs, limit: math.MaxInt64, deadline: math.MaxInt64, batch: depth, completeMin: 1,
 		slat: newHist(), clat: newHist(), lat: newHist(), syncLat: newHist(),
 	}
 }
@@ -175,7 +178,7 @@ func (l *asyncLoop) run() error {
 			}
 			continue
 		}
-		m, err := l.eng.wait(1, evs[:inflight])
+		m, err := l.eng.wait(max(1, min(l.completeMin, inflight)), evs[:inflight])
 		l.waits++
 		t := l.now()
 		if err != nil {

@@ -287,3 +287,23 @@ func TestJobsError(t *testing.T) {
 		t.Error("no error gave an error")
 	}
 }
+
+// TestAsyncCompleteMin: one completion per wait (pick), batches of 8 and
+// completeMin 8: every wait reaps 8 and every submit takes 8, so 100
+// requests take 13 submits and 13 waits (the last ones of 4); with
+// completeMin 1 the same batch submits one request per call.
+func TestAsyncCompleteMin(t *testing.T) {
+	for _, c := range []struct{ completeMin, submits int }{{8, 13}, {1, 93}} {
+		var clock time.Duration
+		f := newFake(t, &clock, 512)
+		f.pick = func([]int) int { return 0 }
+		l := fakeLoop(f, 8, 100)
+		l.batch, l.completeMin = 8, c.completeMin
+		if err := l.run(); err != nil {
+			t.Fatal(err)
+		}
+		if l.ops != 100 || f.submitCalls != c.submits || l.waits != int64(c.submits) && c.completeMin == 8 {
+			t.Errorf("completeMin %d: ops %d, submits %d (want %d), waits %d", c.completeMin, l.ops, f.submitCalls, c.submits, l.waits)
+		}
+	}
+}

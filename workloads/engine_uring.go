@@ -22,14 +22,25 @@ type uringEngine struct {
 	submits int64 // io_uring_enter calls that submitted
 	waits   int64 // io_uring_enter calls that waited
 	bytes   int64 // bytes submitted
+	opts    uringOpts
 }
 
-func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64) (*uringEngine, error) {
-	r, err := newRing(uint32(depth))
+// uringOpts are the ring's and its requests' options (--uring-async, --sqpoll).
+type uringOpts struct {
+	async  bool // IOSQE_ASYNC on every SQE
+	sqpoll bool // IORING_SETUP_SQPOLL
+}
+
+func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
+	var flags uint32
+	if opts.sqpoll {
+		flags = uringSetupSQPoll
+	}
+	r, err := newRing(uint32(depth), flags)
 	if err != nil {
 		return nil, err
 	}
-	return &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs}, nil
+	return &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}, nil
 }
 
 func (e *uringEngine) prep(slot int, off int64) {
@@ -43,11 +54,20 @@ func (e *uringEngine) prep(slot int, off int64) {
 	q.addr = uint64(uintptr(unsafe.Pointer(&e.buf[int64(slot)*e.stride])))
 	q.len = uint32(e.bs)
 	q.userData = uint64(slot)
+	if e.opts.async {
+		q.flags = uringSQEAsync
+	}
 }
 
 func (e *uringEngine) submit(n int) (int, error) {
+	var flags uint32
+	if e.opts.sqpoll {
+		// The polling thread takes the SQEs: io_uring_enter only wakes it
+		// if it went idle, and returns n.
+		flags = uringEnterSQWakeup
+	}
 	for {
-		k, err := e.r.enter(uint32(n), 0, 0, e.raw)
+		k, err := e.r.enter(uint32(n), 0, flags, e.raw)
 		e.submits++
 		if errors.Is(err, unix.EINTR) {
 			continue

@@ -20,9 +20,13 @@ func AddFlags(fl *pflag.FlagSet, s *Spec) {
 		fmt.Sprintf("requests each job keeps in flight, 1 to %d (libaio and io_uring engines)", MaxIODepth))
 	fl.Var(&rangeFlag{v: &s.IODepthBatch, name: "--iodepth-batch", lo: 1, hi: MaxIODepth, what: "requests per submit call", def: 1}, "iodepth-batch",
 		"most requests one io_submit/io_uring_enter submits (fio's iodepth_batch_submit), 1 to --iodepth")
+	fl.Var(&rangeFlag{v: &s.IODepthCompleteMin, name: "--iodepth-complete-min", lo: 1, hi: MaxIODepth, what: "completions per wait", def: 1}, "iodepth-complete-min",
+		"fewest completions one io_getevents/io_uring_enter waits for (fio's iodepth_batch_complete_min), 1 to --iodepth")
 	fl.Var(&rangeFlag{v: &s.NumJobs, name: "--numjobs", lo: 1, hi: MaxNumJobs, what: "jobs", def: 1}, "numjobs",
 		"jobs running the workload at once on the same file, each with its own file descriptor, engine and offsets (seed+i); processes, or threads with --thread")
 	fl.BoolVar(&s.Thread, "thread", false, "run --numjobs jobs as threads of one process instead of processes")
+	fl.BoolVar(&s.UringAsync, "uring-async", false, "--engine io_uring: set IOSQE_ASYNC on every request (the kernel runs each in an io-wq worker thread)")
+	fl.BoolVar(&s.SQPoll, "sqpoll", false, "--engine io_uring: a kernel polling thread (IORING_SETUP_SQPOLL) submits the requests")
 	fl.Var(&s.job, "job", "internal: run as job I of N started by a workload with --numjobs (protocol on fds 3 and 4)")
 	fl.MarkHidden("job")
 }
@@ -87,10 +91,14 @@ func (s *Spec) validateQueue() error {
 		return fmt.Errorf("--iodepth %d is out of range: give 1 to %d requests in flight per job", s.IODepth, MaxIODepth)
 	case s.IODepthBatch < 1 || s.IODepthBatch > s.IODepth:
 		return fmt.Errorf("--iodepth-batch %d is out of range: give 1 to --iodepth (%d) requests per submit call", s.IODepthBatch, s.IODepth)
+	case s.IODepthCompleteMin < 1 || s.IODepthCompleteMin > s.IODepth:
+		return fmt.Errorf("--iodepth-complete-min %d is out of range: give 1 to --iodepth (%d) completions per wait", s.IODepthCompleteMin, s.IODepth)
 	case s.NumJobs < 1 || s.NumJobs > MaxNumJobs:
 		return fmt.Errorf("--numjobs %d is out of range: give 1 to %d jobs", s.NumJobs, MaxNumJobs)
 	case s.IODepth > 1 && !async(s.Engine):
 		return fmt.Errorf("--iodepth %d needs --engine libaio or io_uring: the %s engine has one request in flight, inside its system call", s.IODepth, s.Engine)
+	case (s.UringAsync || s.SQPoll) && s.Engine != EngineIOUring:
+		return fmt.Errorf("--uring-async and --sqpoll are io_uring options: add --engine io_uring")
 	case s.NumJobs > 1 && s.appends():
 		return fmt.Errorf("--numjobs %d with appending %s: the jobs would all append to the same file; use --overwrite (or rand-write), or --numjobs 1", s.NumJobs, s.Kind)
 	}

@@ -227,9 +227,16 @@ func SelfCommand(args ...string) (string, []string, error) {
 func (s *Spec) jobArgs(path string, i int) []string {
 	a := []string{"workload", s.Kind, "--file", path, "--json", "--job", fmt.Sprintf("%d/%d", i, s.NumJobs),
 		"--engine", s.Engine, "--bs", strconv.FormatInt(s.BlockSize, 10), "--size", strconv.FormatInt(s.FileSize, 10),
-		"--seed", strconv.FormatUint(s.Seed, 10), "--iodepth", strconv.Itoa(s.IODepth), "--iodepth-batch", strconv.Itoa(s.IODepthBatch)}
+		"--seed", strconv.FormatUint(s.Seed, 10), "--iodepth", strconv.Itoa(s.IODepth), "--iodepth-batch", strconv.Itoa(s.IODepthBatch),
+		"--iodepth-complete-min", strconv.Itoa(s.IODepthCompleteMin)}
 	if s.Count > 0 {
 		a = append(a, "--count", strconv.FormatInt(s.Count, 10))
+	}
+	if s.UringAsync {
+		a = append(a, "--uring-async")
+	}
+	if s.SQPoll {
+		a = append(a, "--sqpoll")
 	}
 	if s.Duration > 0 {
 		a = append(a, "--duration", s.Duration.String())
@@ -313,7 +320,7 @@ func (p *Prepared) aggregate(reps []*Report) *Report {
 		Kind: first.Kind, Engine: first.Engine, File: first.File, BlockSize: first.BlockSize,
 		FileSize: first.FileSize, Base: first.Base, Random: first.Random, Seed: first.Seed,
 		Direct: first.Direct, Cold: p.Spec.Cold, Fadvise: first.Fadvise, IODepth: first.IODepth,
-		Batch: first.Batch, NumJobs: len(reps), Thread: p.Spec.Thread, Cache: p.Cache, Jobs: reps,
+		Batch: first.Batch, CompleteMin: first.CompleteMin, NumJobs: len(reps), Thread: p.Spec.Thread, Cache: p.Cache, Jobs: reps,
 	}
 	agg := &runState{lat: newHist(), syncLat: newHist()}
 	kernel := &ProcIO{}

@@ -91,7 +91,7 @@ func aioSetupError(e unix.Errno, depth int) error {
 func probeEngine(engine string) error {
 	switch engine {
 	case EngineIOUring:
-		r, err := newRing(1)
+		r, err := newRing(1, 0)
 		if err != nil {
 			return err
 		}

@@ -22,9 +22,11 @@ type Report struct {
 	Fadvise   string `json:"fadvise,omitempty"` // access advice given before the run
 	IODepth   int    `json:"iodepth"`           // requests in flight per job (1 for the synchronous engines)
 	Batch     int    `json:"iodepth_batch"`     // most requests per submit call (libaio, io_uring)
-	NumJobs   int    `json:"numjobs"`           // jobs that ran at once; the numbers here are their aggregate
-	Thread    bool   `json:"thread,omitempty"`  // the jobs were threads, not processes
-	Job       int    `json:"job"`               // this job's index, in Jobs; 0 for the aggregate
+	// CompleteMin: fewest completions per wait call (libaio, io_uring).
+	CompleteMin int  `json:"iodepth_complete_min"`
+	NumJobs     int  `json:"numjobs"`          // jobs that ran at once; the numbers here are their aggregate
+	Thread      bool `json:"thread,omitempty"` // the jobs were threads, not processes
+	Job         int  `json:"job"`              // this job's index, in Jobs; 0 for the aggregate
 
 	Ops         int64         `json:"ops"`                   // completed reads or writes
 	Bytes       int64         `json:"bytes"`                 // bytes they moved
@@ -102,7 +104,7 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	r := &Report{
 		Kind: s.Kind, Engine: s.Engine, File: p.Path, BlockSize: s.BlockSize,
 		FileSize: s.FileSize, Base: p.Base, Random: s.random(), Direct: s.Direct,
-		Cold: s.Cold, Fadvise: s.Fadvise, Madvise: s.Madvise, IODepth: s.IODepth, Batch: s.IODepthBatch, NumJobs: 1,
+		Cold: s.Cold, Fadvise: s.Fadvise, Madvise: s.Madvise, IODepth: s.IODepth, Batch: s.IODepthBatch, CompleteMin: s.IODepthCompleteMin, NumJobs: 1,
 		Ops: st.ops, Bytes: st.bytes, Runtime: st.elapsed, Interrupted: st.stopped,
 		Latency:     summarize(st.lat),
 		CPUUser:     tv(ru1.Utime) - tv(ru0.Utime),

@@ -133,7 +133,7 @@ func (p *Prepared) asyncRun(ctx context.Context, j *job, st *runState, offs *Off
 	if s.Duration > 0 {
 		l.deadline = s.Duration
 	}
-	l.next, l.done, l.batch = offs.Next, ctx.Done(), s.IODepthBatch
+	l.next, l.done, l.batch, l.completeMin = offs.Next, ctx.Done(), s.IODepthBatch, s.IODepthCompleteMin
 	l.syncEvery, l.syncLat = s.FsyncEvery, st.syncLat
 	if s.FdatasyncEvery > 0 {
 		l.syncEvery, l.dataSync = s.FdatasyncEvery, true

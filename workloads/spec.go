@@ -135,6 +135,12 @@ type Spec struct {
 	// each request goes to the device as soon as it is prepared, where a
 	// batch would hold the first ones back (plugged) until the last is in.
 	IODepthBatch int
+	// IODepthCompleteMin is the fewest completions one io_getevents or
+	// io_uring_enter waits for, 1 to IODepth (fewer when fewer are in
+	// flight); 0 means 1, fio's default (iodepth_batch_complete_min): the
+	// loop refills as soon as one request completed. With IODepthBatch, it
+	// makes the batches whole: N completions reaped, N requests submitted.
+	IODepthCompleteMin int
 	// NumJobs is the number of jobs issuing the workload at once on the same
 	// file, each with its own open file, buffer, engine and offsets (job i
 	// uses seed Seed+i); 0 means 1. The jobs are processes (fio's default),
@@ -143,6 +149,13 @@ type Spec struct {
 	NumJobs int
 	// Thread runs the jobs as threads instead of processes (fio's --thread).
 	Thread bool
+	// UringAsync sets IOSQE_ASYNC on every io_uring request: the kernel
+	// punts it to an io-wq worker without trying it inline (fio's
+	// force_async). SQPoll sets the ring up with IORING_SETUP_SQPOLL: a
+	// kernel thread of the process (iou-sqp-PID) takes the requests from
+	// the submission queue (fio's sqthread_poll).
+	UringAsync bool
+	SQPoll     bool
 
 	job jobRole // set in a job process started by Run (the hidden --job flag)
 }
@@ -189,6 +202,9 @@ func (s *Spec) fillDefaults() {
 	}
 	if s.IODepthBatch == 0 {
 		s.IODepthBatch = 1
+	}
+	if s.IODepthCompleteMin == 0 {
+		s.IODepthCompleteMin = 1
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 )
 
 // A minimal io_uring (Linux 5.1+; the IORING_OP_READ/WRITE opcodes used here
-// are from 5.6): one ring without SQPOLL or IOPOLL, read and write requests
-// only, driven by io_uring_enter(2). The layouts below are those of
+// are from 5.6): one ring without IOPOLL (SQPOLL on request), read and
+// write requests only, driven by io_uring_enter(2). The layouts below are those of
 // include/uapi/linux/io_uring.h, which the kernel keeps stable.
 
 // mmap offsets of the ring's three areas.
@@ -27,6 +27,9 @@ const (
 )
 
 const (
+	uringSetupSQPoll    = 1 << 1 // IORING_SETUP_SQPOLL: a kernel thread polls the SQ
+	uringSQEAsync       = 1 << 4 // IOSQE_ASYNC: punt the request to io-wq
+	uringEnterSQWakeup  = 1 << 1 // io_uring_enter: wake the SQPOLL thread
 	uringEnterGetEvents = 1 << 0 // io_uring_enter: wait for min_complete completions
 	uringOpRead         = 22     // IORING_OP_READ: like pread(2)
 	uringOpWrite        = 23     // IORING_OP_WRITE: like pwrite(2)
@@ -94,8 +97,8 @@ type ring struct {
 // newRing sets up a ring with at least entries submission entries (the
 // kernel rounds up to a power of two) and maps its queues. A kernel that
 // refuses io_uring gives a *uringRefused error.
-func newRing(entries uint32) (*ring, error) {
-	var p uringParams
+func newRing(entries, flags uint32) (*ring, error) {
+	p := uringParams{flags: flags}
 	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if e != 0 {
 		return nil, refusedError(e)

@@ -61,6 +61,12 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 	return f, data
 }
 
+// The io_uring engine with --uring-async and with --sqpoll, for newTestEngine.
+const (
+	uringAsync  = "io_uring-async"
+	uringSQPoll = "io_uring-sqpoll"
+)
+
 // newTestEngine builds the named async engine over f with depth slots of
 // bs bytes, or skips when the kernel refuses it to this user.
 func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int, bs int64) (asyncEngine, []byte) {
@@ -71,9 +77,9 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring:
+	case EngineIOUring, uringAsync, uringSQPoll:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs)
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll})
 		if err == nil {
 			eng = e
 		}
@@ -105,7 +111,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)

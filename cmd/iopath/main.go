@@ -45,7 +45,10 @@ func main() {
 	// ignored: an ignored SIGPIPE would be inherited by the traced command,
 	// which must die of it as it would untraced.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	tuneGC()
+	stopProfile := startProfile()
 	err := newRootCmd().Execute()
+	stopProfile()
 	if err == nil {
 		return
 	}

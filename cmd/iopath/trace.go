@@ -35,6 +35,7 @@ type traceFlags struct {
 	workload      string // trace_workload.go
 	output        string
 	timeline      timelineFlags
+	interval      time.Duration // trace_interval.go
 }
 
 func newTraceCmd() *cobra.Command {
@@ -85,6 +86,7 @@ is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
 	addTimelineFlags(fl, &f.timeline)
+	fl.DurationVar(&f.interval, "interval", 0, "every `DURATION`, print the interval's totals per process and disk between the stories (as `iopath top`; 0: never)")
 	fl.StringVar(&f.workload, "workload", "", "run `KIND`: iopath workload KIND (its flags after --) as the traced command; its file is prepared before the trace and removed after (unless the workload flags after -- include --keep)")
 	return cmd
 }
@@ -130,6 +132,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	defer func() { closeOut(err) }()
 	out := render.NewPrinter(w, f.json, f.quiet)
+	setChunk(out, w, shared)
 	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
 	if err != nil {
 		return err
@@ -204,8 +207,10 @@ func lookCommand(name string) (string, error) {
 func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
 	force := forceMechanisms(f.force)
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.Tee(out.Record), Idle: out.Flush, Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force) }})
+	iv := newIntervals(f.interval, out, f.json) // trace_interval.go
+	topts.Agg = iv != nil
+	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.Tee(out.Record), Idle: iv.idle(out.Flush), Settle: f.settle, Notes: errw,
+		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force); iv.start(t) }})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/timeline"
 	"github.com/spf13/cobra"
 )
 
@@ -26,7 +28,7 @@ func checkTraceFlags(f *traceFlags) error {
 		flag, example string
 		v             time.Duration
 	}{{"--duration", "10s, or 0 for no limit", f.duration}, {"--settle", "2s, or 0 not to wait", f.settle},
-		{"--wait-writeback", "40s", f.waitWriteback}} {
+		{"--wait-writeback", "40s", f.waitWriteback}, {"--interval", "1s, or 0 for none", f.interval}} {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative: give a duration of 0 or more, e.g. %s %s", d.flag, d.v, d.flag, d.example)
 		}
@@ -108,6 +110,9 @@ func tgid(pid int) int {
 func traceOutput(cmd *cobra.Command, path string, withCommand bool) (w io.Writer, shared *session.SharedStdout, done func(failed error), err error) {
 	if path != "" {
 		_, statErr := os.Stat(path)
+		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
+			return nil, nil, nil, err
+		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)
@@ -129,4 +134,21 @@ func traceOutput(cmd *cobra.Command, path string, withCommand bool) (w io.Writer
 		return sh, sh, func(error) { sh.Close() }, nil
 	}
 	return out, nil, func(error) {}, nil
+}
+
+// regularFileChunk is the largest write of several records to a regular
+// file of iopath's own (render.Printer.SetChunk): the kernel keeps any
+// write to a file in one piece, so only pipes need PIPE_BUF-sized writes.
+const regularFileChunk = 64 << 10
+
+// setChunk lets out write larger batches when w (not shared with a traced
+// command) is a regular file.
+func setChunk(out *render.Printer, w io.Writer, shared *session.SharedStdout) {
+	f, ok := w.(*os.File)
+	if !ok || shared != nil {
+		return
+	}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		out.SetChunk(regularFileChunk)
+	}
 }

@@ -49,6 +49,7 @@ type traced struct {
 	wbs       []record.Writeback
 	persisted []record.Persisted
 	faults    []record.Fault
+	requests  []record.Request
 	summary   *record.Summary
 	stderr    string
 	code      int
@@ -96,6 +97,10 @@ func parseRecords(t *testing.T, out []byte) *traced {
 			var f record.Fault
 			err = json.Unmarshal(line, &f)
 			tr.faults = append(tr.faults, f)
+		case "request":
+			var q record.Request
+			err = json.Unmarshal(line, &q)
+			tr.requests = append(tr.requests, q)
 		case "summary":
 			tr.summary = &record.Summary{}
 			err = json.Unmarshal(line, tr.summary)

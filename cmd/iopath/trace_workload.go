@@ -118,6 +118,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	}
 	defer file.Cleanup(errw)
 	out := render.NewPrinter(wout, f.json, f.quiet)
+	setChunk(out, wout, nil)
 	s, end, err := openTrace(sig, f, errw, out, tracer.Options{})
 	if err != nil {
 		return err

@@ -101,6 +101,7 @@ func TestWorkloadBadInput(t *testing.T) {
 		{`--iodepth 100000 is out of range: give 1 to 1024`, []string{"workload", "rand-read", "--engine", "io_uring", "--iodepth", "100000"}},
 		{`--iodepth 8 needs --engine libaio or io_uring`, []string{"workload", "rand-read", "--iodepth", "8"}},
 		{`--numjobs 0 is out of range: give 1 to 256 jobs`, []string{"workload", "rand-read", "--numjobs", "0"}},
+		{`--iodepth-complete-min 9 is out of range: give 1 to --iodepth (8) completions per wait`, []string{"workload", "rand-read", "--engine", "libaio", "--iodepth", "8", "--iodepth-complete-min", "9"}},
 		{"read-1byte always reads 1 byte per call", []string{"workload", "read-1byte", "--bs", "4k"}},
 		{"directory " + tmp + "/nope does not exist: create it first or choose another --dir", []string{"workload", "seq-read", "--dir", tmp + "/nope"}},
 		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},

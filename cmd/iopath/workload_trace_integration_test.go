@@ -381,7 +381,7 @@ func TestTraceWorkloadBadInput(t *testing.T) {
 	checkRefused(t, tmp, "put the workload's flags after --", "trace", "--workload", "seq-read", "extra")
 	checkRefused(t, tmp, "--workload traces the workload's own process", "trace", "--workload", "seq-read", "-p", "1")
 	checkRefused(t, tmp, "directory "+tmp+"/nope does not exist", "trace", "--workload", "seq-read", "--", "--dir", tmp+"/nope")
-	for _, demo := range []string{"seq-vs-rand", "read-vs-fread", "direct-vs-buffered"} {
+	for _, demo := range []string{"seq-vs-rand", "read-vs-fread", "direct-vs-buffered", "sync-vs-async", "iodepth"} {
 		checkRefused(t, tmp, "tmpfs, which has no block device", "demo", demo, "--dir", "/dev/shm")
 	}
 	if after := progNames(t); len(after) != len(before) {

@@ -78,6 +78,9 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	}
 	rec := e.syscallRecord(o)
 	rec.Unavailable = e.Unavailable
+	if isRequestSys(rec.Syscall) {
+		e.noteRequestFile(rec, o) // asyncio.go
+	}
 	isWrite := sysClass(o.Sys) == record.ClassWrite
 	if o.DirtiedPages > 0 { // writes, and in-kernel copies (their output's pages)
 		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
@@ -153,7 +156,8 @@ func (p *pendingOp) endNs() uint64 {
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
 	if n := queuedSeen(bios); n < queued {
-		e.counters.IncompleteBios += uint64(queued - n) // queued, never seen issued
+		e.counters.IncompleteBios += uint64(queued - n)
+		e.counters.NeverIssued += uint64(queued - n) // queued, never seen issued
 	}
 	if rec.Bios == nil || cap(rec.Bios) < len(bios) {
 		rec.Bios = make([]record.Bio, 0, len(bios)) // empty, not nil, for a call without bios: "bios":[]
@@ -180,6 +184,13 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 	}
 	if record.IsSync(rec.Syscall) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
+		if rec.Syscall == "sync" || rec.Syscall == "syncfs" {
+			rec.SyncWriteback = e.syncWriteback(rec, kdev) // syncwb.go
+		}
+	}
+	if isRequestSys(rec.Syscall) {
+		e.requestPart(rec, kdev, bios, readBytes) // asyncio.go
+		return
 	}
 	e.account(rec, kdev, readBytes)
 	e.Out(rec)
@@ -196,6 +207,7 @@ func (e *Engine) Tick(now uint64) {
 			e.release(id, p)
 		}
 	}
+	e.asyncTick() // asyncio.go
 }
 
 // Flush releases every pending call (end of trace), in op order.
@@ -210,6 +222,7 @@ func (e *Engine) Flush() {
 	for _, id := range ids {
 		e.release(id, e.ops[id])
 	}
+	e.asyncFlush() // asyncio.go
 }
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are

@@ -47,6 +47,11 @@ type Engine struct {
 	Unavailable []string
 	// FaultUnavailable: the same for fault records (record.Fault).
 	FaultUnavailable []string
+	// InferFaultRetry: the filemap_fault hook is a tracepoint, which has no
+	// return value, so a retry shows only as a second filemap event; when
+	// the second pass has none (another thread mapped the page meanwhile)
+	// the retry is inferred from the first pass (faults.go, retryImplied).
+	InferFaultRetry bool
 	// HoldNs is how long a call waits for its bios before it is released
 	// with the ones seen so far (default 10 s of kernel time: mq-deadline can
 	// hold a request for seconds under load).
@@ -62,6 +67,14 @@ type Engine struct {
 	// WriteCache, if set, replaces the sysfs lookup of a device's
 	// queue/write_cache (tests).
 	WriteCache func(kdev uint32) string
+	// UnattributedBio, if set, gets each bio a traced process queued outside
+	// any traced call (the summary's unattributed_bios, writeback excluded)
+	// once its request completed, with the pid that queued it and why it is
+	// unattributed (the summary's unattributed_causes: syscall:NAME, exec,
+	// ...): the block-level view of IO no record carries, such as libaio's
+	// io_submit on a kernel without request hooks (the queue-depth demos).
+	// Called on the reader's goroutine.
+	UnattributedBio func(pid uint32, cause string, b record.Bio)
 
 	ops      map[uint64]*pendingOp
 	rqs      map[uint64]*pendingRq
@@ -74,6 +87,9 @@ type Engine struct {
 	dirty    map[uint64]int64   // write op_id -> dirtied pages not yet persisted or removed
 	dirtyTot atomic.Int64       // sum of the positive values of dirty (read by other goroutines)
 	dirtyOf  map[uint64]fileKey // write op_id -> its file
+	// faultOf: a write fault's op_id -> where it stored, while its dirty
+	// pages are tracked (their persisted records name the fault).
+	faultOf map[uint64]record.FaultRef
 	// memoryWrites counts writes to memory-only filesystems (tmpfs): never written back.
 	memoryWrites atomic.Int64
 	lastTs       uint64
@@ -82,8 +98,10 @@ type Engine struct {
 	notItemized  []record.HitsNotItemized       // see AddHitsNotItemized (hits.go)
 	flush        flushState                     // device cache flushes (flush.go)
 	orphans      orphanState                    // completions seen before their issue (flush.go)
+	syncWB       syncWBState                    // flusher bios written for sync (syncwb.go)
 	renames      renameState                    // earlier names and generations of files (names.go)
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
+	async        asyncState                     // libaio requests (asyncio.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -115,9 +133,14 @@ type Counters struct {
 	UnattributedBios  uint64 // bios of traced processes queued outside any traced call
 	UnattributedBytes uint64 // ... their bytes at issue
 	IncompleteBios    uint64 // bios released without a completion
-	Requeues          uint64
-	OrphanCompletes   uint64 // completions of requests never seen issued
-	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
+	// ... of which: their request's address was issued again as a new
+	// request before its completion arrived (CompletionLost), or no issue
+	// of theirs was seen (NeverIssued); the rest waited in vain.
+	CompletionLost  uint64
+	NeverIssued     uint64
+	Requeues        uint64
+	OrphanCompletes uint64 // completions of requests never seen issued
+	EvictedCalls    uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
@@ -136,7 +159,7 @@ func New(k *kernel.Kernel, out func(any)) *Engine {
 		K: k, Out: out, HoldNs: 10e9, MaxPending: defPending,
 		ops: map[uint64]*pendingOp{}, rqs: map[uint64]*pendingRq{}, wbBios: map[uint64]*wbBio{}, splitOf: map[uint64]uint64{},
 		workers: map[uint32]workerState{}, paths: map[fileKey]string{}, pids: map[uint32]*record.PidSummary{},
-		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{},
+		files: map[fileKey]*record.FileSummary{}, dirty: map[uint64]int64{}, dirtyOf: map[uint64]fileKey{}, faultOf: map[uint64]record.FaultRef{},
 		devNames: map[uint32]string{}, rwbsNames: map[uint32]string{}, names: map[string]string{},
 	}
 }

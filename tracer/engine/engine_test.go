@@ -195,13 +195,32 @@ func TestHitsNeverNegative(t *testing.T) {
 	}
 }
 
+// An unattributed bio is counted, and handed to UnattributedBio with its
+// timing once its request completed; a writeback bio and a call's bio are not.
 func TestUnattributedBiosCounted(t *testing.T) {
 	s := enginetest.NewStream()
-	s.E.HandleIssue(enginetest.Issue(0xa, 110, enginetest.FlRead, enginetest.Own{Op: 0, Bio: 0xb1, Bytes: 4096, Queue: 100, Pid: 300}))
+	type got struct {
+		pid   uint32
+		cause string
+		b     record.Bio
+	}
+	var seen []got
+	s.E.UnattributedBio = func(pid uint32, cause string, b record.Bio) { seen = append(seen, got{pid, cause, b}) }
+	s.E.HandleIssue(enginetest.Issue(0xa, 110, enginetest.FlRead, enginetest.Own{Op: 0, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 100, Pid: 300}))
+	if len(seen) != 0 {
+		t.Fatalf("handed out before its completion: %+v", seen)
+	}
 	s.E.HandleComplete(enginetest.Done(0xa, 200, 0))
+	call := uint64(5)<<32 | 1
+	s.E.HandleIssue(enginetest.Issue(0xc, 300, enginetest.FlRead, enginetest.Own{Op: call, Bio: 0xb2, Bytes: 4096, Queue: 290}))
+	s.E.HandleComplete(enginetest.Done(0xc, 400, 0))
 	sum := s.E.Summary()
 	if sum.UnattributedBios != 1 || len(sum.Pids) != 1 || sum.Pids[0].Unattributed != 1 || sum.Pids[0].DiskBytesRead != 4096 {
 		t.Fatalf("summary %+v", sum)
+	}
+	if len(seen) != 1 || seen[0].pid != 300 || seen[0].cause != "unknown" || seen[0].b.Sector != 8 || seen[0].b.IssueNs != 110 || seen[0].b.CompleteNs != 200 ||
+		seen[0].b.D2CNs != 90 || seen[0].b.Q2CNs != 100 || seen[0].b.Bytes != 4096 {
+		t.Errorf("UnattributedBio got %+v", seen)
 	}
 }
 

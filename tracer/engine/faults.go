@@ -29,6 +29,7 @@ func (e *Engine) handleFault(o *bpf.IopathOp) {
 	rec := e.faultRecord(o)
 	if o.DirtiedPages > 0 {
 		e.dirtyOf[o.OpId] = fkey(o.Dev, o.Ino)
+		e.faultOf[o.OpId] = record.FaultRef{Address: rec.Address, Index: rec.Index}
 		e.adjustDirty(o.OpId, int64(o.DirtiedPages))
 	}
 	p := e.ops[o.OpId]
@@ -45,13 +46,33 @@ func (e *Engine) handleFault(o *bpf.IopathOp) {
 	e.tryRelease(o.OpId, p)
 }
 
+// retryImplied reports whether what filemap_fault did in a fault implies
+// that it returned VM_FAULT_RETRY, for a kernel whose filemap_fault hook
+// sees no return value. On a first pass (every x86 user fault may retry)
+// filemap_fault drops the mmap or VMA lock before it reads (readahead,
+// read-around, or the faulting page alone: pages added) and before it
+// sleeps on a locked page, and a pass that dropped the lock returns
+// VM_FAULT_RETRY (mm/filemap.c since Linux 5.1). A retry normally shows as
+// a second filemap event; a second pass that finds the page already mapped
+// by another thread that faulted on it too shows none, and a multithreaded
+// program's faults on the same cold pages are mostly such. A read fault's
+// sleep is taken as the locked-page wait (a write fault also sleeps in
+// page_mkwrite without a retry, so only its pages added count).
+func retryImplied(o *bpf.IopathOp) bool {
+	if o.FaultFlags&FaultFilemap == 0 {
+		return false // no filemap_fault: fault-around mapped the page
+	}
+	return o.PagesAdded > 0 || o.FaultFlags&FaultWrite == 0 && o.BlockedNs > 0
+}
+
 // faultRecord turns a fault's kernel record into its JSON record.
 func (e *Engine) faultRecord(o *bpf.IopathOp) *record.Fault {
 	index := o.Offset >> 12
 	rec := &record.Fault{
 		Type: record.TypeFault, OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
 		Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic), Index: index, Address: o.FaultAddr,
-		Write: o.FaultFlags&FaultWrite != 0, Major: o.FaultFlags&FaultMajor != 0, Retried: o.FaultFlags&FaultRetried != 0,
+		Write: o.FaultFlags&FaultWrite != 0, Major: o.FaultFlags&FaultMajor != 0,
+		Retried:    o.FaultFlags&FaultRetried != 0 || e.InferFaultRetry && retryImplied(o),
 		DurationNs: sub(o.EndNs, o.StartNs), BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages,
 		Cache:       record.Cache{PagesRequested: 1, PagesAdded: uint64(o.PagesAdded), Readahead: []record.Readahead{}},
 		Unavailable: e.FaultUnavailable,
@@ -133,6 +154,7 @@ func addedFrom(added []record.PageRange, start uint64) uint32 {
 func (e *Engine) emitFault(rec *record.Fault, kdev uint32, bios []*bioRef, queued uint32) {
 	if n := uint32(len(bios)); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n)
+		e.counters.NeverIssued += uint64(queued - n)
 	}
 	rec.Bios = make([]record.Bio, 0, len(bios))
 	slices.SortStableFunc(bios, func(a, b *bioRef) int { return cmp.Compare(a.IssueNs, b.IssueNs) })

@@ -127,8 +127,22 @@ func TestFaultWriteDirtiesAndPersists(t *testing.T) {
 	if len(ps) != 1 || ps[0].OpID != faultID(1) || ps[0].Outcome != record.OutcomeWritten || ps[0].Pages != 1 {
 		t.Fatalf("persisted: %+v", ps)
 	}
+	if f := ps[0].Fault; f == nil || f.Address != 0x7f0000003000 || f.Index != 3 {
+		t.Errorf("persisted does not name the fault: %+v", f)
+	}
 	if s.E.DirtyPending() != 0 {
 		t.Errorf("dirty pending after writeback: %d", s.E.DirtyPending())
+	}
+	// A write call's pages, and a fault's page removed before writeback.
+	s.E.HandleOp(enginetest.WriteOp(faultID(2), 0, 4096, record.PageRange{Index: 0, Pages: 1}))
+	w = enginetest.Fault(faultID(3), 9, 0x7f0000009000, engine.FaultWrite|engine.FaultFilemap, 60_000, 5000)
+	enginetest.AddRange(w, 9, 1, engine.RangeDirtied)
+	s.E.HandleOp(w)
+	s.E.HandleDirtyGone(enginetest.Gone(faultID(3), 9, 1, 70_000))
+	s.E.HandleDirtyGone(enginetest.Gone(faultID(2), 0, 1, 71_000))
+	ps = s.Persisted()
+	if len(ps) != 3 || ps[1].Fault == nil || ps[1].Fault.Index != 9 || ps[1].Outcome != record.OutcomeRemoved || ps[2].Fault != nil {
+		t.Errorf("removed pages: %+v", ps[1:])
 	}
 }
 
@@ -158,5 +172,43 @@ func TestAdviceAndMsyncCalls(t *testing.T) {
 	}
 	if s.E.Counters().UnattributedBios != 0 {
 		t.Errorf("unattributed bios")
+	}
+}
+
+// Where the filemap_fault hook is a tracepoint (no VM_FAULT_RETRY to read),
+// a retry whose second pass left no filemap event (another thread mapped
+// the page meanwhile) is inferred from the first pass: it read pages, or
+// (a read fault) slept on a locked page. Not from a write fault's sleep
+// (page_mkwrite), nor without filemap_fault, nor where the return value is
+// seen (InferFaultRetry off).
+func TestFaultRetryInferred(t *testing.T) {
+	type c struct {
+		name           string
+		flags          uint32
+		added          uint32
+		blocked        uint64
+		infer, retried bool
+	}
+	for _, tc := range []c{
+		{"read the page, no second event", engine.FaultMajor | engine.FaultFilemap, 1, 90_000, true, true},
+		{"waited on a page another thread read", engine.FaultFilemap, 0, 80_000, true, true},
+		{"a cached page, no wait", engine.FaultFilemap, 0, 0, true, false},
+		{"a write fault slept in page_mkwrite", engine.FaultWrite | engine.FaultFilemap, 0, 50_000, true, false},
+		{"a write fault read its page", engine.FaultWrite | engine.FaultFilemap, 1, 50_000, true, true},
+		{"no filemap_fault (fault-around)", 0, 0, 10_000, true, false},
+		{"fexit: the return value said no retry", engine.FaultMajor | engine.FaultFilemap, 1, 90_000, false, false},
+		{"a second event seen", engine.FaultFilemap | engine.FaultRetried, 0, 0, false, true},
+	} {
+		s := enginetest.NewStream()
+		s.E.InferFaultRetry = tc.infer
+		o := enginetest.Fault(faultID(1), 3, 0x7f0000003000, tc.flags, 1000, 200_000)
+		o.BlockedNs = tc.blocked
+		if tc.added > 0 {
+			enginetest.AddRange(o, 3, tc.added, engine.RangeAdded)
+		}
+		s.E.HandleOp(o)
+		if fs := s.Faults(); len(fs) != 1 || fs[0].Retried != tc.retried {
+			t.Errorf("%s: faults %+v, want retried %v", tc.name, fs, tc.retried)
+		}
 	}
 }

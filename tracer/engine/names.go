@@ -29,6 +29,10 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_RENAME): "rename",
 	uint32(bpf.IopathOpSysSYS_MSYNC):  "msync", uint32(bpf.IopathOpSysSYS_MADVISE): "madvise",
 	uint32(bpf.IopathOpSysSYS_FADVISE64): "fadvise64", uint32(bpf.IopathOpSysSYS_READAHEAD): "readahead",
+	uint32(bpf.IopathOpSysSYS_IO_SUBMIT): "io_submit", uint32(bpf.IopathOpSysSYS_IO_GETEVENTS): "io_getevents",
+	uint32(bpf.IopathOpSysSYS_AIO_READ): "libaio_read", uint32(bpf.IopathOpSysSYS_AIO_WRITE): "libaio_write",
+	uint32(bpf.IopathOpSysSYS_IO_URING_ENTER): "io_uring_enter",
+	uint32(bpf.IopathOpSysSYS_URING_READ):     "io_uring_read", uint32(bpf.IopathOpSysSYS_URING_WRITE): "io_uring_write",
 }
 
 // raw_sys_mask has one bit per enum op_sys value: a compile error here

@@ -48,13 +48,17 @@ func causeName(flags uint32) string {
 // unattributed counts one bio a traced process queued outside any traced
 // call (bytes at issue) under its cause.
 func (e *Engine) unattributed(pid, flags, bytes uint32) {
+	e.unattributedAs(pid, bytes, causeName(flags))
+}
+
+// unattributedAs counts one unattributed bio under the cause name.
+func (e *Engine) unattributedAs(pid, bytes uint32, name string) {
 	e.counters.UnattributedBios++
 	e.counters.UnattributedBytes += uint64(bytes)
 	e.pid(pid, "").Unattributed++
 	if e.unattr == nil {
 		e.unattr = map[string]*record.CauseTotals{}
 	}
-	name := causeName(flags)
 	c := e.unattr[name]
 	if c == nil {
 		c = &record.CauseTotals{}

@@ -76,9 +76,19 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 // the page cache (truncate, hole punch, eviction) before any writeback.
 func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
+	f := e.faultRef(ev.OpId)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: ev.OpId, Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
-		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0})
+	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f})
+}
+
+// faultRef names the write fault that dirtied op opID's pages (nil: a
+// call, or a fault not seen yet).
+func (e *Engine) faultRef(opID uint64) *record.FaultRef {
+	if f, ok := e.faultOf[opID]; ok {
+		return &f
+	}
+	return nil
 }
 
 func (e *Engine) settle(opID uint64, pages uint32) {
@@ -97,6 +107,7 @@ func (e *Engine) adjustDirty(opID uint64, delta int64) {
 	if v == 0 {
 		delete(e.dirty, opID)
 		delete(e.dirtyOf, opID)
+		delete(e.faultOf, opID)
 	} else {
 		e.dirty[opID] = v
 	}
@@ -167,6 +178,9 @@ func (e *Engine) writebackDone(b *bioRef) {
 			}
 		}
 	}
+	if reason == record.ReasonSync && wb.OpId == 0 {
+		e.noteSyncWB(b.QueueNs, wb.Dev, bytes)
+	}
 	e.Out(&record.Writeback{Type: record.TypeWriteback, TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
 		Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
@@ -199,6 +213,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 	}
 	for _, id := range order {
 		a := per[id]
+		f := e.faultRef(id) // before settle forgets it
 		e.settle(id, a.pages)
 		outcome := record.OutcomeWritten
 		if b.Error != "" {
@@ -208,10 +223,10 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: id, Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
-			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error})
+			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f})
 	}
 }
 

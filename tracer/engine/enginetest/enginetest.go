@@ -208,3 +208,43 @@ func Fault(id uint64, index, addr uint64, flags uint32, start, end uint64) *bpf.
 	o.Fd, o.FaultAddr, o.FaultFlags = -1, addr, flags|engine.FaultEnded|engine.FaultFilemapSeen
 	return o
 }
+
+// Requests returns the asynchronous request records emitted so far.
+func (s *Stream) Requests() []*record.Request { return only[*record.Request](s.Recs) }
+
+// Iocb is one iocb of a synthetic io_submit: its user address, user data,
+// offset and length (a read: IOCB_CMD_PREAD, on fd 3).
+type Iocb struct {
+	Addr, UserData uint64
+	Off, Bytes     uint64
+}
+
+// AioSubmit returns the EV_AIO_SUBMIT record of an io_submit of "app", pid 100,
+// thread call>>32, on ring ctx, that submitted ret of the iocbs (the first
+// AIO_PER_EV of them) between start and end.
+func AioSubmit(call, ctx uint64, ret int64, start, end uint64, cbs ...Iocb) *bpf.IopathAioSubmitEv {
+	ev := &bpf.IopathAioSubmitEv{Type: uint32(bpf.IopathEvTypeEV_AIO_SUBMIT), Pid: 100, Tid: uint32(call >> 32), Nr: uint32(len(cbs)),
+		OpId: call, Ctx: ctx, StartNs: start, EndNs: end, Ret: ret, N: uint32(len(cbs))}
+	copy(ev.Comm[:], []int8{'a', 'p', 'p'})
+	for i, c := range cbs {
+		ev.Iocb[i] = bpf.IopathAioIocb{Iocb: c.Addr, UserData: c.UserData, Offset: int64(c.Off), Nbytes: c.Bytes, Fd: 3}
+	}
+	return ev
+}
+
+// Reaped is one io_event an io_getevents returned.
+type Reaped struct {
+	Addr, UserData uint64
+	Res            int64
+}
+
+// AioReap returns the EV_AIO_REAP record of an io_getevents of pid 100 on
+// ring ctx that returned evs at ts.
+func AioReap(ctx, ts uint64, evs ...Reaped) *bpf.IopathAioReapEv {
+	ev := &bpf.IopathAioReapEv{Type: uint32(bpf.IopathEvTypeEV_AIO_REAP), Pid: 100, Tid: 100, Ctx: ctx, Ts: ts,
+		Ret: int64(len(evs)), N: uint32(len(evs))}
+	for i, e := range evs {
+		ev.Ev[i] = bpf.IopathAioEvent{UserData: e.UserData, Iocb: e.Addr, Res: e.Res}
+	}
+	return ev
+}

@@ -1,0 +1,168 @@
+package aggregate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/iopath/iopath/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Maps are the BPF maps of bpf/agg.h.
+type Maps struct {
+	Procs, Files, Other, Devs, Global *ebpf.Map
+	Rqs                               *ebpf.Map // requests in flight: issue time (CLOCK_MONOTONIC ns)
+}
+
+const execed = 1 << 31
+
+// Reader reads snapshots from the maps. It removes the entries of exited
+// processes from agg_procs (keeping their counts in Retired), so that a
+// long run's map holds only live processes. Not safe for concurrent use.
+type Reader struct {
+	M             Maps
+	retired       IO
+	retiredByComm map[string]*IO
+	// alive says whether a process still exists (tests replace it).
+	alive func(pid uint32) bool
+}
+
+// NewReader returns a Reader of m.
+func NewReader(m Maps) *Reader {
+	return &Reader{M: m, retiredByComm: map[string]*IO{}, alive: pidAlive}
+}
+
+func pidAlive(pid uint32) bool {
+	err := unix.Kill(int(pid), 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// Read returns the cumulative aggregates now.
+func (r *Reader) Read() (*Snapshot, error) {
+	s := &Snapshot{At: time.Now(), Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{}, Devices: map[DevKey]*Device{}}
+	var pid uint32
+	var v bpf.IopathAggIo
+	var gone []uint32
+	it := r.M.Procs.Iterate()
+	for it.Next(&pid, &v) {
+		// A key with bit 31 holds a program that exec'ed (bpf/agg.h
+		// AGG_EXECED): ended, like an exited process.
+		p := &Proc{Pid: pid &^ execed, Comm: cString(v.Name[:]), IO: ioOf(&v)}
+		if pid&execed != 0 || !r.alive(pid) {
+			p.Exited = true
+			gone = append(gone, pid)
+		}
+		s.Procs[pid] = p
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("reading agg_procs: %w", err)
+	}
+	for _, pid := range gone {
+		// Deleted after the read: calls of a process that is gone
+		// cannot come any more (a reused pid's first calls between the
+		// read and the delete would be lost; pids are reused last).
+		if err := r.M.Procs.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil, fmt.Errorf("removing exited process %d from agg_procs: %w", pid, err)
+		}
+		p := s.Procs[pid]
+		r.retired.Add(&p.IO)
+		c := r.retiredByComm[p.Comm]
+		if c == nil {
+			c = &IO{}
+			r.retiredByComm[p.Comm] = c
+		}
+		c.Add(&p.IO)
+	}
+	s.Retired = r.retired
+	s.RetiredByComm = make(map[string]*IO, len(r.retiredByComm))
+	for c, io := range r.retiredByComm {
+		x := *io
+		s.RetiredByComm[c] = &x
+	}
+	var fk bpf.IopathAggFileKey
+	fit := r.M.Files.Iterate()
+	for fit.Next(&fk, &v) {
+		k := FileKey{Dev: fk.Dev, Ino: fk.Ino}
+		s.Files[k] = &File{FileKey: k, Name: cString(v.Name[:]), IO: ioOf(&v)}
+	}
+	if err := fit.Err(); err != nil {
+		return nil, fmt.Errorf("reading agg_files: %w", err)
+	}
+	for i := uint32(0); i < 2; i++ {
+		if err := r.M.Other.Lookup(i, &v); err != nil {
+			return nil, fmt.Errorf("reading agg_other: %w", err)
+		}
+		if i == 0 {
+			s.OtherProcs = ioOf(&v)
+		} else {
+			s.OtherFiles = ioOf(&v)
+		}
+	}
+	var dk bpf.IopathAggDevKey
+	var dv bpf.IopathAggDev
+	dit := r.M.Devs.Iterate()
+	for dit.Next(&dk, &dv) {
+		k := DevKey{Dev: dk.Dev, Op: RqOp(dk.Op)}
+		s.Devices[k] = &Device{DevKey: k, Requests: dv.Requests, Bytes: dv.Bytes, Errors: dv.Errors, D2CNs: dv.D2cNs,
+			Q2CNs: dv.Q2cNs, Q2CUnknown: dv.Q2cUnknown, D2C: dv.D2c, Q2C: dv.Q2c}
+	}
+	if err := dit.Err(); err != nil {
+		return nil, fmt.Errorf("reading agg_devs: %w", err)
+	}
+	var g bpf.IopathAggGlobal
+	if err := r.M.Global.Lookup(uint32(0), &g); err != nil {
+		return nil, fmt.Errorf("reading agg_g: %w", err)
+	}
+	s.Global = Global{DirtyToDisk: g.DirtyToDisk, DirtyToDiskNs: g.DirtyToDiskNs, Overflow: g.Overflow}
+	for i := range Ops {
+		for c := range 2 {
+			s.Global.SyscallLat[i][c] = g.SyscallLat[i][c]
+			s.Global.SyscallLatNs[i][c] = g.SyscallLatNs[i][c]
+		}
+	}
+	return s, nil
+}
+
+// ioOf converts the kernel's value.
+func ioOf(v *bpf.IopathAggIo) IO {
+	io := IO{
+		Calls: v.Calls, Errors: v.Errors, Bytes: v.Bytes, LatencyNs: v.LatencyNs,
+		HitPages: v.HitPages, MissPages: v.MissPages, ReadaheadPages: v.RaPages,
+		DiskReadBytes: v.DiskReadBytes, DiskWriteBytes: v.DiskWriteBytes, WritebackBytes: v.WbBytes,
+		DirtiedPages: v.DirtiedPages, CleanedPages: v.CleanedPages, ThrottleNs: v.ThrottleNs,
+	}
+	for i := range Ops {
+		io.Lat[i] = v.Lat[i]
+	}
+	return io
+}
+
+func cString(b []int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}
+
+// InflightBefore counts the requests in flight that were issued before
+// ns (CLOCK_MONOTONIC).
+func (r *Reader) InflightBefore(ns uint64) (int, error) {
+	var rq, issued uint64
+	n := 0
+	it := r.M.Rqs.Iterate()
+	for it.Next(&rq, &issued) {
+		if issued < ns {
+			n++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("reading agg_rqs: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,362 @@
+// Package aggregate reads the in-kernel aggregates of `iopath top`, `iopath
+// serve` and `iopath trace --interval` (bpf/agg.h) into typed snapshots:
+// cumulative counters and log2 histograms per process, per file, per disk
+// and for the whole run; Delta turns two snapshots into an interval, and
+// Hist.Quantile estimates percentiles from the log2 buckets.
+package aggregate
+
+import (
+	"time"
+
+	"github.com/iopath/iopath/bpf"
+)
+
+// Call classes (bpf/agg.h enum agg_op): the index of the per-op arrays.
+const (
+	Read  = int(bpf.IopathAggOpAGG_READ)
+	Write = int(bpf.IopathAggOpAGG_WRITE)
+	Sync  = int(bpf.IopathAggOpAGG_SYNC)
+	Ops   = int(bpf.IopathAggOpAGG_OPS)
+)
+
+// OpNames name the call classes, as the metrics' op label does.
+var OpNames = [Ops]string{Read: "read", Write: "write", Sync: "sync"}
+
+// RqOp is a block request's class (bpf/agg.h enum agg_rq_op).
+type RqOp uint32
+
+// Request classes.
+const (
+	RqRead    = RqOp(bpf.IopathAggRqOpAGG_RQ_READ)
+	RqWrite   = RqOp(bpf.IopathAggRqOpAGG_RQ_WRITE)
+	RqFlush   = RqOp(bpf.IopathAggRqOpAGG_RQ_FLUSH)
+	RqDiscard = RqOp(bpf.IopathAggRqOpAGG_RQ_DISCARD)
+)
+
+func (o RqOp) String() string {
+	switch o {
+	case RqRead:
+		return "read"
+	case RqWrite:
+		return "write"
+	case RqFlush:
+		return "flush"
+	}
+	return "discard"
+}
+
+// Overflow indexes (bpf/agg.h enum agg_overflow).
+const (
+	OverflowProcs = int(bpf.IopathAggOverflowAGG_OV_PROCS)
+	OverflowFiles = int(bpf.IopathAggOverflowAGG_OV_FILES)
+	OverflowRqs   = int(bpf.IopathAggOverflowAGG_OV_RQS)
+	OverflowDevs  = int(bpf.IopathAggOverflowAGG_OV_DEVS)
+	overflows     = int(bpf.IopathAggOverflowAGG_OV_MAX)
+)
+
+// PageSize is the unit of the page counters (4 KiB).
+const PageSize = 4096
+
+// IO is what the calls of one process, one file or of everything did.
+// Bytes of reads are the bytes returned, of writes the bytes written.
+type IO struct {
+	Calls, Errors, Bytes, LatencyNs [Ops]uint64
+	HitPages                        uint64 // read pages found in the page cache
+	MissPages                       uint64 // read pages the call had to insert (inside its range)
+	ReadaheadPages                  uint64 // pages inserted beyond the calls' ranges
+	DiskReadBytes                   uint64 // bios queued by read calls
+	DiskWriteBytes                  uint64 // bios queued by write and sync calls (O_SYNC, O_DIRECT, fsync)
+	WritebackBytes                  uint64 // pages the calls dirtied, written back by the flusher
+	DirtiedPages                    uint64 // pages the calls turned dirty
+	CleanedPages                    uint64 // of tracked dirty pages, written back or dropped since
+	ThrottleNs                      uint64 // time in balance_dirty_pages
+	Lat                             [Ops]Hist
+}
+
+// Proc is one process's IO (key: tgid; with bit 31 set, the part of a
+// process before its execve, ended).
+type Proc struct {
+	Pid    uint32
+	Comm   string // at its first traced call
+	Exited bool   // gone (exited, or exec'ed into another program): its entry was folded into Snapshot.Retired after this read
+	IO
+}
+
+// FileKey names a file: its filesystem's kernel dev_t and inode.
+type FileKey struct {
+	Dev uint32
+	Ino uint64
+}
+
+// File is one file's IO.
+type File struct {
+	FileKey
+	Name string // last path component when first seen
+	IO
+}
+
+// DevKey names a disk (kernel dev_t) and request class.
+type DevKey struct {
+	Dev uint32
+	Op  RqOp
+}
+
+// Device is every request completed on one disk in one class, whoever
+// queued it (like iostat).
+type Device struct {
+	DevKey
+	Requests, Bytes, Errors uint64
+	D2CNs, Q2CNs            uint64 // sums
+	Q2CUnknown              uint64 // requests without a start time (queue without io accounting)
+	D2C, Q2C                Hist   // issue→complete, request start→complete
+}
+
+// Global is the run's histograms and loss counters.
+type Global struct {
+	// SyscallLat by op and cache (0 hit, 1 miss: the call inserted pages
+	// in its range or queued bios).
+	SyscallLat    [Ops][2]Hist
+	SyscallLatNs  [Ops][2]uint64
+	DirtyToDisk   Hist // pages: dirtied → their writeback bio queued
+	DirtyToDiskNs uint64
+	Overflow      [overflows]uint64
+}
+
+// Snapshot is the aggregates at one moment (cumulative since the tracer
+// loaded), or, from Delta, over an interval.
+type Snapshot struct {
+	At      time.Time
+	Elapsed time.Duration // Delta: the interval's length
+	Procs   map[uint32]*Proc
+	Files   map[FileKey]*File
+	Devices map[DevKey]*Device
+	// OtherProcs and OtherFiles hold the calls agg_procs / agg_files had no
+	// room for (counted in Global.Overflow): totals stay exact.
+	OtherProcs, OtherFiles IO
+	// Retired holds processes that exited (their entries were removed from
+	// the kernel's map to make room), all and by comm.
+	// An interval (Delta) has neither: its exited processes are rows of
+	// Procs, counted from the previous read.
+	Retired       IO
+	RetiredByComm map[string]*IO
+	Global        Global
+	interval      bool
+}
+
+// Total is every traced call's IO: the processes, the ones without room
+// and the exited ones.
+func (s *Snapshot) Total() IO {
+	var t IO
+	for _, p := range s.Procs {
+		if !p.Exited || s.interval {
+			t.Add(&p.IO)
+		}
+	}
+	t.Add(&s.OtherProcs)
+	t.Add(&s.Retired)
+	return t
+}
+
+// Add adds b to a.
+func (a *IO) Add(b *IO) {
+	for i := range Ops {
+		a.Calls[i] += b.Calls[i]
+		a.Errors[i] += b.Errors[i]
+		a.Bytes[i] += b.Bytes[i]
+		a.LatencyNs[i] += b.LatencyNs[i]
+		a.Lat[i].Add(&b.Lat[i])
+	}
+	a.HitPages += b.HitPages
+	a.MissPages += b.MissPages
+	a.ReadaheadPages += b.ReadaheadPages
+	a.DiskReadBytes += b.DiskReadBytes
+	a.DiskWriteBytes += b.DiskWriteBytes
+	a.WritebackBytes += b.WritebackBytes
+	a.DirtiedPages += b.DirtiedPages
+	a.CleanedPages += b.CleanedPages
+	a.ThrottleNs += b.ThrottleNs
+}
+
+// Sub returns a - b, counter by counter, 0 where b is larger (a key reused
+// by a new process or file starts again from 0).
+func (a IO) Sub(b *IO) IO {
+	d := a
+	for i := range Ops {
+		d.Calls[i] = sub(a.Calls[i], b.Calls[i])
+		d.Errors[i] = sub(a.Errors[i], b.Errors[i])
+		d.Bytes[i] = sub(a.Bytes[i], b.Bytes[i])
+		d.LatencyNs[i] = sub(a.LatencyNs[i], b.LatencyNs[i])
+		d.Lat[i] = a.Lat[i].Sub(&b.Lat[i])
+	}
+	d.HitPages = sub(a.HitPages, b.HitPages)
+	d.MissPages = sub(a.MissPages, b.MissPages)
+	d.ReadaheadPages = sub(a.ReadaheadPages, b.ReadaheadPages)
+	d.DiskReadBytes = sub(a.DiskReadBytes, b.DiskReadBytes)
+	d.DiskWriteBytes = sub(a.DiskWriteBytes, b.DiskWriteBytes)
+	d.WritebackBytes = sub(a.WritebackBytes, b.WritebackBytes)
+	d.DirtiedPages = sub(a.DirtiedPages, b.DirtiedPages)
+	d.CleanedPages = sub(a.CleanedPages, b.CleanedPages)
+	d.ThrottleNs = sub(a.ThrottleNs, b.ThrottleNs)
+	return d
+}
+
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}
+
+// AllCalls is the number of calls of every class.
+func (a *IO) AllCalls() uint64 { return a.Calls[Read] + a.Calls[Write] + a.Calls[Sync] }
+
+// AllLat is the latency histogram of every class.
+func (a *IO) AllLat() Hist {
+	var h Hist
+	for i := range Ops {
+		h.Add(&a.Lat[i])
+	}
+	return h
+}
+
+// DiskBytes is every byte this IO put on or read from the disk: its calls'
+// bios and the writeback of the pages they dirtied.
+func (a *IO) DiskBytes() uint64 { return a.DiskReadBytes + a.DiskWriteBytes + a.WritebackBytes }
+
+// HitRatio is the read pages found in the cache over all read pages; ok is
+// false without read pages.
+func (a *IO) HitRatio() (float64, bool) {
+	n := a.HitPages + a.MissPages
+	if n == 0 {
+		return 0, false
+	}
+	return float64(a.HitPages) / float64(n), true
+}
+
+// DirtyPending is the pages dirtied and not yet written back or dropped,
+// as far as iopath followed them (0 when more were cleaned: pages dirtied
+// before the tracer loaded, or outside a traced call).
+func (a *IO) DirtyPending() uint64 { return sub(a.DirtiedPages, a.CleanedPages) }
+
+// Amplification is disk bytes per byte the calls moved; ok is false when
+// they moved none.
+func (a *IO) Amplification() (float64, bool) {
+	b := a.Bytes[Read] + a.Bytes[Write]
+	if b == 0 {
+		return 0, false
+	}
+	return float64(a.DiskBytes()) / float64(b), true
+}
+
+// Delta returns cur - prev: per key, the counters of the interval between
+// the two reads. Keys absent from prev count from 0; keys absent from cur
+// (removed, exited earlier) are not in the result.
+func Delta(prev, cur *Snapshot) *Snapshot {
+	d := &Snapshot{
+		At: cur.At, Elapsed: cur.At.Sub(prev.At), Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{},
+		Devices: map[DevKey]*Device{}, RetiredByComm: map[string]*IO{}, interval: true,
+	}
+	for k, p := range cur.Procs {
+		q := *p
+		if o := prev.Procs[k]; o != nil && o.Comm == p.Comm {
+			q.IO = p.Sub(&o.IO)
+		}
+		d.Procs[k] = &q
+	}
+	for k, f := range cur.Files {
+		g := *f
+		if o := prev.Files[k]; o != nil {
+			g.IO = f.Sub(&o.IO)
+		}
+		d.Files[k] = &g
+	}
+	for k, v := range cur.Devices {
+		w := *v
+		if o := prev.Devices[k]; o != nil {
+			w.Requests = sub(v.Requests, o.Requests)
+			w.Bytes = sub(v.Bytes, o.Bytes)
+			w.Errors = sub(v.Errors, o.Errors)
+			w.D2CNs = sub(v.D2CNs, o.D2CNs)
+			w.Q2CNs = sub(v.Q2CNs, o.Q2CNs)
+			w.Q2CUnknown = sub(v.Q2CUnknown, o.Q2CUnknown)
+			w.D2C = v.D2C.Sub(&o.D2C)
+			w.Q2C = v.Q2C.Sub(&o.Q2C)
+		}
+		d.Devices[k] = &w
+	}
+	d.OtherProcs = cur.OtherProcs.Sub(&prev.OtherProcs)
+	d.OtherFiles = cur.OtherFiles.Sub(&prev.OtherFiles)
+	g := &d.Global
+	for i := range Ops {
+		for c := range 2 {
+			g.SyscallLat[i][c] = cur.Global.SyscallLat[i][c].Sub(&prev.Global.SyscallLat[i][c])
+			g.SyscallLatNs[i][c] = sub(cur.Global.SyscallLatNs[i][c], prev.Global.SyscallLatNs[i][c])
+		}
+	}
+	g.DirtyToDisk = cur.Global.DirtyToDisk.Sub(&prev.Global.DirtyToDisk)
+	g.DirtyToDiskNs = sub(cur.Global.DirtyToDiskNs, prev.Global.DirtyToDiskNs)
+	for i := range g.Overflow {
+		g.Overflow[i] = sub(cur.Global.Overflow[i], prev.Global.Overflow[i])
+	}
+	return d
+}
+
+// NewInterval returns an empty interval starting at at, for Accumulate.
+func NewInterval(at time.Time) *Snapshot {
+	return &Snapshot{At: at, Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{}, Devices: map[DevKey]*Device{},
+		RetiredByComm: map[string]*IO{}, interval: true}
+}
+
+// Accumulate adds the interval d to the interval s (made by NewInterval):
+// s then spans from its start to d's end, with every row any of the
+// intervals had (exited processes included).
+func (s *Snapshot) Accumulate(d *Snapshot) {
+	s.Elapsed += d.Elapsed
+	s.At = d.At
+	for k, p := range d.Procs {
+		q := s.Procs[k]
+		if q == nil {
+			q = &Proc{Pid: p.Pid}
+			s.Procs[k] = q
+		}
+		q.Comm, q.Exited = p.Comm, p.Exited
+		q.Add(&p.IO)
+	}
+	for k, f := range d.Files {
+		g := s.Files[k]
+		if g == nil {
+			g = &File{FileKey: k, Name: f.Name}
+			s.Files[k] = g
+		}
+		g.Add(&f.IO)
+	}
+	for k, v := range d.Devices {
+		w := s.Devices[k]
+		if w == nil {
+			w = &Device{DevKey: k}
+			s.Devices[k] = w
+		}
+		w.Requests += v.Requests
+		w.Bytes += v.Bytes
+		w.Errors += v.Errors
+		w.D2CNs += v.D2CNs
+		w.Q2CNs += v.Q2CNs
+		w.Q2CUnknown += v.Q2CUnknown
+		w.D2C.Add(&v.D2C)
+		w.Q2C.Add(&v.Q2C)
+	}
+	s.OtherProcs.Add(&d.OtherProcs)
+	s.OtherFiles.Add(&d.OtherFiles)
+	g := &s.Global
+	for i := range Ops {
+		for c := range 2 {
+			g.SyscallLat[i][c].Add(&d.Global.SyscallLat[i][c])
+			g.SyscallLatNs[i][c] += d.Global.SyscallLatNs[i][c]
+		}
+	}
+	g.DirtyToDisk.Add(&d.Global.DirtyToDisk)
+	g.DirtyToDiskNs += d.Global.DirtyToDiskNs
+	for i := range g.Overflow {
+		g.Overflow[i] += d.Global.Overflow[i]
+	}
+}

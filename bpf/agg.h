@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* In-kernel aggregates (issue 17): counters and log2 histograms for
+ * `iopath top`, `iopath serve` and `iopath trace --interval`, kept per
+ * process (tgid), per file (dev, ino), per disk and direction, and for the
+ * whole run. Userspace reads the maps (package aggregate); with agg_only no
+ * per-call or per-request record goes to the ring buffer at all.
+ *
+ * Hooks call in with one line each: op_end (agg_call), claim in block.c
+ * (agg_written), dirty_gone in filemap.c (agg_dropped), block_rq_issue /
+ * complete / requeue (agg_rq_*).
+ *
+ * Bounded: agg_procs and agg_files refuse new keys when full; the calls of
+ * a refused key go to agg_other (so totals stay exact) and are counted in
+ * agg_global.overflow. Values are updated with atomic adds: one entry is
+ * shared by every CPU (a per-CPU value of ~1 KiB per key would cost
+ * ncpu × entries of kernel memory). */
+#ifndef IOPATH_AGG_H
+#define IOPATH_AGG_H
+
+#include "helpers.h"
+
+#define AGG_BUCKETS 32 /* log2 ns buckets: [2^i, 2^(i+1)) ns; bucket 0 also holds 0; the last everything ≥ 2^31 ns */
+#define AGG_KEYS 10240 /* processes and files kept at once */
+
+/* Call classes (the families of record.ClassOf). */
+enum agg_op {
+	AGG_READ = 0,
+	AGG_WRITE = 1,
+	AGG_SYNC = 2,
+	AGG_OPS = 3,
+};
+
+/* Block request classes by REQ_OP. */
+enum agg_rq_op {
+	AGG_RQ_READ = 0,
+	AGG_RQ_WRITE = 1,
+	AGG_RQ_FLUSH = 2,   /* REQ_OP_FLUSH */
+	AGG_RQ_DISCARD = 3, /* discard, secure erase, write zeroes */
+	AGG_RQ_OPS = 4,
+};
+
+/* agg_global.overflow */
+enum agg_overflow {
+	AGG_OV_PROCS = 0, /* a process agg_procs had no room for: its calls counted in agg_other[0] */
+	AGG_OV_FILES = 1, /* a file agg_files had no room for: agg_other[1] */
+	AGG_OV_RQS = 2,   /* a request agg_rqs had no room for: its D2C/Q2C not measured, its bytes still counted */
+	AGG_OV_DEVS = 3,  /* a disk agg_devs had no room for: its requests not counted */
+	AGG_OV_MAX = 4,
+};
+
+struct agg_file_key {
+	__u64 ino;
+	__u32 dev; /* the file's superblock s_dev (kernel dev_t) */
+	__u32 pad;
+};
+
+/* What the calls of one process or one file did. */
+struct agg_io {
+	__u64 calls[AGG_OPS];
+	__u64 errors[AGG_OPS];     /* calls that returned < 0 */
+	__u64 bytes[AGG_OPS];      /* bytes returned (reads) or written (writes) */
+	__u64 latency_ns[AGG_OPS]; /* sum of call durations */
+	__u64 hit_pages;           /* read pages found in the page cache */
+	__u64 miss_pages;          /* read pages inserted during the call inside its range */
+	__u64 ra_pages;            /* pages inserted beyond the call's range (readahead) */
+	__u64 disk_read_bytes;     /* bytes of bios the calls queued, read calls */
+	__u64 disk_write_bytes;    /* ... write and sync calls (O_SYNC, O_DIRECT, fsync) */
+	__u64 wb_bytes;            /* bytes of pages they dirtied, written back outside any traced call (flusher) */
+	__u64 dirtied_pages;       /* pages turned dirty (clean→dirty) by the calls */
+	__u64 cleaned_pages;       /* of tracked dirty pages, written back or dropped since */
+	__u64 throttle_ns;         /* time in balance_dirty_pages */
+	__u64 lat[AGG_OPS][AGG_BUCKETS]; /* call duration, log2 ns */
+	char name[PART_LEN];       /* processes: comm at the first call; files: last path component */
+};
+
+struct agg_dev_key {
+	__u32 dev; /* the disk's kernel dev_t (major<<20 | first_minor) */
+	__u32 op;  /* enum agg_rq_op */
+};
+
+/* Every request completed on one disk and direction (whoever queued it). */
+struct agg_dev {
+	__u64 requests;
+	__u64 bytes;    /* nr_bytes completed */
+	__u64 errors;   /* requests completed with an error status */
+	__u64 d2c_ns;   /* sum of issue→complete */
+	__u64 q2c_ns;   /* sum of request start (rq->start_time_ns)→complete */
+	__u64 q2c_unknown; /* requests without a start time (no io accounting on the queue) */
+	__u64 d2c[AGG_BUCKETS];
+	__u64 q2c[AGG_BUCKETS];
+};
+
+struct agg_global {
+	__u64 syscall_lat[AGG_OPS][2][AGG_BUCKETS]; /* by op and cache (0 hit, 1 miss: inserted pages or queued bios) */
+	__u64 syscall_lat_ns[AGG_OPS][2];           /* sums */
+	__u64 dirty_to_disk[AGG_BUCKETS];           /* dirtied → its writeback bio queued */
+	__u64 dirty_to_disk_ns;
+	__u64 overflow[AGG_OV_MAX];
+};
+
+/* Set by the loader (spec.Variables). */
+const volatile __u8 agg_on = 0;   /* keep the aggregates */
+const volatile __u8 agg_only = 0; /* and send no per-call / per-request record (top, serve) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, AGG_KEYS);
+	__type(key, __u32); /* tgid */
+	__type(value, struct agg_io);
+} agg_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, AGG_KEYS);
+	__type(key, struct agg_file_key);
+	__type(value, struct agg_io);
+} agg_files SEC(".maps");
+
+/* [0]: calls of processes agg_procs refused, [1]: of files agg_files refused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct agg_io);
+} agg_other SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct agg_dev_key);
+	__type(value, struct agg_dev);
+} agg_devs SEC(".maps");
+
+/* Requests issued and not completed: struct request * → issue time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} agg_rqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agg_global);
+} agg_g SEC(".maps");
+
+static const struct agg_io agg_io_zero = {};
+static const struct agg_dev agg_dev_zero = {};
+
+/* agg_bucket returns floor(log2(ns)) capped at AGG_BUCKETS - 1 (0 for 0). */
+static __always_inline __u32 agg_bucket(__u64 ns)
+{
+	__u32 b = 0;
+	if (ns >> 32) { ns >>= 32; b += 32; }
+	if (ns >> 16) { ns >>= 16; b += 16; }
+	if (ns >> 8) { ns >>= 8; b += 8; }
+	if (ns >> 4) { ns >>= 4; b += 4; }
+	if (ns >> 2) { ns >>= 2; b += 2; }
+	if (ns >> 1) { b += 1; }
+	return b < AGG_BUCKETS ? b : AGG_BUCKETS - 1;
+}
+
+static __always_inline void agg_overflow(__u32 which)
+{
+	__u32 zero = 0;
+	struct agg_global *g = bpf_map_lookup_elem(&agg_g, &zero);
+	if (g && which < AGG_OV_MAX)
+		__sync_fetch_and_add(&g->overflow[which], 1);
+}
+
+/* agg_entry returns map's entry for key, created (name filled by the
+ * caller when *fresh) if there is room; else agg_other[other], counted. */
+static __always_inline struct agg_io *agg_entry(void *map, const void *key, __u32 other, bool *fresh)
+{
+	struct agg_io *v = bpf_map_lookup_elem(map, key);
+	if (v)
+		return v;
+	long err = bpf_map_update_elem(map, key, &agg_io_zero, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(map, key);
+	if (v) {
+		*fresh = err == 0;
+		return v;
+	}
+	agg_overflow(other);
+	return bpf_map_lookup_elem(&agg_other, &other);
+}
+
+static __always_inline __u32 agg_class(__u32 sys)
+{
+	if (is_sync_sys(sys))
+		return AGG_SYNC;
+	if (is_write_sys(sys))
+		return AGG_WRITE;
+	if ((sys >= SYS_READ && sys <= SYS_PREADV2) || sys == SYS_VFS_READ ||
+	    (sys >= SYS_SENDFILE && sys <= SYS_COPY_FILE_RANGE))
+		return AGG_READ;
+	return AGG_OPS; /* faults, madvise, fadvise64, readahead: not aggregated */
+}
+
+/* One finished call's numbers, computed once for both entries. */
+struct agg_call_v {
+	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle;
+	__u32 op, bucket, err;
+};
+
+/* agg_add adds one call to v. No branch per counter (an add of 0 costs less
+ * than the verifier's paths through a dozen ifs in the syscall exit). */
+static __always_inline void agg_add(struct agg_io *v, struct agg_call_v *c)
+{
+	__u32 op = c->op;
+	if (op >= AGG_OPS)
+		return;
+	__sync_fetch_and_add(&v->calls[op], 1);
+	__sync_fetch_and_add(&v->latency_ns[op], c->lat);
+	__sync_fetch_and_add(&v->lat[op][c->bucket & (AGG_BUCKETS - 1)], 1);
+	__sync_fetch_and_add(&v->errors[op], c->err);
+	__sync_fetch_and_add(&v->bytes[op], c->bytes);
+	__sync_fetch_and_add(&v->hit_pages, c->hits);
+	__sync_fetch_and_add(&v->miss_pages, c->misses);
+	__sync_fetch_and_add(&v->ra_pages, c->ra);
+	__sync_fetch_and_add(&v->disk_read_bytes, c->disk_read);
+	__sync_fetch_and_add(&v->disk_write_bytes, c->disk_write);
+	__sync_fetch_and_add(&v->dirtied_pages, c->dirtied);
+	__sync_fetch_and_add(&v->throttle_ns, c->throttle);
+}
+
+/* agg_call folds the current thread's finished call into its process, its
+ * file and the run's latency histogram. Counters of an untouched call are
+ * stale (op_touch): such a call saw no page-cache insert, bio, sleep or
+ * dirtying. A subprogram (verified apart from the many paths of the
+ * syscall exit, which inlined hit the verifier's 1M-instruction limit)
+ * without pointer arguments: 5.10's verifier takes none but the context
+ * in a subprogram call, so it finds the thread's op itself. */
+static __noinline int agg_call(void)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op)
+		return 0;
+	struct agg_call_v c = {};
+	c.op = agg_class(op->sys);
+	if (c.op >= AGG_OPS)
+		return 0;
+	c.lat = bpf_ktime_get_ns() - op->start_ns;
+	c.bucket = agg_bucket(c.lat);
+	__s64 ret = op->ret;
+	c.err = ret < 0;
+	if (ret > 0 && c.op != AGG_SYNC)
+		c.bytes = ret;
+	__u64 covered = 0;
+	if (c.op == AGG_READ && ret > 0 && !(op->f_flags & O_DIRECT_FLAG)) {
+		__u64 first = op->offset >> PAGE_SHIFT;
+		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
+		covered = last - first + 1;
+	}
+	if (op->touched) {
+		c.misses = op->pages_in_range;
+		c.ra = op->pages_added > op->pages_in_range ? op->pages_added - op->pages_in_range : 0;
+		if (c.op == AGG_READ)
+			c.disk_read = op->bio_bytes;
+		else
+			c.disk_write = op->bio_bytes;
+		c.dirtied = op->dirtied_pages;
+		c.throttle = op->throttle_ns;
+	}
+	if (c.op == AGG_READ) {
+		if (c.misses > covered)
+			c.misses = covered; /* a short read (EOF) asked for more than it got */
+		c.hits = covered - c.misses;
+	} else {
+		c.misses = 0;
+	}
+	bool fresh = false;
+	struct agg_io *p = agg_entry(&agg_procs, &op->pid, 0, &fresh);
+	if (p) {
+		if (fresh)
+			bpf_get_current_comm(p->name, sizeof(p->name));
+		agg_add(p, &c);
+	}
+	if (op->ino) {
+		struct agg_file_key fk = {.ino = op->ino, .dev = op->dev};
+		fresh = false;
+		struct agg_io *f = agg_entry(&agg_files, &fk, 1, &fresh);
+		if (f) {
+			if (fresh) {
+				struct file *file = (struct file *)op->file;
+				bpf_probe_read_kernel_str(f->name, sizeof(f->name),
+							  BPF_CORE_READ(file, f_path.dentry, d_name.name));
+			}
+			agg_add(f, &c);
+		}
+	}
+	__u32 zero = 0;
+	struct agg_global *g = bpf_map_lookup_elem(&agg_g, &zero);
+	if (g) {
+		__u32 miss = (op->touched && (op->pages_in_range || op->bios_queued)) ? 1 : 0;
+		__sync_fetch_and_add(&g->syscall_lat[c.op][miss][c.bucket & (AGG_BUCKETS - 1)], 1);
+		__sync_fetch_and_add(&g->syscall_lat_ns[c.op][miss], c.lat);
+	}
+	return 0;
+}
+
+#define AGG_EXECED 0x80000000U /* agg_procs key bit: the entry of a program that exec'ed (pids are < 2^22) */
+
+/* agg_merge adds every counter of src to dst (not the name). */
+static __always_inline void agg_merge(struct agg_io *dst, const struct agg_io *src)
+{
+	__u64 *d = (__u64 *)dst;
+	const __u64 *s = (const __u64 *)src;
+	for (int i = 0; i < offsetof(struct agg_io, name) / 8; i++)
+		__sync_fetch_and_add(&d[i], s[i]);
+}
+
+/* agg_exec: process tgid ran execve, so its entry so far is the old
+ * program's (and comm). The entry moves to key tgid | AGG_EXECED, which
+ * userspace folds as ended (aggregate.Reader) under the old comm; the new
+ * program's calls start an entry of their own. Two execs before userspace
+ * reads add up; with no room the old program's counts go to agg_other. */
+static __always_inline void agg_exec(__u32 tgid)
+{
+	if (!agg_on)
+		return;
+	struct agg_io *v = bpf_map_lookup_elem(&agg_procs, &tgid);
+	if (!v)
+		return;
+	__u32 old = tgid | AGG_EXECED;
+	if (bpf_map_update_elem(&agg_procs, &old, v, BPF_NOEXIST)) {
+		struct agg_io *o = bpf_map_lookup_elem(&agg_procs, &old);
+		if (!o) {
+			__u32 other = 0;
+			agg_overflow(AGG_OV_PROCS);
+			o = bpf_map_lookup_elem(&agg_other, &other);
+		}
+		if (o)
+			agg_merge(o, v);
+	}
+	bpf_map_delete_elem(&agg_procs, &tgid);
+}
+
+/* agg_cleaned counts nr tracked dirty pages of (dev, ino), dirtied by
+ * process pid, as cleaned: written back (bytes > 0: outside any traced
+ * call, so no call counted the bio) or dropped (truncated, evicted). */
+static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 nr, __u64 bytes)
+{
+	struct agg_io *p = bpf_map_lookup_elem(&agg_procs, &pid);
+	if (p) {
+		__sync_fetch_and_add(&p->cleaned_pages, nr);
+		if (bytes)
+			__sync_fetch_and_add(&p->wb_bytes, bytes);
+	}
+	struct agg_file_key fk = {.ino = ino, .dev = dev};
+	struct agg_io *f = bpf_map_lookup_elem(&agg_files, &fk);
+	if (f) {
+		__sync_fetch_and_add(&f->cleaned_pages, nr);
+		if (bytes)
+			__sync_fetch_and_add(&f->wb_bytes, bytes);
+	}
+}
+
+/* agg_written: a write bio carries tracked dirty folio (dev, ino) of nr
+ * pages, bio_pages of them in this bio, dirtied at dirtied_ns; traced
+ * says whether a traced call queued the bio (its bio_bytes count it). */
+static __always_inline void agg_written(__u32 pid, __u32 dev, __u64 ino, __u32 nr, __u32 bio_pages, __u64 dirtied_ns,
+					 bool traced)
+{
+	if (!agg_on)
+		return;
+	agg_cleaned(pid, dev, ino, nr, traced ? 0 : (__u64)bio_pages << PAGE_SHIFT);
+	__u32 zero = 0;
+	struct agg_global *g = bpf_map_lookup_elem(&agg_g, &zero);
+	if (g) {
+		__u64 d = bpf_ktime_get_ns() - dirtied_ns;
+		__sync_fetch_and_add(&g->dirty_to_disk[agg_bucket(d) & (AGG_BUCKETS - 1)], nr);
+		__sync_fetch_and_add(&g->dirty_to_disk_ns, d * nr);
+	}
+}
+
+static __always_inline void agg_dropped(__u32 pid, __u32 dev, __u64 ino, __u32 nr)
+{
+	if (agg_on)
+		agg_cleaned(pid, dev, ino, nr, 0);
+}
+
+#define AGG_REQ_OP_MASK 0xff
+
+static __always_inline __u32 agg_rq_op(__u32 cmd_flags)
+{
+	switch (cmd_flags & AGG_REQ_OP_MASK) {
+	case 0: return AGG_RQ_READ;   /* REQ_OP_READ */
+	case 1: return AGG_RQ_WRITE;  /* REQ_OP_WRITE */
+	case 2: return AGG_RQ_FLUSH;  /* REQ_OP_FLUSH */
+	}
+	return AGG_RQ_DISCARD; /* discard (3), secure erase (5), write zeroes (9) and the rest */
+}
+
+/* agg_rq_issue remembers a request's issue time (every request: the
+ * per-disk numbers are the disk's, like iostat's). */
+static __always_inline void agg_rq_issue(struct request *rq)
+{
+	if (!agg_on)
+		return;
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&agg_rqs, &key, &now, BPF_ANY))
+		agg_overflow(AGG_OV_RQS);
+}
+
+static __always_inline void agg_rq_requeue(struct request *rq)
+{
+	if (!agg_on)
+		return;
+	__u64 key = (__u64)rq;
+	bpf_map_delete_elem(&agg_rqs, &key);
+}
+
+/* agg_rq_done counts a completion of nr_bytes on the request's disk: a
+ * request ends with the completion that covers its remaining bytes
+ * (blk_update_request reports before it advances __data_len). */
+static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_status_t error, unsigned int nr_bytes)
+{
+	if (!agg_on || !dev)
+		return;
+	struct agg_dev_key dk = {.dev = dev, .op = agg_rq_op(rq->cmd_flags)};
+	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
+	if (!d) {
+		bpf_map_update_elem(&agg_devs, &dk, &agg_dev_zero, BPF_NOEXIST);
+		d = bpf_map_lookup_elem(&agg_devs, &dk);
+		if (!d) {
+			agg_overflow(AGG_OV_DEVS);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&d->bytes, nr_bytes);
+	if (nr_bytes < rq->__data_len)
+		return; /* a partial completion: the request goes on */
+	__sync_fetch_and_add(&d->requests, 1);
+	if (error)
+		__sync_fetch_and_add(&d->errors, 1);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 key = (__u64)rq;
+	__u64 *issued = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (issued) {
+		__u64 d2c = now - *issued;
+		bpf_map_delete_elem(&agg_rqs, &key);
+		__sync_fetch_and_add(&d->d2c[agg_bucket(d2c) & (AGG_BUCKETS - 1)], 1);
+		__sync_fetch_and_add(&d->d2c_ns, d2c);
+	}
+	__u64 start = rq->start_time_ns;
+	if (start && start <= now) {
+		__u64 q2c = now - start;
+		__sync_fetch_and_add(&d->q2c[agg_bucket(q2c) & (AGG_BUCKETS - 1)], 1);
+		__sync_fetch_and_add(&d->q2c_ns, q2c);
+	} else {
+		__sync_fetch_and_add(&d->q2c_unknown, 1);
+	}
+}
+
+/* Keeps the aggregate types in BTF for bpf2go -type. */
+struct agg_contract {
+	enum agg_op op;
+	enum agg_rq_op rq_op;
+	enum agg_overflow overflow;
+	struct agg_file_key file_key;
+	struct agg_io io;
+	struct agg_dev_key dev_key;
+	struct agg_dev dev;
+	struct agg_global global;
+};
+const struct agg_contract *unused_agg_contract __attribute__((unused));
+
+#endif /* IOPATH_AGG_H */

@@ -1,0 +1,332 @@
+//go:build ignore
+
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Hook "libaio" (issue 13): Linux native AIO through the system calls, for
+ * kernels where no function hook reaches io_submit_one (this machine's
+ * 6.18: tracepoints only).
+ *
+ *  io_submit(ctx, nr, iocbpp) at raw_syscalls sys_enter: the call's iocbs
+ *    are read from user memory (the kernel copies them itself right after),
+ *    and iocb 0's request becomes the thread's running op. io_submit
+ *    processes its iocbs in order, in the caller's context, so everything
+ *    the running op collects (page-cache inserts, readahead, bios queued,
+ *    dirtied pages) belongs to that request until a marker says the next
+ *    iocb has started:
+ *      iomap:iomap_dio_rw_begin (direct IO on ext4, xfs, btrfs: the iocb's
+ *        file and position, before any bio),
+ *      readahead:page_cache_sync_ra / page_cache_async_ra (6.18+, before the
+ *        pages are added) and filemap:mm_filemap_get_pages (6.12+, at the end
+ *        of each lookup; the first event of a cache hit),
+ *    each matched to the next iocbs by file and offset. The running request
+ *    is then sent as an EV_OP (sys SYS_AIO_READ / SYS_AIO_WRITE) and the
+ *    matched iocb's begins. Request k of the call whose own number is seq
+ *    is op_id tid<<32 | (seq + 1 + k): no table joins them.
+ *  io_submit at sys_exit: the last request is sent, then EV_AIO_SUBMIT
+ *    records with every iocb (user address, user data, opcode, fd, offset,
+ *    bytes) and the call's result (iocbs submitted).
+ *  io_getevents / io_pgetevents at sys_exit: EV_AIO_REAP records with the
+ *    io_events returned (obj = the iocb's user address, data, res).
+ * Completion itself runs in the bio's end_io (interrupt context): nothing
+ * here looks at `current` then; userspace takes a direct request's
+ * completion from its bios. */
+#include "op.h"
+
+#define IOCB_CMD_PREAD 0
+#define IOCB_CMD_PWRITE 1
+#define IOCB_CMD_PREADV 7
+#define IOCB_CMD_PWRITEV 8
+
+#define AIO_LOOKAHEAD 4 /* iocbs a marker is matched against past the running one */
+
+/* struct iocb of include/uapi/linux/aio_abi.h (x86-64, little endian). */
+struct user_iocb {
+	__u64 aio_data;
+	__u32 aio_key;
+	__s32 aio_rw_flags;
+	__u16 aio_lio_opcode;
+	__s16 aio_reqprio;
+	__u32 aio_fildes;
+	__u64 aio_buf;
+	__u64 aio_nbytes;
+	__s64 aio_offset;
+	__u64 aio_reserved2;
+	__u32 aio_flags;
+	__u32 aio_resfd;
+};
+
+/* aio_iocb_at reads iocb k of the running io_submit; its user address, 0
+ * if unreadable. */
+static __always_inline __u64 aio_iocb_at(struct op *op, __u32 k, struct user_iocb *cb)
+{
+	__u64 p = 0;
+	if (bpf_probe_read_user(&p, sizeof(p), (void *)(op->aio_iocbpp + (__u64)k * 8)) || !p)
+		return 0;
+	if (bpf_probe_read_user(cb, sizeof(*cb), (void *)p))
+		return 0;
+	return p;
+}
+
+static __always_inline __u64 aio_count(struct user_iocb *cb)
+{
+	if (cb->aio_lio_opcode == IOCB_CMD_PREADV || cb->aio_lio_opcode == IOCB_CMD_PWRITEV)
+		return iov_total((const struct iovec *)cb->aio_buf, cb->aio_nbytes);
+	return cb->aio_nbytes;
+}
+
+/* aio_close sends the running request's record. Its result is not known
+ * here (userspace takes it from the reap): ret is the bytes asked for, so
+ * that userspace counts the requested pages as hits or misses. */
+static __always_inline void aio_close(struct op *op)
+{
+	if (!op->active || (op->sys != SYS_AIO_READ && op->sys != SYS_AIO_WRITE))
+		return;
+	op->active = 0;
+	op->ret = op->count;
+	op_stream(op);
+}
+
+/* aio_begin makes iocb k's request the thread's running op (reads and
+ * writes of regular files and block devices; other opcodes have none). */
+static __always_inline void aio_begin(struct op *op, __u32 k, struct user_iocb *cb)
+{
+	op->aio_cur = k;
+	op->aio_dio = 0;
+	__u32 sys;
+	switch (cb->aio_lio_opcode) {
+	case IOCB_CMD_PREAD:
+	case IOCB_CMD_PREADV:
+		sys = SYS_AIO_READ;
+		break;
+	case IOCB_CMD_PWRITE:
+	case IOCB_CMD_PWRITEV:
+		sys = SYS_AIO_WRITE;
+		break;
+	default:
+		return;
+	}
+	op->seq = op->aio_call_seq + k; /* op_begin_in adds 1 */
+	if (op_begin_in(op, sys, fd_file((int)cb->aio_fildes, FILE_PROBE), (int)cb->aio_fildes, cb->aio_offset,
+			aio_count(cb), FILE_PROBE))
+		op->req_id = op->op_id;
+}
+
+/* aio_submit_enter starts an io_submit call of a traced thread. */
+static __always_inline void aio_submit_enter(struct op *op, long nr, __u64 iocbpp)
+{
+	op->aio_nr = 0;
+	if (nr <= 0 || !iocbpp)
+		return;
+	if (nr > AIO_MAX_IOCBS) {
+		count_event(CNT_AIO_IOCB_TRUNC);
+		nr = AIO_MAX_IOCBS;
+	}
+	op->active = 0;
+	op->aio_iocbpp = iocbpp;
+	op->aio_nr = nr;
+	op->seq++;
+	op->aio_call_seq = op->seq;
+	op->aio_start_ns = bpf_ktime_get_ns();
+	op->aio_fn = 0;
+	struct user_iocb cb = {};
+	if (aio_iocb_at(op, 0, &cb))
+		aio_begin(op, 0, &cb);
+}
+
+/* aio_mark moves the running io_submit to the iocb a marker names (the
+ * file's ino and dev, a byte position); exact: the position is the iocb's
+ * offset, at most once per request (direct IO's begin). */
+static __always_inline void aio_mark_at(struct op *op, __u64 ino, __u32 dev, __u64 pos, bool exact)
+{
+	if (op->active && op->ino == ino && op->dev == dev) {
+		if (exact) {
+			if (!op->aio_dio && pos == op->offset) {
+				op->aio_dio = 1;
+				return;
+			}
+		} else if (pos >= op->offset && pos < op->offset + (op->count ? op->count : 1)) {
+			return;
+		}
+	}
+	for (__u32 i = 1; i <= AIO_LOOKAHEAD; i++) {
+		__u32 k = op->aio_cur + i;
+		if (k >= op->aio_nr || k >= AIO_MAX_IOCBS)
+			return;
+		struct user_iocb cb = {};
+		if (!aio_iocb_at(op, k, &cb))
+			return;
+		__u64 off = cb.aio_offset;
+		__u64 n = cb.aio_lio_opcode == IOCB_CMD_PREADV || cb.aio_lio_opcode == IOCB_CMD_PWRITEV ? 0 : cb.aio_nbytes;
+		bool hit = exact ? pos == off : (pos >= off && (n == 0 || pos < off + n)) || pos >> PAGE_SHIFT == off >> PAGE_SHIFT;
+		if (!hit)
+			continue;
+		struct file *f = fd_file((int)cb.aio_fildes, FILE_PROBE);
+		if (!f || BPF_CORE_READ(f, f_inode, i_ino) != ino)
+			continue;
+		aio_close(op);
+		aio_begin(op, k, &cb);
+		if (exact)
+			op->aio_dio = 1;
+		return;
+	}
+}
+
+static __always_inline void aio_mark_inode(struct inode *inode, __u64 pos, bool exact)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->aio_nr)
+		return;
+	aio_mark_at(op, BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), pos, exact);
+}
+
+static __always_inline __u64 aio_wakeup(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* aio_submit_exit ends an io_submit: its last request's record, then its
+ * iocbs in EV_AIO_SUBMIT records of AIO_PER_EV each. */
+static __always_inline void aio_submit_exit(struct pt_regs *regs, long ret)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->aio_nr)
+		return;
+	aio_close(op);
+	__u32 nr = op->aio_nr;
+	__u64 now = bpf_ktime_get_ns();
+	for (__u32 c = 0; c < AIO_MAX_IOCBS / AIO_PER_EV; c++) {
+		__u32 first = c * AIO_PER_EV;
+		if (first >= nr)
+			break;
+		struct aio_submit_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (!ev) {
+			count_event(CNT_RINGBUF_LOST);
+			continue;
+		}
+		ev->type = EV_AIO_SUBMIT;
+		ev->pid = op->owner;
+		ev->tid = (__u32)bpf_get_current_pid_tgid();
+		ev->nr = BPF_CORE_READ(regs, si);
+		ev->op_id = ((__u64)ev->tid << 32) | op->aio_call_seq;
+		ev->ctx = BPF_CORE_READ(regs, di);
+		ev->start_ns = op->aio_start_ns;
+		ev->end_ns = now;
+		ev->ret = ret;
+		ev->first = first;
+		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		__u32 n = 0;
+		for (__u32 j = 0; j < AIO_PER_EV; j++) {
+			__u32 k = first + j;
+			if (k >= nr)
+				break;
+			struct user_iocb cb = {};
+			__u64 p = aio_iocb_at(op, k, &cb);
+			struct aio_iocb *e = &ev->iocb[j];
+			e->iocb = p;
+			e->user_data = cb.aio_data;
+			e->offset = cb.aio_offset;
+			e->nbytes = aio_count(&cb);
+			e->opcode = cb.aio_lio_opcode;
+			e->fd = cb.aio_fildes;
+			e->flags = cb.aio_flags;
+			e->rw_flags = cb.aio_rw_flags;
+			n = j + 1;
+		}
+		ev->n = n;
+		bpf_ringbuf_submit(ev, aio_wakeup());
+	}
+	op->seq = op->aio_call_seq + nr;
+	op->aio_nr = 0;
+}
+
+/* aio_reap reports the io_events an io_getevents/io_pgetevents call of a
+ * traced thread returned (events: the 4th argument of both). */
+static __always_inline void aio_reap(struct pt_regs *regs, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (ret <= 0 || !op_slot((__u32)id, id >> 32))
+		return;
+	__u64 events_p = BPF_CORE_READ(regs, r10);
+	__u32 total = ret;
+	if (total > AIO_MAX_IOCBS) {
+		count_event(CNT_AIO_REAP_TRUNC);
+		total = AIO_MAX_IOCBS;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	for (__u32 c = 0; c < AIO_MAX_IOCBS / AIO_PER_EV; c++) {
+		__u32 first = c * AIO_PER_EV;
+		if (first >= total)
+			break;
+		struct aio_reap_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (!ev) {
+			count_event(CNT_RINGBUF_LOST);
+			continue;
+		}
+		ev->type = EV_AIO_REAP;
+		ev->pid = id >> 32;
+		ev->tid = (__u32)id;
+		ev->ctx = BPF_CORE_READ(regs, di);
+		ev->ts = now;
+		ev->ret = ret;
+		ev->first = first;
+		ev->pad = 0;
+		__u32 n = total - first;
+		if (n > AIO_PER_EV)
+			n = AIO_PER_EV;
+		for (__u32 j = 0; j < AIO_PER_EV; j++) {
+			if (j >= n)
+				break;
+			if (bpf_probe_read_user(&ev->ev[j], sizeof(ev->ev[j]),
+						(void *)(events_p + (__u64)(first + j) * sizeof(struct aio_event)))) {
+				n = j;
+				break;
+			}
+		}
+		ev->n = n;
+		bpf_ringbuf_submit(ev, aio_wakeup());
+	}
+}
+
+/* Direct IO's begin (iomap filesystems): the marker of the iocb whose
+ * kiocb this is. trace_iomap_dio_rw_begin(iocb, iter, dio_flags, done_before). */
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(aio_dio_begin, struct kiocb *iocb)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->aio_nr)
+		return 0;
+	struct inode *inode = BPF_CORE_READ(iocb, ki_filp, f_inode);
+	aio_mark_at(op, BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), BPF_CORE_READ(iocb, ki_pos), true);
+	return 0;
+}
+
+/* Where a function hook reaches io_submit_one(ctx, user_iocb, compat)
+ * (fentry, else kprobe; x86 4.18+, not on this machine's 6.18), each call
+ * is exactly the start of the next iocb: no marker needs to match it. */
+static __always_inline void aio_submit_one(void)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->aio_nr)
+		return;
+	__u32 k = op->aio_fn++;
+	if (k == 0 || k >= op->aio_nr || k >= AIO_MAX_IOCBS)
+		return; /* iocb 0 began at io_submit's entry */
+	struct user_iocb cb = {};
+	if (!aio_iocb_at(op, k, &cb))
+		return;
+	aio_close(op);
+	aio_begin(op, k, &cb);
+}
+
+SEC("fentry/io_submit_one")
+int BPF_PROG(fentry_io_submit_one)
+{
+	aio_submit_one();
+	return 0;
+}
+
+SEC("kprobe/io_submit_one")
+int BPF_KPROBE(kprobe_io_submit_one)
+{
+	aio_submit_one();
+	return 0;
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/iopath/iopath/aggregate"
+	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/topview"
+	"github.com/iopath/iopath/tracer"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func init() { subcommands = append(subcommands, newTopCmd) }
+
+type topFlags struct {
+	pids      []int
+	comm      string
+	interval  time.Duration
+	duration  time.Duration
+	json      bool
+	by, sort  string
+	rows      int
+	readyFile string
+}
+
+func newTopCmd() *cobra.Command {
+	f := &topFlags{}
+	cmd := &cobra.Command{
+		Use:   "top [-p PID]... [--comm NAME] [-- CMD ARGS...]",
+		Short: "Live IO per process or file, aggregated in the kernel",
+		Long: `Show, every --interval, what the read, write and fsync-family calls did per
+process or per file: calls and bytes, page-cache hit ratio, disk bytes read and
+written (the calls' own bios and the writeback of the pages they dirtied),
+amplification, readahead pages, dirty pages pending, throttle time and p50/p99
+call latency; and per disk the request rate, bytes and D2C/Q2C p50/p99.
+
+The numbers are counters and log2 histograms kept in BPF maps: no per-call
+record leaves the kernel. Percentiles come from log2 buckets (within a factor
+of 2). Without -p, --comm or -- CMD every process but iopath is counted.
+
+On a terminal: f or tab switches processes/files, s cycles the sort (d disk,
+c calls, l p99 latency, t throttle), q quits. Without a terminal, or with
+--json, one JSON object per interval ("type":"interval") and one for the whole
+run at the end ("type":"total").`,
+		Example: `  iopath top
+  iopath top -p 1234 --by file --sort latency
+  iopath top --json --interval 5s -- pg_bench ...`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runTop(cmd, f, args) },
+	}
+	fl := cmd.Flags()
+	fl.IntSliceVarP(&f.pids, "pid", "p", nil, "count this process and its threads (repeatable)")
+	fl.StringVar(&f.comm, "comm", "", "count tasks with this command name")
+	fl.DurationVar(&f.interval, "interval", time.Second, "refresh every `DURATION`")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object per interval, even on a terminal")
+	fl.StringVar(&f.by, "by", "process", "rows: process or file")
+	fl.StringVar(&f.sort, "sort", "disk", "sort rows by disk, calls, latency (p99) or throttle")
+	fl.IntVar(&f.rows, "rows", 20, "rows per kind (0: all); the total counts every row")
+	fl.StringVar(&f.readyFile, "ready-file", "", "create this file once every hook is attached")
+	return cmd
+}
+
+// checkTopFlags refuses values that would show nothing or wrongly.
+func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
+	by, err := topview.ParseBy(f.by)
+	if err != nil {
+		return "", "", err
+	}
+	k, err := topview.ParseSort(f.sort)
+	if err != nil {
+		return "", "", err
+	}
+	if f.interval < 10*time.Millisecond {
+		return "", "", fmt.Errorf("--interval %s is too short: give 10ms or more, e.g. --interval 1s", f.interval)
+	}
+	if f.duration < 0 {
+		return "", "", fmt.Errorf("--duration %s is negative: give 0 (no limit) or more, e.g. --duration 10s", f.duration)
+	}
+	if f.rows < 0 {
+		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
+	}
+	for _, pid := range f.pids {
+		if err := checkPid(pid); err != nil {
+			return "", "", err
+		}
+	}
+	return by, k, nil
+}
+
+// aggSession opens a tracer that only keeps the aggregates (top, serve):
+// of pids, comm, the command's process, or, with none, every process.
+func aggSession(sig *session.Signals, errw io.Writer, pids []int, comm string, withCommand bool) (*session.Session, error) {
+	return session.Open(sig, session.Options{
+		Tracer: tracer.Options{Pids: pids, Comm: comm, AggOnly: true, AllProcesses: len(pids) == 0 && comm == "" && !withCommand},
+		Notes:  errw, Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, nil) },
+	})
+}
+
+func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
+	sig := session.Catch()
+	defer sig.Stop()
+	by, k, err := checkTopFlags(f)
+	if err != nil {
+		return err
+	}
+	var cmdPath string
+	if len(args) > 0 {
+		if cmdPath, err = lookCommand(args[0]); err != nil {
+			return err
+		}
+	}
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	tty := false
+	if of, ok := out.(*os.File); ok && !f.json {
+		tty = term.IsTerminal(int(of.Fd()))
+	}
+	s, err := aggSession(sig, errw, f.pids, f.comm, len(args) > 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := readyFile(f.readyFile); err != nil {
+		return err
+	}
+	defer removeReadyFile(f.readyFile)
+	rd := aggregate.NewReader(s.T.AggMaps())
+	first, err := rd.Read()
+	if err != nil {
+		return err
+	}
+
+	stop := make(chan struct{})
+	var child *session.Child
+	started := make(chan struct{})
+	tr := session.Trace{Pids: f.pids, Duration: f.duration, Stop: stop}
+	if f.comm != "" {
+		tr.Pids = nil
+	}
+	if len(args) > 0 {
+		c := &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, DeathSignal: syscall.SIGTERM}
+		if tty {
+			c.Stdin = nil // the terminal's keys are top's
+		}
+		tr.Command, tr.Pids = c, nil
+		tr.Started = func(ch *session.Child) { child = ch; close(started) }
+	} else {
+		close(started)
+	}
+	var once sync.Once
+	quit := func() {
+		select {
+		case <-started:
+		default:
+			return // not running yet: Ctrl-C (a signal) still ends it
+		}
+		once.Do(func() {
+			if child != nil {
+				child.Interrupt(syscall.SIGTERM)
+			} else {
+				close(stop)
+			}
+		})
+	}
+	title := topTitle(f, args)
+	show, done := topOutput(out, tty, by, k, f, title, quit)
+
+	type ended struct {
+		res session.Result
+		err error
+	}
+	end := make(chan ended, 1)
+	go func() {
+		res, err := s.Trace(tr)
+		end <- ended{res, err}
+	}()
+	tick := time.NewTicker(f.interval)
+	defer tick.Stop()
+	prev, total := first, aggregate.NewInterval(first.At)
+	interval := func(cur *aggregate.Snapshot) {
+		d := aggregate.Delta(prev, cur)
+		total.Accumulate(d)
+		show("interval", d, cur, s.T.Counters()["ringbuf_lost"])
+		prev = cur
+	}
+	for {
+		select {
+		case <-tick.C:
+			cur, err := rd.Read()
+			if err != nil {
+				quit()
+				<-end
+				done()
+				return err
+			}
+			interval(cur)
+		case e := <-end:
+			cur, rerr := settled(rd)
+			if rerr == nil {
+				interval(cur)
+				show("total", total, cur, s.T.Counters()["ringbuf_lost"])
+			}
+			done()
+			if e.err != nil {
+				return e.err
+			}
+			if rerr != nil {
+				return rerr
+			}
+			return exitWith(errw, e.res.Code, e.res.Note())
+		}
+	}
+}
+
+func topTitle(f *topFlags, args []string) string {
+	switch {
+	case len(args) > 0:
+		return strings.Join(args, " ")
+	case len(f.pids) > 0:
+		return fmt.Sprintf("pid %v", f.pids)
+	case f.comm != "":
+		return "comm " + f.comm
+	}
+	return "every process"
+}
+
+// topOutput returns how an interval is shown: JSON lines, or the terminal
+// UI (started here); done ends the UI.
+func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *topFlags, title string, quit func()) (
+	show func(typ string, d, cur *aggregate.Snapshot, lost uint64), done func()) {
+	if !tty {
+		enc := json.NewEncoder(out)
+		return func(typ string, d, cur *aggregate.Snapshot, lost uint64) {
+			if err := enc.Encode(topview.Build(typ, d, cur, k, f.rows, lost)); err != nil && errors.Is(err, syscall.EPIPE) {
+				quit()
+			}
+		}, func() {}
+	}
+	m := topview.NewModel(by, k, title, f.interval, quit)
+	p := tea.NewProgram(m, tea.WithOutput(out))
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		if _, err := p.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "iopath: terminal UI:", err)
+		}
+		quit()
+	}()
+	return func(typ string, d, cur *aggregate.Snapshot, lost uint64) {
+			if typ == "interval" {
+				p.Send(&topview.Sample{D: d, Cur: cur, Lost: lost})
+			}
+		}, func() {
+			p.Quit()
+			<-ran
+		}
+}
+
+// settled reads the aggregates once every request issued before now has
+// completed (at most 2 s): a cold read returns when its own folio is read,
+// while the rest of its readahead may still be in flight.
+func settled(rd *aggregate.Reader) (*aggregate.Snapshot, error) {
+	now := tracer.MonotonicNow()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		n, err := rd.InflightBefore(now)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return rd.Read()
+}

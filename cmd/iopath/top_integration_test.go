@@ -1,0 +1,247 @@
+package main
+
+// Privileged integration tests of `iopath top`: the in-kernel aggregates
+// (bpf/agg.h) read back as JSON intervals, checked against the workload's
+// own report and the kernel's /proc/PID/io.
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/topview"
+	"github.com/iopath/iopath/workloads"
+)
+
+// topRun is what `iopath top --json` printed: its intervals, the total and
+// the traced command's own JSON lines.
+type topRun struct {
+	intervals []*topview.Interval
+	total     *topview.Interval
+	other     []string
+}
+
+func parseTop(t *testing.T, out string) *topRun {
+	t.Helper()
+	r := &topRun{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, `{"type":"interval"`) && !strings.HasPrefix(line, `{"type":"total"`) {
+			r.other = append(r.other, line)
+			continue
+		}
+		iv := &topview.Interval{}
+		if err := json.Unmarshal([]byte(line), iv); err != nil {
+			t.Fatalf("decoding %s: %v", line, err)
+		}
+		if iv.Type == "total" {
+			r.total = iv
+		} else {
+			r.intervals = append(r.intervals, iv)
+		}
+	}
+	if r.total == nil {
+		t.Fatalf("no total object in:\n%s", out)
+	}
+	return r
+}
+
+func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
+
+// TestTopWorkloadRandReadCold: `iopath top --json -- iopath workload
+// rand-read --cold` shows the workload's process and file with the
+// workload's numbers (±5 %), summed over the intervals and in the total.
+func TestTopWorkloadRandReadCold(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--interval", "200ms", "--rows", "0", "--",
+		self, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--size", "32m",
+		"--count", "3000", "--dir", tmp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	run := parseTop(t, stdout)
+	// The other lines are the workload's report (indented JSON).
+	rep := &workloads.Report{}
+	if err := json.Unmarshal([]byte(strings.Join(run.other, "\n")), rep); err != nil {
+		t.Fatalf("workload report: %v\n%s", err, strings.Join(run.other, "\n"))
+	}
+	if rep.Ops != 3000 || rep.Kernel == nil {
+		t.Fatalf("workload report: %d ops, kernel_io %v", rep.Ops, rep.Kernel)
+	}
+	// The workload removed its file: its row is found by name.
+	var fileRow *topview.IOJSON
+	for i, f := range run.total.Files {
+		if f.Name == filepath.Base(rep.File) {
+			fileRow = &run.total.Files[i]
+		}
+	}
+	if fileRow == nil {
+		t.Fatalf("no row of %s in the total: %+v", filepath.Base(rep.File), run.total.Files)
+	}
+	// The file's row: exactly the workload's reads, and the kernel's
+	// read_bytes of the thread (/proc/thread-self/io) as disk bytes.
+	if fileRow.Reads != uint64(rep.Ops) || fileRow.ReadBytes != uint64(rep.Bytes) {
+		t.Errorf("file row: %d reads, %d bytes; the workload: %d ops, %d bytes", fileRow.Reads, fileRow.ReadBytes, rep.Ops, rep.Bytes)
+	}
+	if !within(float64(fileRow.DiskReadBytes), float64(rep.Kernel.ReadBytes), 0.05) {
+		t.Errorf("file row: disk_read_bytes %d; the kernel's read_bytes %d (±5%%)", fileRow.DiskReadBytes, rep.Kernel.ReadBytes)
+	}
+	pages := float64(fileRow.HitPages + fileRow.MissPages)
+	if !within(pages, float64(rep.Ops), 0.05) || fileRow.HitRatio == nil {
+		t.Errorf("file row: %d hit + %d miss pages for %d 4 KiB reads", fileRow.HitPages, fileRow.MissPages, rep.Ops)
+	}
+	// Every page read from the disk was inserted: inside a read's range
+	// (a miss) or beyond it (readahead, or the rest of a large folio).
+	if !within(float64(fileRow.MissPages+fileRow.ReadaheadPages)*4096, float64(rep.Kernel.ReadBytes), 0.05) {
+		t.Errorf("file row: %d miss + %d readahead pages, the kernel read %d bytes", fileRow.MissPages, fileRow.ReadaheadPages, rep.Kernel.ReadBytes)
+	}
+	if fileRow.LatP50Ns == nil || rep.Latency.P50 == 0 || *fileRow.LatP50Ns > 4*float64(rep.Latency.P50) || *fileRow.LatP50Ns < float64(rep.Latency.P50)/4 {
+		t.Errorf("file row: p50 %v ns; the workload's p50 %d ns (log2 buckets: within 2x, allowed 4x)", fileRow.LatP50Ns, rep.Latency.P50)
+	}
+	// The process's row: its reads are the workload's plus the few of
+	// its start (/proc, cgroup files) — within 5 %.
+	var proc *topview.IOJSON
+	for i, p := range run.total.Processes {
+		if p.Reads >= uint64(rep.Ops) {
+			proc = &run.total.Processes[i]
+		}
+	}
+	if proc == nil {
+		t.Fatalf("no process row with %d reads: %+v", rep.Ops, run.total.Processes)
+	}
+	if !within(float64(proc.Reads), float64(rep.Ops), 0.05) || !within(float64(proc.ReadBytes), float64(rep.Bytes), 0.05) {
+		t.Errorf("process row: %d reads, %d bytes; the workload: %d ops, %d bytes", proc.Reads, proc.ReadBytes, rep.Ops, rep.Bytes)
+	}
+	if !within(float64(proc.DiskReadBytes), float64(rep.Kernel.ReadBytes), 0.05) {
+		t.Errorf("process row: disk_read_bytes %d; the kernel's %d", proc.DiskReadBytes, rep.Kernel.ReadBytes)
+	}
+	// The intervals add up to the total.
+	var reads, diskRead uint64
+	for _, iv := range run.intervals {
+		for _, f := range iv.Files {
+			if f.Dev == fileRow.Dev && f.Ino == fileRow.Ino {
+				reads += f.Reads
+				diskRead += f.DiskReadBytes
+			}
+		}
+	}
+	if reads != fileRow.Reads || diskRead != fileRow.DiskReadBytes {
+		t.Errorf("intervals sum to %d reads, %d disk bytes; the total says %d, %d", reads, diskRead, fileRow.Reads, fileRow.DiskReadBytes)
+	}
+	// A disk served the misses: read requests with D2C percentiles.
+	var devReadBytes uint64
+	for _, d := range run.total.Devices {
+		if d.Op == "read" {
+			devReadBytes += d.Bytes
+			if d.Requests > 0 && (d.D2CP50Ns == nil || d.D2CP99Ns == nil || *d.D2CP99Ns < *d.D2CP50Ns) {
+				t.Errorf("device %s: D2C p50 %v p99 %v", d.Device, d.D2CP50Ns, d.D2CP99Ns)
+			}
+		}
+	}
+	if devReadBytes < uint64(rep.Kernel.ReadBytes) {
+		t.Errorf("devices read %d bytes, fewer than the workload's %d", devReadBytes, rep.Kernel.ReadBytes)
+	}
+	for k, v := range run.total.Overflow {
+		if v != 0 {
+			t.Errorf("overflow %s: %d", k, v)
+		}
+	}
+	if run.total.LostEvents != 0 {
+		t.Errorf("lost %d events", run.total.LostEvents)
+	}
+}
+
+// TestTraceInterval: `iopath trace --json --interval` puts interval
+// objects between the records, whole lines, with the workload's reads.
+func TestTraceInterval(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	stdout, stderr, code := runIopath(t, tmp, "trace", "--json", "--interval", "100ms", "--workload", "rand-read", "--",
+		"--cold", "--size", "32m", "--count", "4000")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	// Some interval has syscall records before and after it (when the
+	// first comes depends on the machine's speed: not asserted).
+	var records int
+	var at []int // records seen when each interval came
+	var intervals []*topview.Interval
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		switch {
+		case strings.HasPrefix(line, `{"type":"interval"`):
+			iv := &topview.Interval{}
+			if err := json.Unmarshal([]byte(line), iv); err != nil {
+				t.Fatalf("interval line %s: %v", line, err)
+			}
+			intervals = append(intervals, iv)
+			at = append(at, records)
+		case strings.HasPrefix(line, `{"type":"syscall"`):
+			records++
+		}
+	}
+	between := false
+	for _, n := range at {
+		between = between || (n > 0 && n < records)
+	}
+	if !between {
+		t.Fatalf("%d intervals after %v of %d records: want one between records", len(intervals), at, records)
+	}
+	var reads uint64
+	for _, iv := range intervals {
+		reads += iv.Total.Reads
+	}
+	if reads == 0 || reads > 4000+100 {
+		t.Errorf("intervals count %d reads; the workload made 4000 (the last interval is not printed)", reads)
+	}
+}
+
+// TestTopExec: a process that reads, then execs another program, shows as
+// two rows: the first program's calls under its comm (ended), the second's
+// under the new comm — per-comm numbers follow the program, not the pid.
+func TestTopExec(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	f := filepath.Join(tmp, "exec.dat")
+	data := append([]byte("first line\n"), make([]byte, 65536-11)...)
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// dash's read builtin reads its input with read(2), a byte at a time.
+	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--rows", "0", "--", "sh", "-c", `read x < "$0"; exec cat "$0" >/dev/null`, f)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	run := parseTop(t, stdout)
+	var sh, cat *topview.IOJSON
+	for i, p := range run.total.Processes {
+		switch p.Comm {
+		case "sh":
+			sh = &run.total.Processes[i]
+		case "cat":
+			cat = &run.total.Processes[i]
+		}
+	}
+	if sh == nil || cat == nil {
+		t.Fatalf("want a row for sh and one for cat: %+v", run.total.Processes)
+	}
+	if sh.Pid != cat.Pid || !sh.Exited {
+		t.Errorf("sh row pid %d exited %v, cat row pid %d: want one pid, the sh part ended", sh.Pid, sh.Exited, cat.Pid)
+	}
+	if sh.ReadBytes == 0 || sh.ReadBytes >= 65536 {
+		t.Errorf("sh read %d bytes, want its read builtin's few", sh.ReadBytes)
+	}
+	if cat.ReadBytes < 65536 {
+		t.Errorf("cat read %d bytes, want the whole 64 KiB file", cat.ReadBytes)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"time"
+
+	"github.com/iopath/iopath/aggregate"
+	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/topview"
+	"github.com/iopath/iopath/tracer"
+)
+
+// intervals prints `trace --interval`'s summaries between the stories: the
+// in-kernel aggregates (as `iopath top` shows them) every interval, on the
+// tracer's reading goroutine (Tracer.Idle), so they never land inside a
+// record. A busy ring buffer delays one until it is drained.
+type intervals struct {
+	every time.Duration
+	out   *render.Printer
+	json  bool
+	t     *tracer.Tracer
+	rd    *aggregate.Reader
+	prev  *aggregate.Snapshot
+}
+
+// newIntervals returns nil for every == 0 (no interval summaries).
+func newIntervals(every time.Duration, out *render.Printer, asJSON bool) *intervals {
+	if every <= 0 {
+		return nil
+	}
+	return &intervals{every: every, out: out, json: asJSON}
+}
+
+// start is called once the tracer is attached, before it reads.
+func (iv *intervals) start(t *tracer.Tracer) {
+	if iv == nil {
+		return
+	}
+	iv.t, iv.rd = t, aggregate.NewReader(t.AggMaps())
+	iv.prev, _ = iv.rd.Read()
+}
+
+// idle returns the tracer's Idle function: a summary when one is due,
+// then flush.
+func (iv *intervals) idle(flush func()) func() {
+	if iv == nil {
+		return flush
+	}
+	return func() {
+		if iv.prev != nil && time.Since(iv.prev.At) >= iv.every {
+			if cur, err := iv.rd.Read(); err == nil {
+				d := aggregate.Delta(iv.prev, cur)
+				if iv.json {
+					iv.out.WriteJSON(topview.Build("interval", d, cur, topview.SortDisk, 10, iv.t.Counters()["ringbuf_lost"]))
+				} else {
+					iv.out.WriteText("── " + topview.Table(d, cur, topview.ByProcess, topview.SortDisk, 10) + "\n")
+				}
+				iv.prev = cur
+			}
+		}
+		flush()
+	}
+}

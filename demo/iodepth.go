@@ -1,0 +1,123 @@
+package demo
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/iopath/iopath/render"
+	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/workloads"
+)
+
+func init() {
+	register(&Demo{Name: "iodepth", Run: runIODepth,
+		Short: "4 KiB random O_DIRECT reads with libaio at iodepth 1 to 64: IOPS, requests at the device, latency, Little's law"})
+}
+
+// Sizes of the iodepth demo.
+const (
+	ioDepthFileSize = 64 << 20 // the file the reads go to (written with data first)
+	ioDepthBS       = 4 << 10  // bytes per read
+	ioDepthCount    = 8192     // reads per depth: 32 MiB
+)
+
+// ioDepths are the depths of the sweep, doubling.
+var ioDepths = []int{1, 2, 4, 8, 16, 32, 64}
+
+// IODepthTable has a row per depth; every cell is measured: IOPS and
+// latency by the workload, the rest from the traced bios.
+func IODepthTable(runs []*QueueRun) string {
+	rows := [][]string{{"iodepth", "IOPS", "latency (lat)", "p99", "at the device at issue", "time-averaged", "D2C", "Q2D", "IOPS × lat"}}
+	for _, r := range runs {
+		rep, q := r.Rec.Report, &r.Queue
+		rows = append(rows, []string{fmt.Sprint(rep.IODepth), fmt.Sprintf("%.0f", rep.IOPS),
+			render.Duration(uint64(rep.Latency.Mean)), render.Duration(uint64(rep.Latency.P99)),
+			fmt.Sprintf("mean %.1f, max %d", q.MeanAtIssue, q.MaxAtIssue), fmt.Sprintf("%.1f", q.MeanAtDevice),
+			render.Duration(q.MeanD2CNs()), render.Duration(q.MeanQ2DNs()), fmt.Sprintf("%.1f", littleL(r))})
+	}
+	return demoTable(rows)
+}
+
+// littleL is Little's law's L = λ·W from the workload's own numbers: IOPS
+// × mean latency, the requests it had in flight on average.
+func littleL(r *QueueRun) float64 { return r.Rec.Report.IOPS * r.Rec.Report.Latency.Mean / 1e9 }
+
+// IODepthKnee is the index of the depth from which on every doubling
+// made latency grow by a larger factor than IOPS: where IOPS stops growing
+// and latency grows instead (Little's law: the two factors multiply to
+// about 2 per doubling). -1: the last doubling still gained more IOPS than
+// latency.
+func IODepthKnee(runs []*QueueRun) int {
+	k := -1
+	for i := len(runs) - 1; i >= 1; i-- {
+		a, z := runs[i-1].Rec.Report, runs[i].Rec.Report
+		if fdiv(z.IOPS, a.IOPS) >= fdiv(z.Latency.Mean, a.Latency.Mean) {
+			break
+		}
+		k = i
+	}
+	return k
+}
+
+// IODepthWhy explains the sweep in words with its numbers.
+func IODepthWhy(runs []*QueueRun) string {
+	var b strings.Builder
+	first, last := runs[0], runs[len(runs)-1]
+	f, l := first.Rec.Report, last.Rec.Report
+	fmt.Fprintf(&b, "Why: at iodepth 1 the workload waits for each read before it sends the next: the device had %d request\n", first.Queue.MaxAtIssue)
+	fmt.Fprintf(&b, "  at a time, and %.0f IOPS is 1 / %s, the latency of one read.\n", f.IOPS, render.Duration(uint64(f.Latency.Mean)))
+	k := IODepthKnee(runs)
+	grow := runs
+	if k > 0 {
+		grow = runs[:k]
+	}
+	if len(grow) > 1 {
+		g := grow[len(grow)-1].Rec.Report
+		fmt.Fprintf(&b, "  Up to iodepth %d more requests in flight meant more IOPS (%.0f, %.1fx) for a latency that grew %.1fx\n",
+			g.IODepth, g.IOPS, fdiv(g.IOPS, f.IOPS), fdiv(g.Latency.Mean, f.Latency.Mean))
+		fmt.Fprintf(&b, "  (%s): the device served requests side by side (time-averaged %.1f of them at the device).\n",
+			render.Duration(uint64(g.Latency.Mean)), grow[len(grow)-1].Queue.MeanAtDevice)
+	}
+	if k > 0 {
+		a := runs[k-1].Rec.Report
+		fmt.Fprintf(&b, "  From iodepth %d on, each doubling made latency grow more than IOPS: IOPS went from %.0f to %.0f (%.2fx),\n",
+			a.IODepth, a.IOPS, l.IOPS, fdiv(l.IOPS, a.IOPS))
+		fmt.Fprintf(&b, "  latency from %s to %s (%.1fx). The device was saturated: a request added to the queue mostly waits.\n",
+			render.Duration(uint64(a.Latency.Mean)), render.Duration(uint64(l.Latency.Mean)), fdiv(l.Latency.Mean, a.Latency.Mean))
+	} else {
+		fmt.Fprintf(&b, "  At the last doubling, to iodepth %d, IOPS still grew more than latency: this device did not saturate here.\n", l.IODepth)
+	}
+	fmt.Fprintf(&b, "  Little's law: requests in flight = throughput × time each spends in flight (L = λW). At iodepth %d the\n", l.IODepth)
+	fmt.Fprintf(&b, "  workload measured %.0f IOPS × %s = %.1f in flight on average of the %d it keeps; so once λ stops\n",
+		l.IOPS, render.Duration(uint64(l.Latency.Mean)), littleL(last), l.IODepth)
+	fmt.Fprintf(&b, "  growing, W = L / λ grows with every request added. Where the time went: D2C (at the device) %s → %s,\n",
+		render.Duration(first.Queue.MeanD2CNs()), render.Duration(last.Queue.MeanD2CNs()))
+	fmt.Fprintf(&b, "  Q2D (block layer, before the device) %s → %s from iodepth %d to %d; the device had %.1f of the\n",
+		render.Duration(first.Queue.MeanQ2DNs()), render.Duration(last.Queue.MeanQ2DNs()), f.IODepth, l.IODepth, last.Queue.MeanAtDevice)
+	fmt.Fprintf(&b, "  workload's requests on average (its IOPS × D2C; %.1f when one was issued, at most %d), the rest\n",
+		last.Queue.MeanAtIssue, last.Queue.MaxAtIssue)
+	fmt.Fprintf(&b, "  (%s of each request's latency) were being submitted or were done and not yet reaped.\n", render.Duration(outsideNs(last)))
+	b.WriteString(sourcesNote(runs))
+	return b.String()
+}
+
+func runIODepth(o *Options) error {
+	ws, err := setupFiles(o, "its reads never reach a disk",
+		workloads.Spec{Kind: workloads.KindRandRead, FileSize: ioDepthFileSize})
+	if err != nil {
+		return err
+	}
+	defer ws.close()
+	var runs []*session.WorkloadRun
+	var labels []string
+	for _, d := range ioDepths {
+		runs = append(runs, &session.WorkloadRun{File: ws.files[0], Args: []string{workloads.KindRandRead, "--direct",
+			fmt.Sprintf("--bs=%d", ioDepthBS), fmt.Sprintf("--count=%d", ioDepthCount), "--engine=libaio", fmt.Sprintf("--iodepth=%d", d)}})
+		labels = append(labels, fmt.Sprintf("iodepth %d", d))
+	}
+	return runQueueDemo(o, ws, queueDemo{runs: runs, labels: labels,
+		title: fmt.Sprintf("iopath demo iodepth: %d random %s O_DIRECT reads with libaio at each iodepth from %d to %d",
+			ioDepthCount, render.Bytes(ioDepthBS), ioDepths[0], ioDepths[len(ioDepths)-1]),
+		fileSize: ioDepthFileSize, files: 1, hooks: []string{"block_bio_queue", "block_rq_issue", "block_rq_complete"},
+		table: IODepthTable, why: IODepthWhy})
+}

@@ -1,0 +1,93 @@
+package topview
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/iopath/iopath/aggregate"
+	"github.com/iopath/iopath/render"
+)
+
+// Table renders the interval d as text: a total line, the rows (at most
+// rows, 0: all) and the disks. Used by the terminal UI and by `iopath
+// trace --interval`.
+func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
+	var b strings.Builder
+	tot, cumTot := d.Total(), cur.Total()
+	fmt.Fprintf(&b, "interval %.1fs  calls %d (%d read, %d write, %d sync)  read %s  written %s  disk %s  hit %s  dirty pending %s  throttled %s\n",
+		d.Elapsed.Seconds(), tot.AllCalls(), tot.Calls[aggregate.Read], tot.Calls[aggregate.Write], tot.Calls[aggregate.Sync],
+		render.Bytes(tot.Bytes[aggregate.Read]), render.Bytes(tot.Bytes[aggregate.Write]), render.Bytes(tot.DiskBytes()),
+		ratio(tot.HitRatio()), render.Count(cumTot.DirtyPending(), "page"), render.Duration(tot.ThrottleNs))
+	rs := Rows(d, cur, by, k)
+	omitted := 0
+	if rows > 0 && len(rs) > rows {
+		omitted = len(rs) - rows
+		rs = rs[:rows]
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	first := "PID COMM"
+	if by == ByFile {
+		first = "FILE"
+	}
+	fmt.Fprintf(tw, "%s\tREADS\tWRITES\tREAD\tWRITTEN\tHIT\tDISK R\tDISK W\tAMP\tRA PAGES\tDIRTY\tTHROTTLE\tP50\tP99\t\n", first)
+	for i := range rs {
+		r := &rs[i]
+		io := &r.IO
+		h := io.AllLat()
+		p50, ok50 := h.Quantile(0.5)
+		p99, ok99 := h.Quantile(0.99)
+		amp, okAmp := io.Amplification()
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Label(by),
+			io.Calls[aggregate.Read], io.Calls[aggregate.Write], render.Bytes(io.Bytes[aggregate.Read]),
+			render.Bytes(io.Bytes[aggregate.Write]), ratio(io.HitRatio()), render.Bytes(io.DiskReadBytes),
+			render.Bytes(io.DiskWriteBytes+io.WritebackBytes), times(amp, okAmp), io.ReadaheadPages,
+			r.Cum.DirtyPending(), render.Duration(io.ThrottleNs), dur(p50, ok50), dur(p99, ok99))
+	}
+	tw.Flush()
+	if omitted > 0 {
+		fmt.Fprintf(&b, "(%d more %s rows)\n", omitted, by)
+	}
+	if devs := Devices(d); len(devs) > 0 {
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "DEVICE\tOP\tREQ/S\tBYTES\tD2C P50\tD2C P99\tQ2C P50\tQ2C P99\t\n")
+		for _, v := range devs {
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", v.Device, v.Op, v.RateHz, render.Bytes(v.Bytes),
+				durp(v.D2CP50Ns), durp(v.D2CP99Ns), durp(v.Q2CP50Ns), durp(v.Q2CP99Ns))
+		}
+		tw.Flush()
+	}
+	if o := d.Global.Overflow; o[aggregate.OverflowProcs]+o[aggregate.OverflowFiles]+o[aggregate.OverflowRqs]+o[aggregate.OverflowDevs] > 0 {
+		fmt.Fprintf(&b, "maps full this interval: %d process, %d file, %d request, %d device entries refused (counted in the total only)\n",
+			o[aggregate.OverflowProcs], o[aggregate.OverflowFiles], o[aggregate.OverflowRqs], o[aggregate.OverflowDevs])
+	}
+	return b.String()
+}
+
+func ratio(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*v)
+}
+
+func times(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func dur(ns float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return render.Duration(uint64(ns))
+}
+
+func durp(ns *float64) string {
+	if ns == nil {
+		return "-"
+	}
+	return render.Duration(uint64(*ns))
+}

@@ -1,0 +1,264 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
+)
+
+const ctx = 0x7f0000001000 // an aio_context_t
+
+// aioRead is the EV_OP of iocb k of the io_submit call: a direct 4 KiB
+// read at off that queued one bio.
+func aioRead(call uint64, k uint64, off uint64, start, end uint64) *bpf.IopathOp {
+	o := enginetest.Op(call+1+k, bpf.IopathOpSysSYS_AIO_READ, off, 4096, 4096, start, end)
+	o.F_flags = 040000 // O_DIRECT
+	o.BiosQueued = 1
+	return o
+}
+
+// completedRead is a stream where iocb 0 of io_submit call 10 read 4 KiB
+// directly, its bio completed; its submit record and its reap not yet seen.
+func completedRead() (*enginetest.Stream, uint64) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	return s, call
+}
+
+func dio(rq, op, sector, queue uint64) *bpf.IopathRqIssueEv {
+	return enginetest.Issue(rq, queue+5, enginetest.FlRead|enginetest.FlSync,
+		enginetest.Own{Op: op, Bio: rq + 0x100, Sector: sector, Bytes: 4096, Queue: queue})
+}
+
+// Two iocbs in one io_submit, completed by the device in the other order
+// and reaped in one io_getevents: each request gets its own bio, result
+// and times, and both were in flight together.
+func TestAioOutOfOrder(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 100, 200))
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleOp(aioRead(call, 1, 8192, 200, 300))
+	s.E.HandleIssue(dio(2, call+2, 816, 250))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 2, 90, 310,
+		enginetest.Iocb{Addr: 0xa0, UserData: 7, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 8, Off: 8192, Bytes: 4096}))
+	s.E.HandleComplete(enginetest.Done(2, 500, 0))
+	s.E.HandleComplete(enginetest.Done(1, 700, 0))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before their reap", n)
+	}
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 900, enginetest.Reaped{Addr: 0xb0, UserData: 8, Res: 4096}, enginetest.Reaped{Addr: 0xa0, UserData: 7, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %d", len(reqs))
+	}
+	byData := map[uint64]*record.Request{}
+	for _, q := range reqs {
+		byData[q.UserData] = q
+	}
+	a, b := byData[7], byData[8]
+	if a == nil || b == nil {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if a.OpID != call+1 || a.SubmitOpID != call || a.Offset != 0 || len(a.Bios) != 1 || a.Bios[0].Sector != 800 || a.CompleteNs != 700 ||
+		a.ReapNs != 900 || a.SubmitNs != 90 || a.InflightAtIssue != 1 || a.Result != (record.Result{Bytes: 4096, Known: true}) {
+		t.Errorf("first request %+v", a)
+	}
+	if b.OpID != call+2 || b.Offset != 8192 || len(b.Bios) != 1 || b.Bios[0].Sector != 816 || b.CompleteNs != 500 || b.InflightAtIssue != 2 {
+		t.Errorf("second request %+v", b)
+	}
+	sum := s.E.Summary()
+	if len(sum.Pids) != 1 || sum.Pids[0].Requests != 2 || sum.Pids[0].ReadRequests != 2 || sum.Pids[0].Calls != 0 || sum.Pids[0].DiskBytesRead != 8192 {
+		t.Errorf("pid totals %+v", sum.Pids)
+	}
+}
+
+// An application reuses one iocb (and its user data) for request after
+// request: each reap goes to the oldest request of that iocb not reaped.
+func TestAioReusedIocb(t *testing.T) {
+	s := enginetest.NewStream()
+	cb := func(off uint64) enginetest.Iocb {
+		return enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: off, Bytes: 4096}
+	}
+	for i, call := range []uint64{100<<32 | 10, 100<<32 | 20} {
+		off := uint64(i) * 4096
+		s.E.HandleOp(aioRead(call, 0, off, 100+uint64(i)*1000, 200+uint64(i)*1000))
+		s.E.HandleIssue(dio(uint64(i+1), call+1, 800+uint64(i)*8, 150+uint64(i)*1000))
+		s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90+uint64(i)*1000, 210+uint64(i)*1000, cb(off)))
+		s.E.HandleComplete(enginetest.Done(uint64(i+1), 400+uint64(i)*1000, 0))
+	}
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 3000, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 3100, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: -5}))
+	reqs := s.Requests()
+	if len(reqs) != 2 || reqs[0].Offset != 0 || reqs[0].ReapNs != 3000 || reqs[1].Offset != 4096 || reqs[1].ReapNs != 3100 ||
+		reqs[1].Result != (record.Result{Error: "EIO", Known: true}) {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// Another thread reaps a request before the submitting thread's io_submit
+// has returned (its submit record comes later in the stream): the reap
+// waits for it.
+func TestAioReapBeforeSubmit(t *testing.T) {
+	s, call := completedRead()
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 350, enginetest.Reaped{Addr: 0xa0, UserData: 3, Res: 4096}))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before their submit record", n)
+	}
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 400, enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 0, Bytes: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].ReapNs != 350 || reqs[0].UserData != 3 || len(reqs[0].Bios) != 1 || len(reqs[0].Unavailable) != 0 {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// Lost events: a request never reaped is printed after HoldNs with its
+// result unavailable; one whose submit record was lost is printed at the
+// end from its EV_OP; an iocb io_submit refused is no request.
+func TestAioLost(t *testing.T) {
+	s, call := completedRead()
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 400,
+		enginetest.Iocb{Addr: 0xa0, UserData: 3, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 4, Off: 4096, Bytes: 4096}))
+	s.E.Tick(400 + s.E.HoldNs + 1)
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Result.Known || !contains(reqs[0].Unavailable, "result") || !contains(reqs[0].Unavailable, "reap_ns") {
+		t.Fatalf("unreaped request: %+v", reqs)
+	}
+	call2 := uint64(100<<32 | 20)
+	s.E.HandleOp(aioRead(call2, 0, 0, 2e10, 2e10+100))
+	s.E.HandleIssue(dio(2, call2+1, 800, 2e10+50))
+	s.E.HandleComplete(enginetest.Done(2, 2e10+300, 0))
+	s.E.Flush()
+	reqs = s.Requests()
+	if len(reqs) != 2 || reqs[1].OpID != call2+1 || len(reqs[1].Bios) != 1 || !contains(reqs[1].Unavailable, "submit_op_id") {
+		t.Fatalf("request without its submit record: %+v", reqs[1:])
+	}
+}
+
+// A buffered batch: iocb 0 missed (its EV_OP), iocb 1 was a cache hit
+// that no marker named (no EV_OP): it is a hit on the same file.
+func TestAioHitWithoutOp(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	o := enginetest.Named(enginetest.Op(call+1, bpf.IopathOpSysSYS_AIO_READ, 0, 4096, 4096, 100, 200), "app", "/data/f")
+	o.BiosQueued = 1
+	enginetest.AddRange(o, 0, 1, engine.RangeAdded)
+	s.E.HandleOp(o)
+	s.E.HandleIssue(enginetest.Issue(1, 150, enginetest.FlRead, enginetest.Own{Op: call + 1, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 140}))
+	s.E.HandleComplete(enginetest.Done(1, 180, 0))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 2, 90, 300,
+		enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xb0, UserData: 2, Off: 40960, Bytes: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 400, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096}, enginetest.Reaped{Addr: 0xb0, UserData: 2, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	miss, hit := reqs[0], reqs[1]
+	if miss.UserData != 1 || miss.Cache.PagesMissed != 1 || len(miss.Bios) != 1 {
+		t.Errorf("the miss: %+v", miss)
+	}
+	if hit.UserData != 2 || hit.Path != "/data/f" || hit.Ino != 42 || hit.Cache.PagesHit != 1 || hit.Cache.PagesRequested != 1 ||
+		len(hit.Bios) != 0 || !contains(hit.Unavailable, "complete_ns") || contains(hit.Unavailable, "cache") {
+		t.Errorf("the hit: %+v", hit)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.PagesHit != 1 || tot.PagesMissed != 1 || tot.Requests != 2 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// uringSubmit is the EV_URING_SUBMIT of request id (a 4 KiB read at off).
+func uringSubmit(id, req, call uint64, off int64, ts uint64) *bpf.IopathUringSubmitEv {
+	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), Opcode: 22,
+		Req: req, Ctx: ctx, UserData: id & 0xff, OpId: id, SubmitOpId: call, Ts: ts, Offset: off, Len: 4096, Fd: 3}
+}
+
+func uringComplete(id, req uint64, segs uint32, res int64, ts uint64) *bpf.IopathUringCompleteEv {
+	return &bpf.IopathUringCompleteEv{Type: uint32(bpf.IopathEvTypeEV_URING_COMPLETE), Pid: 100, Tid: 100, Segs: segs,
+		Req: req, OpId: id, UserData: id & 0xff, Ts: ts, Res: res}
+}
+
+// An io_uring buffered read tried inline (readahead started, one bio) and
+// finished by an io-wq worker (thread 200: its part is its own op, naming
+// the request): one request with both parts, run by the worker; it waits
+// for the worker's part the completion announces, even when that comes
+// after the completion.
+func TestUringParts(t *testing.T) {
+	s := enginetest.NewStream()
+	call, id := uint64(100<<32|9), uint64(100<<32|10)
+	s.E.HandleUringSubmit(uringSubmit(id, 0xf00, call, 8192, 100))
+	inline := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 100, 150), "app", "/data/f")
+	inline.ReqId, inline.BiosQueued = id, 1
+	enginetest.AddRange(inline, 2, 4, engine.RangeAdded)
+	s.E.HandleOp(inline)
+	s.E.HandleIssue(enginetest.Issue(1, 140, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id, Bio: 0xb1, Sector: 16, Bytes: 16384, Queue: 130}))
+	s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf00, OpId: id, Ts: 150})
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.HandleUringComplete(uringComplete(id, 0xf00, 2, 4096, 400))
+	if n := len(s.Requests()); n != 0 {
+		t.Fatalf("%d requests printed before the worker's part", n)
+	}
+	worker := enginetest.Named(enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 310, 390), "iou-wrk-100", "/data/f")
+	worker.Tid, worker.ReqId, worker.BlockedNs = 200, id, 50
+	s.E.HandleOp(worker)
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("want 1 request, got %+v", reqs)
+	}
+	q := reqs[0]
+	if q.Engine != record.EngineIOUring || q.OpID != id || q.SubmitOpID != call || q.Worker != record.WorkerIOWQ || q.WorkerTid != 200 ||
+		q.CompleteNs != 400 || q.Result != (record.Result{Bytes: 4096, Known: true}) || len(q.Bios) != 1 || q.Cache.PagesMissed != 1 ||
+		q.Cache.PagesRequested != 1 || q.Cache.PagesAdded != 4 || q.BlockedNs != 50 || !contains(q.Unavailable, "reap_ns") {
+		t.Errorf("request %+v", q)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 1 || tot.DiskBytesRead != 16384 || tot.PagesMissed != 1 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
+
+// An io_uring request whose completion was lost: released after HoldNs
+// with result and complete_ns unavailable.
+func TestUringLostCompletion(t *testing.T) {
+	s := enginetest.NewStream()
+	id := uint64(100<<32 | 10)
+	s.E.HandleUringSubmit(uringSubmit(id, 0xf00, 0, 0, 100))
+	o := enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 100, 150)
+	o.ReqId = id
+	s.E.HandleOp(o)
+	s.E.Tick(150 + s.E.HoldNs + 1)
+	reqs := s.Requests()
+	if len(reqs) != 1 || reqs[0].Result.Known || !contains(reqs[0].Unavailable, "complete_ns") || !contains(reqs[0].Unavailable, "result") {
+		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// An io-wq worker's IO no event named (req_id 0): its bios are
+// unattributed, under their cause, never lost.
+func TestUringUnnamedPart(t *testing.T) {
+	s := enginetest.NewStream()
+	o := enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 0, 0, 0, 100, 200)
+	o.Tid, o.BiosQueued = 200, 1
+	s.E.HandleOp(o)
+	s.E.HandleIssue(dio(1, 200<<32|1, 800, 150))
+	s.E.HandleComplete(enginetest.Done(1, 300, 0))
+	s.E.Flush()
+	sum := s.E.Summary()
+	if len(s.Requests()) != 0 || sum.UnattributedBios != 1 || sum.UnattributedCauses["io_uring_worker"].Bytes != 4096 ||
+		sum.Pids[0].Unattributed != 1 || sum.Pids[0].DiskBytesRead != 4096 {
+		t.Errorf("requests %+v, summary %+v", s.Requests(), sum)
+	}
+}
