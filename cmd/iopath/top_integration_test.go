@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/topview"
 	"github.com/iopath/iopath/workloads"
 )
@@ -166,6 +167,7 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 // objects between the records, whole lines, with the workload's reads.
 func TestTraceInterval(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, stderr, code := runIopath(t, tmp, "trace", "--json", "--interval", "100ms", "--workload", "rand-read", "--",
 		"--cold", "--size", "32m", "--count", "4000")
