@@ -44,7 +44,7 @@ type IopathAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathAggIo struct {
@@ -62,6 +62,7 @@ type IopathAggIo struct {
 	DirtiedPages   uint64
 	CleanedPages   uint64
 	ThrottleNs     uint64
+	NobdevPages    uint64
 	Lat            [3][32]uint64
 	Name           [48]int8
 }
@@ -78,11 +79,12 @@ const (
 type IopathAggOverflow uint32
 
 const (
-	IopathAggOverflowAGG_OV_PROCS IopathAggOverflow = 0
-	IopathAggOverflowAGG_OV_FILES IopathAggOverflow = 1
-	IopathAggOverflowAGG_OV_RQS   IopathAggOverflow = 2
-	IopathAggOverflowAGG_OV_DEVS  IopathAggOverflow = 3
-	IopathAggOverflowAGG_OV_MAX   IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_PROCS  IopathAggOverflow = 0
+	IopathAggOverflowAGG_OV_FILES  IopathAggOverflow = 1
+	IopathAggOverflowAGG_OV_RQS    IopathAggOverflow = 2
+	IopathAggOverflowAGG_OV_DEVS   IopathAggOverflow = 3
+	IopathAggOverflowAGG_OV_NODISK IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_MAX    IopathAggOverflow = 5
 )
 
 type IopathAggRqOp uint32

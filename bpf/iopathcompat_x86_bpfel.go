@@ -44,7 +44,7 @@ type IopathCompatAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathCompatAggIo struct {
@@ -62,6 +62,7 @@ type IopathCompatAggIo struct {
 	DirtiedPages   uint64
 	CleanedPages   uint64
 	ThrottleNs     uint64
+	NobdevPages    uint64
 	Lat            [3][32]uint64
 	Name           [48]int8
 }

@@ -52,6 +52,10 @@ var (
 		"Records the kernel could not queue for iopath (ring buffer full).")
 	mapFull = metric("counter", "map_full_total",
 		"Entries a bounded BPF map refused (counted elsewhere: agg_procs/agg_files into the totals only; agg_rqs without latency; task_ops: a thread's calls not traced).", "map")
+	missedRuns = metric("counter", "missed_runs_total",
+		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection, Linux 5.12+): what they would have counted is in no other metric.", "program")
+	noDisk = metric("counter", "disk_requests_unnamed_total",
+		"Block requests completed without a disk to name them by: not in iopath_disk_requests_total.")
 	procSyscalls = metric("counter", "process_syscalls_total",
 		"Calls of the processes with this comm (only comms given to --per-comm).", "comm", "op")
 	procBytes = metric("counter", "process_syscall_bytes_total",
@@ -68,4 +72,4 @@ var (
 // All lists every metric family, in the README's order.
 var All = []*Metric{syscalls, syscallErrors, syscallBytes, syscallDuration, pageCache, readahead, callDiskBytes,
 	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, bioLatency, lostEvents, mapFull,
-	procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}
+	missedRuns, noDisk, procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}

@@ -2,6 +2,8 @@ package topview
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -61,7 +63,26 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 		fmt.Fprintf(&b, "maps full this interval: %d process, %d file, %d request, %d device entries refused (counted in the total only)\n",
 			o[aggregate.OverflowProcs], o[aggregate.OverflowFiles], o[aggregate.OverflowRqs], o[aggregate.OverflowDevs])
 	}
+	if n := d.Global.Overflow[aggregate.OverflowNoDisk]; n > 0 {
+		fmt.Fprintf(&b, "requests without a disk this interval: %d (not counted per disk)\n", n)
+	}
 	return b.String()
+}
+
+// MissedLine says how many BPF program runs the kernel skipped since the
+// start (empty when none): their counts are missing from every number.
+func MissedLine(missed map[string]uint64) string {
+	if len(missed) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(missed))
+	var total uint64
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		total += missed[n]
+		parts = append(parts, fmt.Sprintf("%s %d", n, missed[n]))
+	}
+	return fmt.Sprintf("missed BPF runs since the start: %d, not counted (%s)\n", total, strings.Join(parts, ", "))
 }
 
 func ratio(v float64, ok bool) string {

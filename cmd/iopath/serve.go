@@ -82,7 +82,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer s.Close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.New(aggregate.NewReader(s.T.AggMaps()).Read, f.perComm, s.T.Counters))
+	col := metrics.New(aggregate.NewReader(s.T.AggMaps()).Read, f.perComm, s.T.Counters)
+	col.Missed = s.T.MissedRuns
+	reg.MustRegister(col)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
