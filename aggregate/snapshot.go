@@ -76,7 +76,10 @@ type IO struct {
 	// NoBdevPages: read pages of files without a block device (proc,
 	// sysfs, cgroup, tmpfs), counted apart: neither hits nor misses.
 	NoBdevPages uint64
-	Lat         [Ops]Hist
+	// DirectReadBytes: bytes returned by O_DIRECT reads, which bypass the
+	// page cache (no pages: not in the hit ratio).
+	DirectReadBytes uint64
+	Lat             [Ops]Hist
 }
 
 // Proc is one process's IO (key: tgid; with bit 31 set, the part of a
@@ -182,6 +185,7 @@ func (a *IO) Add(b *IO) {
 	a.CleanedPages += b.CleanedPages
 	a.ThrottleNs += b.ThrottleNs
 	a.NoBdevPages += b.NoBdevPages
+	a.DirectReadBytes += b.DirectReadBytes
 }
 
 // Sub returns a - b, counter by counter, 0 where b is larger (a key reused
@@ -205,6 +209,7 @@ func (a IO) Sub(b *IO) IO {
 	d.CleanedPages = sub(a.CleanedPages, b.CleanedPages)
 	d.ThrottleNs = sub(a.ThrottleNs, b.ThrottleNs)
 	d.NoBdevPages = sub(a.NoBdevPages, b.NoBdevPages)
+	d.DirectReadBytes = sub(a.DirectReadBytes, b.DirectReadBytes)
 	return d
 }
 

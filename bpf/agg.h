@@ -71,6 +71,7 @@ struct agg_io {
 	__u64 cleaned_pages;       /* of tracked dirty pages, written back or dropped since */
 	__u64 throttle_ns;         /* time in balance_dirty_pages */
 	__u64 nobdev_pages;        /* read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in hit/miss */
+	__u64 direct_read_bytes;   /* bytes returned by O_DIRECT reads: no page-cache pages, not in hit/miss */
 	__u64 lat[AGG_OPS][AGG_BUCKETS]; /* call duration, log2 ns */
 	char name[PART_LEN];       /* processes: comm at the first call; files: last path component */
 };
@@ -205,7 +206,7 @@ static __always_inline __u32 agg_class(__u32 sys)
 
 /* One finished call's numbers, computed once for both entries. */
 struct agg_call_v {
-	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle, nobdev;
+	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle, nobdev, direct;
 	__u32 op, bucket, err;
 };
 
@@ -229,6 +230,7 @@ static __always_inline void agg_add(struct agg_io *v, struct agg_call_v *c)
 	__sync_fetch_and_add(&v->dirtied_pages, c->dirtied);
 	__sync_fetch_and_add(&v->throttle_ns, c->throttle);
 	__sync_fetch_and_add(&v->nobdev_pages, c->nobdev);
+	__sync_fetch_and_add(&v->direct_read_bytes, c->direct);
 }
 
 /* agg_block_backed says whether the call's file lives on a block device
@@ -265,6 +267,8 @@ static __noinline int agg_call(void)
 	if (ret > 0 && c.op != AGG_SYNC)
 		c.bytes = ret;
 	__u64 covered = 0;
+	if (c.op == AGG_READ && ret > 0 && (op->f_flags & O_DIRECT_FLAG))
+		c.direct = ret;
 	if (c.op == AGG_READ && ret > 0 && !(op->f_flags & O_DIRECT_FLAG)) {
 		__u64 first = op->offset >> PAGE_SHIFT;
 		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;

@@ -47,26 +47,27 @@ type IOJSON struct {
 	Ino    uint64 `json:"ino,omitempty"`
 	Name   string `json:"name,omitempty"`
 
-	Reads          uint64   `json:"reads"`
-	Writes         uint64   `json:"writes"`
-	Syncs          uint64   `json:"syncs"`
-	Errors         uint64   `json:"errors"`
-	ReadBytes      uint64   `json:"read_bytes"`
-	WriteBytes     uint64   `json:"write_bytes"`
-	HitPages       uint64   `json:"cache_hit_pages"`
-	MissPages      uint64   `json:"cache_miss_pages"`
-	HitRatio       *float64 `json:"cache_hit_ratio"` // null without read pages of block-backed files (O_DIRECT: the cache is bypassed)
-	NoBdevPages    uint64   `json:"nobdev_pages"`    // read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in the ratio
-	ReadaheadPages uint64   `json:"readahead_pages"`
-	DiskReadBytes  uint64   `json:"disk_read_bytes"`
-	DiskWriteBytes uint64   `json:"disk_write_bytes"` // the calls' own bios
-	WritebackBytes uint64   `json:"writeback_bytes"`  // their dirty pages, written by the flusher
-	Amplification  *float64 `json:"amplification"`    // disk bytes per byte read or written; null without bytes
-	DirtiedPages   uint64   `json:"dirtied_pages"`
-	DirtyPending   uint64   `json:"dirty_pending_pages"` // since the start: dirtied, not yet written back or dropped
-	ThrottleNs     uint64   `json:"throttle_ns"`
-	LatP50Ns       *float64 `json:"lat_p50_ns"` // every call; null without calls
-	LatP99Ns       *float64 `json:"lat_p99_ns"`
+	Reads           uint64   `json:"reads"`
+	Writes          uint64   `json:"writes"`
+	Syncs           uint64   `json:"syncs"`
+	Errors          uint64   `json:"errors"`
+	ReadBytes       uint64   `json:"read_bytes"`
+	WriteBytes      uint64   `json:"write_bytes"`
+	HitPages        uint64   `json:"cache_hit_pages"`
+	MissPages       uint64   `json:"cache_miss_pages"`
+	HitRatio        *float64 `json:"cache_hit_ratio"`   // null without read pages of block-backed files (O_DIRECT: the cache is bypassed)
+	NoBdevPages     uint64   `json:"nobdev_pages"`      // read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in the ratio
+	DirectReadBytes uint64   `json:"direct_read_bytes"` // bytes of O_DIRECT reads: they bypass the cache, not in the ratio
+	ReadaheadPages  uint64   `json:"readahead_pages"`
+	DiskReadBytes   uint64   `json:"disk_read_bytes"`
+	DiskWriteBytes  uint64   `json:"disk_write_bytes"` // the calls' own bios
+	WritebackBytes  uint64   `json:"writeback_bytes"`  // their dirty pages, written by the flusher
+	Amplification   *float64 `json:"amplification"`    // disk bytes per byte read or written; null without bytes
+	DirtiedPages    uint64   `json:"dirtied_pages"`
+	DirtyPending    uint64   `json:"dirty_pending_pages"` // since the start: dirtied, not yet written back or dropped
+	ThrottleNs      uint64   `json:"throttle_ns"`
+	LatP50Ns        *float64 `json:"lat_p50_ns"` // every call; null without calls
+	LatP99Ns        *float64 `json:"lat_p99_ns"`
 }
 
 // DeviceJSON is one disk and request class.
@@ -97,7 +98,7 @@ func IOOf(io, cum *aggregate.IO) IOJSON {
 		Reads: io.Calls[aggregate.Read], Writes: io.Calls[aggregate.Write], Syncs: io.Calls[aggregate.Sync],
 		Errors:    io.Errors[aggregate.Read] + io.Errors[aggregate.Write] + io.Errors[aggregate.Sync],
 		ReadBytes: io.Bytes[aggregate.Read], WriteBytes: io.Bytes[aggregate.Write],
-		HitPages: io.HitPages, MissPages: io.MissPages, NoBdevPages: io.NoBdevPages, ReadaheadPages: io.ReadaheadPages,
+		HitPages: io.HitPages, MissPages: io.MissPages, NoBdevPages: io.NoBdevPages, DirectReadBytes: io.DirectReadBytes, ReadaheadPages: io.ReadaheadPages,
 		DiskReadBytes: io.DiskReadBytes, DiskWriteBytes: io.DiskWriteBytes, WritebackBytes: io.WritebackBytes,
 		DirtiedPages: io.DirtiedPages, DirtyPending: cum.DirtyPending(), ThrottleNs: io.ThrottleNs,
 	}

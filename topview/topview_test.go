@@ -113,3 +113,16 @@ func TestHitRatioLeavesOutNoBdev(t *testing.T) {
 		t.Errorf("total ratio %v with one miss, want 0", iv.Total.HitRatio)
 	}
 }
+
+// TestHitTextBypass: O_DIRECT reads, which bypass the cache, show as
+// "bypass", not as a ratio of the few other pages.
+func TestHitTextBypass(t *testing.T) {
+	io := &aggregate.IO{DirectReadBytes: 4096}
+	if got := hitText(io, false); got != "bypass" {
+		t.Errorf("O_DIRECT only: %q, want bypass", got)
+	}
+	io.HitPages = 1
+	if got := hitText(io, true); !strings.Contains(got, "100.0%") || !strings.Contains(got, "O_DIRECT") {
+		t.Errorf("total with O_DIRECT and one hit: %q", got)
+	}
+}
