@@ -150,5 +150,5 @@ func listen(addr string) (net.Listener, error) {
 	case errors.As(err, &ae):
 		hint = "give HOST:PORT with a port of 0 to 65535, e.g. --listen 127.0.0.1:9465"
 	}
-	return nil, fmt.Errorf("--listen %s: %v: %s", addr, cause, hint)
+	return nil, fmt.Errorf("--listen %s: %w: %s", addr, cause, hint)
 }
