@@ -27,7 +27,7 @@ var (
 	syscallDuration = metric("histogram", "syscall_duration_seconds",
 		"Duration of read, write and sync-family calls; cache=miss when the call inserted pages into the page cache in its range or queued bios, else hit. Log2 buckets.", "op", "cache")
 	pageCache = metric("counter", "page_cache_accesses_total",
-		"4 KiB pages read by read calls: found in the page cache (hit) or inserted by the call (miss).", "result")
+		"4 KiB pages of block-backed files read by read calls: found in the page cache (hit) or inserted by the call (miss). Not O_DIRECT reads, nor files without a block device (proc, sysfs, cgroup, tmpfs).", "result")
 	readahead = metric("counter", "readahead_pages_total",
 		"4 KiB pages read calls inserted into the page cache beyond the range they asked for (readahead, or the rest of a large folio).", "outcome")
 	callDiskBytes = metric("counter", "syscall_disk_bytes_total",
