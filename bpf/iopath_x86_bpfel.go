@@ -44,26 +44,28 @@ type IopathAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathAggIo struct {
-	_              structs.HostLayout
-	Calls          [3]uint64
-	Errors         [3]uint64
-	Bytes          [3]uint64
-	LatencyNs      [3]uint64
-	HitPages       uint64
-	MissPages      uint64
-	RaPages        uint64
-	DiskReadBytes  uint64
-	DiskWriteBytes uint64
-	WbBytes        uint64
-	DirtiedPages   uint64
-	CleanedPages   uint64
-	ThrottleNs     uint64
-	Lat            [3][32]uint64
-	Name           [48]int8
+	_               structs.HostLayout
+	Calls           [3]uint64
+	Errors          [3]uint64
+	Bytes           [3]uint64
+	LatencyNs       [3]uint64
+	HitPages        uint64
+	MissPages       uint64
+	RaPages         uint64
+	DiskReadBytes   uint64
+	DiskWriteBytes  uint64
+	WbBytes         uint64
+	DirtiedPages    uint64
+	CleanedPages    uint64
+	ThrottleNs      uint64
+	NobdevPages     uint64
+	DirectReadBytes uint64
+	Lat             [3][32]uint64
+	Name            [48]int8
 }
 
 type IopathAggOp uint32
@@ -78,11 +80,12 @@ const (
 type IopathAggOverflow uint32
 
 const (
-	IopathAggOverflowAGG_OV_PROCS IopathAggOverflow = 0
-	IopathAggOverflowAGG_OV_FILES IopathAggOverflow = 1
-	IopathAggOverflowAGG_OV_RQS   IopathAggOverflow = 2
-	IopathAggOverflowAGG_OV_DEVS  IopathAggOverflow = 3
-	IopathAggOverflowAGG_OV_MAX   IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_PROCS  IopathAggOverflow = 0
+	IopathAggOverflowAGG_OV_FILES  IopathAggOverflow = 1
+	IopathAggOverflowAGG_OV_RQS    IopathAggOverflow = 2
+	IopathAggOverflowAGG_OV_DEVS   IopathAggOverflow = 3
+	IopathAggOverflowAGG_OV_NODISK IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_MAX    IopathAggOverflow = 5
 )
 
 type IopathAggRqOp uint32

@@ -44,26 +44,28 @@ type IopathCompatAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathCompatAggIo struct {
-	_              structs.HostLayout
-	Calls          [3]uint64
-	Errors         [3]uint64
-	Bytes          [3]uint64
-	LatencyNs      [3]uint64
-	HitPages       uint64
-	MissPages      uint64
-	RaPages        uint64
-	DiskReadBytes  uint64
-	DiskWriteBytes uint64
-	WbBytes        uint64
-	DirtiedPages   uint64
-	CleanedPages   uint64
-	ThrottleNs     uint64
-	Lat            [3][32]uint64
-	Name           [48]int8
+	_               structs.HostLayout
+	Calls           [3]uint64
+	Errors          [3]uint64
+	Bytes           [3]uint64
+	LatencyNs       [3]uint64
+	HitPages        uint64
+	MissPages       uint64
+	RaPages         uint64
+	DiskReadBytes   uint64
+	DiskWriteBytes  uint64
+	WbBytes         uint64
+	DirtiedPages    uint64
+	CleanedPages    uint64
+	ThrottleNs      uint64
+	NobdevPages     uint64
+	DirectReadBytes uint64
+	Lat             [3][32]uint64
+	Name            [48]int8
 }
 
 type IopathCompatBioOwner struct {

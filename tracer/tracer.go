@@ -612,12 +612,7 @@ func (t *Tracer) Summary() *record.Summary {
 			s.Attach[h.Hook] = "off (--all)"
 		}
 	}
-	s.MissedRuns = map[string]uint64{}
-	for name, p := range t.coll.Programs {
-		if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
-			s.MissedRuns[name] = st.RecursionMisses
-		}
-	}
+	s.MissedRuns = t.MissedRuns()
 	// Pending dirty pages the kernel says are clean: written without iopath
 	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
 	for _, f := range t.Engine.PendingFiles() {

@@ -247,3 +247,61 @@ func TestTopExec(t *testing.T) {
 		t.Errorf("cat read %d bytes, want the whole 64 KiB file", cat.ReadBytes)
 	}
 }
+
+// TestTopDirectOutput: `iopath top --json -o FILE -- workload rand-read
+// --cold --direct`: the JSON goes to FILE only (stdout is the workload's
+// report alone), and with O_DIRECT reads, which bypass the page cache, the
+// data file's hit ratio is null, the total shows the bytes that bypassed
+// the cache, and the /proc and cgroup files the workload's start reads are
+// counted apart, not as hits.
+func TestTopDirectOutput(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "top.jsonl")
+	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "-o", out, "--interval", "200ms", "--rows", "0", "--",
+		self, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--direct", "--size", "16m",
+		"--count", "500", "--dir", tmp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	rep := &workloads.Report{}
+	if err := json.Unmarshal([]byte(stdout), rep); err != nil || rep.Ops != 500 {
+		t.Fatalf("stdout is not the workload's report alone (%v):\n%s", err, stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := parseTop(t, string(b))
+	if len(run.other) != 0 {
+		t.Errorf("-o file has lines other than top's JSON: %q", run.other)
+	}
+	var fileRow *topview.IOJSON
+	for i, f := range run.total.Files {
+		if f.Name == filepath.Base(rep.File) {
+			fileRow = &run.total.Files[i]
+		}
+	}
+	if fileRow == nil || fileRow.Reads != 500 {
+		t.Fatalf("no row of %s with 500 reads in the total: %+v", filepath.Base(rep.File), run.total.Files)
+	}
+	if fileRow.HitRatio != nil || fileRow.HitPages+fileRow.MissPages != 0 {
+		t.Errorf("O_DIRECT file: ratio %v, %d hit + %d miss pages; want null and none", fileRow.HitRatio, fileRow.HitPages, fileRow.MissPages)
+	}
+	// The total's pages are the few cached reads of block-backed files
+	// (the dynamic loader's of libc, the binary's of itself); the
+	// workload's bytes are shown as bypassing the cache.
+	if tot := run.total.Total; tot.DirectReadBytes != uint64(rep.Bytes) {
+		t.Errorf("total: direct_read_bytes %d, the workload read %d with O_DIRECT", tot.DirectReadBytes, rep.Bytes)
+	}
+	if run.total.Total.NoBdevPages == 0 {
+		t.Errorf("no page of /proc or cgroup files counted apart: %+v", run.total.Total)
+	}
+	if run.total.MissedRuns == nil {
+		t.Error("no missed_runs object")
+	}
+}
