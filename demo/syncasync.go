@@ -8,6 +8,7 @@ import (
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -70,7 +71,7 @@ func queueRuns(tr *traced, res *session.WorkloadRunsResult, runs []*session.Work
 	wrecs := make([]*record.Workload, len(runs))
 	for i, r := range runs {
 		wrecs[i] = res.Record(r, nil)
-		bios, src := runBios(tr, r.Pid, write)
+		bios, src := runBios(tr, r.Pid, kernel.Dev(r.File.Dev), r.File.Ino, write)
 		q := &QueueRun{Label: labels[i], Rec: wrecs[i], Queue: DeviceQueueOf(bios), Sources: src}
 		for _, c := range tr.recs {
 			if s, ok := c.(*record.Syscall); ok && s.Pid == r.Pid && s.Ino == r.File.Ino && (record.IsRead(s.Syscall) || record.IsWrite(s.Syscall)) {
