@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -118,6 +119,16 @@ func TestSyncAsyncStory(t *testing.T) {
 		if !strings.Contains(why, s) {
 			t.Errorf("explanation lacks %q:\n%s", s, why)
 		}
+	}
+	// One IOPS figure per run, the workload's; the device's rate (3
+	// requests over 430 ns) is named as such, not as a second "IOPS".
+	for _, m := range regexp.MustCompile(`(\d+) IOPS`).FindAllStringSubmatch(why, -1) {
+		if m[1] != "15000" && m[1] != "90000" && m[1] != "100000" {
+			t.Errorf("%q is not a workload's IOPS:\n%s", m[0], why)
+		}
+	}
+	if !strings.Contains(why, "6976744/s is the device's rate") {
+		t.Errorf("device rate not explained:\n%s", why)
 	}
 }
 
