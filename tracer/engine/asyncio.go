@@ -175,7 +175,7 @@ func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, r
 		for _, b := range bios {
 			e.unattributedAs(rec.Pid, b.Bytes, "io_uring_worker")
 		}
-		e.pid(rec.Pid, rec.Comm).DiskBytesRead += readBytes
+		e.pid(rec.Pid, "").DiskBytesRead += readBytes // an io thread's name is not the process's
 		return
 	}
 	r := e.asyncReq(id)
@@ -528,13 +528,19 @@ func (e *Engine) HandleUringSubmit(ev *bpf.IopathUringSubmitEv) {
 	if r.punted {
 		worker = record.WorkerIOWQ
 	}
+	// With SQPOLL, ev.Tid is the iou-sqp thread: the request is charged to
+	// the ring's owner, the thread that set it up (bpf/uring.c), under the
+	// process's name; ev.Tid is the worker.
 	r.req = &record.Request{
 		Type: record.TypeRequest, Engine: record.EngineIOUring, Op: op, OpID: ev.OpId, SubmitOpID: ev.SubmitOpId,
-		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
+		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.OwnerTid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
 		Fd: int64(ev.Fd), Offset: ev.Offset, RequestedBytes: ev.Len, SubmitNs: ev.Ts,
 	}
 	if ev.SqThread != 0 {
 		r.req.SubmitOpID = 0
+		if ev.OwnerTid == 0 {
+			r.req.Unavailable = append(r.req.Unavailable, "tid")
+		}
 	}
 	e.tryRequest(ev.OpId, r)
 }

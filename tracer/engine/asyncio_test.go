@@ -183,7 +183,7 @@ func contains(list []string, s string) bool {
 
 // uringSubmit is the EV_URING_SUBMIT of request id (a 4 KiB read at off).
 func uringSubmit(id, req, call uint64, off int64, ts uint64) *bpf.IopathUringSubmitEv {
-	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), Opcode: 22,
+	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), OwnerTid: uint32(id >> 32), Opcode: 22,
 		Req: req, Ctx: ctx, UserData: id & 0xff, OpId: id, SubmitOpId: call, Ts: ts, Offset: off, Len: 4096, Fd: 3}
 }
 
@@ -325,5 +325,37 @@ func TestUringWithoutPartNoHit(t *testing.T) {
 	}
 	if q := reqs[1]; q.Cache.PagesHit != 0 || q.Cache.PagesRequested != 0 || !contains(q.Unavailable, "cache") || q.Ino != 42 {
 		t.Errorf("request without part %+v", q)
+	}
+}
+
+// An SQPOLL request: the iou-sqp thread (tid 300) submitted and ran it for
+// the ring's owner (thread 101 of process 100, "app"): the request and the
+// process's summary row are the owner's, the thread is the worker. Where
+// the kernel does not say who set the ring up, tid is unavailable, not
+// the worker's.
+func TestUringSQPollOwner(t *testing.T) {
+	for _, owner := range []uint32{101, 0} {
+		s := enginetest.NewStream()
+		id := uint64(300<<32 | 5)
+		sub := uringSubmit(id, 0xf00, 0, 0, 100)
+		sub.SqThread, sub.OwnerTid = 1, owner
+		copy(sub.Comm[:], []int8{'a', 'p', 'p'})
+		s.E.HandleUringSubmit(sub)
+		o := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 100, 150), "iou-sqp-101", "/data/f")
+		o.ReqId, o.Tid, o.F_flags = id, 300, 040000
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(uringComplete(id, 0xf00, 1, 4096, 160))
+		reqs := s.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("owner %d: want 1 request, got %+v", owner, reqs)
+		}
+		q := reqs[0]
+		if q.Tid != owner || q.WorkerTid != 300 || q.Comm != "app" || q.Worker != record.WorkerSQPoll || q.SubmitOpID != 0 ||
+			contains(q.Unavailable, "tid") != (owner == 0) {
+			t.Errorf("owner %d: request %+v", owner, q)
+		}
+		if ps := s.E.Summary().Pids[0]; ps.Comm != "app" {
+			t.Errorf("owner %d: pid row comm %q", owner, ps.Comm)
+		}
 	}
 }
