@@ -39,7 +39,7 @@ const (
 // do_io_accounting), io threads included. Thread jobs (--thread) share the
 // process, so each keeps its own thread's count.
 func procIOPath(s *Spec) string {
-	if s.Engine == EngineIOUring && !(s.Thread && s.NumJobs > 1) {
+	if s.Engine == EngineIOUring && (!s.Thread || s.NumJobs <= 1) {
 		return processIO
 	}
 	return threadIO
