@@ -496,8 +496,8 @@ struct uring_submit_ev {
 	__s32 fd;        /* sqe->fd (a registered file's index with IOSQE_FIXED_FILE) */
 	__u32 sqe_flags; /* req->flags' low byte: IOSQE_* */
 	__u32 sq_thread; /* 1: submitted by the SQPOLL thread */
-	__u32 pad;
-	char comm[16];
+	__u32 owner_tid; /* SQPOLL: the thread that set up the ring (0: unknown); else tid */
+	char comm[16];   /* SQPOLL: the process's (its group leader's), not the iou-sqp thread's */
 };
 
 struct uring_punt_ev {

@@ -608,7 +608,7 @@ type IopathUringSubmitEv struct {
 	Fd         int32
 	SqeFlags   uint32
 	SqThread   uint32
-	Pad        uint32
+	OwnerTid   uint32
 	Comm       [16]int8
 }
 

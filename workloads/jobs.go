@@ -366,7 +366,7 @@ func (p *Prepared) aggregate(reps []*Report) *Report {
 			}
 		}
 	}
-	r.Kernel = kernel
+	r.Kernel, r.KernelScope = kernel, first.KernelScope
 	r.Latency = summarize(agg.lat)
 	r.finish(agg)
 	return r

@@ -175,7 +175,7 @@ func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, r
 		for _, b := range bios {
 			e.unattributedAs(rec.Pid, b.Bytes, "io_uring_worker")
 		}
-		e.pid(rec.Pid, rec.Comm).DiskBytesRead += readBytes
+		e.pid(rec.Pid, "").DiskBytesRead += readBytes // an io thread's name is not the process's
 		return
 	}
 	r := e.asyncReq(id)
@@ -212,12 +212,25 @@ func mergeSeg(dst, src *record.Syscall) {
 	dst.DirtiedRanges = append(dst.DirtiedRanges, src.DirtiedRanges...)
 	dst.BlockedNs += src.BlockedNs
 	dst.Direct = dst.Direct || src.Direct
+	if dst.Direct {
+		noCacheHits(&dst.Cache)
+	}
 	if src.Tid != dst.Tid {
 		dst.Tid = src.Tid // the worker's
 	}
 	if end := src.TimeNs + src.DurationNs; end > dst.TimeNs+dst.DurationNs {
 		dst.DurationNs = end - dst.TimeNs
 	}
+}
+
+// noCacheHits clears the page-cache lookup of an O_DIRECT request: as for
+// a direct call (pageCache), nothing is requested from the cache, so
+// nothing hits or misses there. A part of the request that looked
+// buffered is one whose file was not known when it was sent (an io-wq
+// worker's part closed after the request's completion dropped its entry
+// in bpf/uring.c): its offset and length, not a cache lookup.
+func noCacheHits(c *record.Cache) {
+	c.PagesRequested, c.PagesHit, c.PagesMissed = 0, 0, 0
 }
 
 // aioOps names the iocb opcodes (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
@@ -363,6 +376,14 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		}
 	}
 	if s := r.seg; s != nil {
+		if s.Ino == 0 { // no part knew its file: the fd's last request's
+			if f, ok := e.async.files[pidFd{q.Pid, q.Fd}]; ok {
+				s.Path, s.Dev, s.Ino, s.FS, s.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
+			}
+		}
+		if s.Direct {
+			noCacheHits(&s.Cache)
+		}
 		q.Path, q.Dev, q.Ino, q.FS, q.Direct = s.Path, s.Dev, s.Ino, s.FS, s.Direct
 		q.Cache, q.Bios, q.DirtiedPages, q.BlockedNs = s.Cache, s.Bios, s.DirtiedPages, s.BlockedNs
 		q.InflightAtIssue = r.inflight
@@ -389,9 +410,12 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 }
 
 // requestWithoutOp completes a request that has no EV_OP: io_submit
-// processed it without any marker naming it (bpf/aio.c). A buffered read
-// with no marker had no readahead and no page inserted: a cache hit, as an
-// untouched call is. A direct one's bios went to the request before it.
+// processed it without any marker naming it (bpf/aio.c). A buffered libaio
+// read with no marker had no readahead and no page inserted: a cache hit,
+// as an untouched call is. A direct one's bios went to the request before
+// it. An io_uring request always has a part where iopath follows it
+// (bpf/uring.c): without one (a registered file, lost events) its cache
+// is not known, never a hit.
 func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
 	q.Bios = []record.Bio{}
 	q.Cache.Readahead = []record.Readahead{}
@@ -402,7 +426,7 @@ func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
 	}
 	q.Path, q.Dev, q.Ino, q.FS, q.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
 	read := q.Op == "read" || q.Op == "readv"
-	if q.Direct || !read {
+	if q.Direct || !read || r.uring {
 		q.Unavailable = append(q.Unavailable, "cache", "bios")
 		return
 	}
@@ -504,13 +528,19 @@ func (e *Engine) HandleUringSubmit(ev *bpf.IopathUringSubmitEv) {
 	if r.punted {
 		worker = record.WorkerIOWQ
 	}
+	// With SQPOLL, ev.Tid is the iou-sqp thread: the request is charged to
+	// the ring's owner, the thread that set it up (bpf/uring.c), under the
+	// process's name; ev.Tid is the worker.
 	r.req = &record.Request{
 		Type: record.TypeRequest, Engine: record.EngineIOUring, Op: op, OpID: ev.OpId, SubmitOpID: ev.SubmitOpId,
-		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
+		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.OwnerTid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
 		Fd: int64(ev.Fd), Offset: ev.Offset, RequestedBytes: ev.Len, SubmitNs: ev.Ts,
 	}
 	if ev.SqThread != 0 {
 		r.req.SubmitOpID = 0
+		if ev.OwnerTid == 0 {
+			r.req.Unavailable = append(r.req.Unavailable, "tid")
+		}
 	}
 	e.tryRequest(ev.OpId, r)
 }
