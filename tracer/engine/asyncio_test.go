@@ -262,3 +262,35 @@ func TestUringUnnamedPart(t *testing.T) {
 		t.Errorf("requests %+v, summary %+v", s.Requests(), sum)
 	}
 }
+
+// A buffered io_uring read_fixed (IORING_OP_READ_FIXED) of 4 KiB that hit
+// the cache, and a read past EOF (result 0): the first is a read request in
+// the totals; the second requested no page (pages spanned by the 0 bytes
+// returned), neither hit nor missed.
+func TestUringReadFixedAndEOF(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 9)
+	for i, res := range []int64{4096, 0} {
+		id := call + 1 + uint64(i)
+		sub := uringSubmit(id, 0xf00+uint64(i), call, int64(i)*1<<20, 100)
+		sub.Opcode = 4 // IORING_OP_READ_FIXED
+		s.E.HandleUringSubmit(sub)
+		o := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, uint64(i)<<20, 4096, 4096, 100, 150), "app", "/data/f")
+		o.ReqId = id
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(uringComplete(id, 0xf00+uint64(i), 1, res, 200))
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	if c := reqs[0].Cache; reqs[0].Op != "read_fixed" || c.PagesRequested != 1 || c.PagesHit != 1 {
+		t.Errorf("hit request %+v", reqs[0])
+	}
+	if c := reqs[1].Cache; c.PagesRequested != 0 || c.PagesHit != 0 || c.PagesMissed != 0 {
+		t.Errorf("read past EOF: cache %+v", c)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 2 || tot.ReadRequests != 2 || tot.PagesHit != 1 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
