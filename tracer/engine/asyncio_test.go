@@ -294,3 +294,16 @@ func TestUringReadFixedAndEOF(t *testing.T) {
 		t.Errorf("pid totals %+v", tot)
 	}
 }
+
+// A bio io_uring_enter (x86-64 syscall 426) queued that no request claimed:
+// its cause is named, not numbered.
+func TestUnattributedSyscallNamed(t *testing.T) {
+	s := enginetest.NewStream()
+	flags := uint32(bpf.IopathUnattributedCauseCAUSE_SYSCALL)<<uint32(bpf.IopathOwnFlagOWN_CAUSE_SHIFT) | 426<<uint32(bpf.IopathOwnFlagOWN_SYSNR_SHIFT)
+	s.E.HandleIssue(enginetest.Issue(1, 110, enginetest.FlRead, enginetest.Own{Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 100, Flags: flags}))
+	s.E.HandleComplete(enginetest.Done(1, 200, 0))
+	s.E.Flush()
+	if c := s.E.Summary().UnattributedCauses; c["syscall:io_uring_enter"].Bytes != 4096 {
+		t.Errorf("causes %+v", c)
+	}
+}
