@@ -66,6 +66,8 @@ func causeName(flags uint32) string {
 		return "syscall:" + strconv.FormatUint(uint64(nr), 10)
 	case bpf.IopathUnattributedCauseCAUSE_FAULT:
 		return "page_fault"
+	case bpf.IopathUnattributedCauseCAUSE_AIO_TRUNC:
+		return "aio_iocbs_truncated" // iocbs of an io_submit beyond what bpf/aio.c reports
 	}
 	return "unknown"
 }
