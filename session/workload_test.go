@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -18,7 +18,7 @@ func TestWorkloadRecordSumsJobProcesses(t *testing.T) {
 		return record.PidSummary{Pid: pid, Totals: record.Totals{Calls: calls, DiskBytesRead: read, DiskBytesWrite: read / 2}}
 	}
 	sum := &record.Summary{
-		Pids:  []record.PidSummary{tot(10, 3, 0), tot(11, 100, 4096*100), tot(12, 100, 4096*100), tot(13, 7, 1 << 20)},
+		Pids:  []record.PidSummary{tot(10, 3, 0), tot(11, 100, 4096*100), tot(12, 100, 4096*100), tot(13, 7, 1<<20)},
 		Files: []record.FileSummary{{Dev: kernel.Dev(f.Dev), Ino: 42, Totals: record.Totals{Calls: 200, ReadCalls: 200, ReadBytesReq: 4096 * 200}}},
 	}
 	rep := &workloads.Report{NumJobs: 2, Ops: 200, Jobs: []*workloads.Report{{Job: 0, Pid: 11}, {Job: 1, Pid: 12}}}

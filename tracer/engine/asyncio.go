@@ -448,14 +448,15 @@ func (e *Engine) accountRequest(q *record.Request, r *asyncReq) {
 		if q.Result.Known && q.Result.Error == "" && q.Result.Bytes > 0 {
 			t.BytesReturned += uint64(q.Result.Bytes)
 		}
-		if class == record.ClassRead {
+		switch class {
+		case record.ClassRead:
 			t.ReadRequests++
 			t.ReadBytesReq += q.RequestedBytes
 			t.PagesHit += q.Cache.PagesHit
 			t.PagesMissed += q.Cache.PagesMissed
 			t.PagesAdded += q.Cache.PagesAdded
 			t.PagesPrefetched += q.Cache.PagesAdded - min(q.Cache.PagesMissed, q.Cache.PagesAdded)
-		} else if class == record.ClassWrite {
+		case record.ClassWrite:
 			t.WriteRequests++
 		}
 		t.DiskBytesRead += r.readB
