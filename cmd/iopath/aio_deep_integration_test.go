@@ -56,3 +56,24 @@ func libaioDeep(t *testing.T, batch string) {
 		t.Errorf("amplification %.3f, want 1", wr.Amplification)
 	}
 }
+
+// `trace --workload … --numjobs 2` (processes): the workload record's disk
+// bytes are the job processes' (the parent only waits for them).
+func TestTraceWorkloadJobProcesses(t *testing.T) {
+	needRoot(t)
+	args := []string{"trace", "--json", "--workload", "rand-read", "--", "--cold", "--direct", "--size", "16m", "--count", "500",
+		"--engine", "libaio", "--iodepth", "8", "--numjobs", "2"}
+	_, tr, wrs := runJSON(t, diskDir(t), args...)
+	if len(wrs) != 1 {
+		t.Fatalf("want 1 workload record, got %d", len(wrs))
+	}
+	var jobs uint64
+	for _, p := range tr.summary.Pids {
+		if p.Pid != wrs[0].Pid && p.Requests > 0 {
+			jobs += p.DiskBytesRead
+		}
+	}
+	if wr := wrs[0]; wr.DiskBytesRead < 2*500*4096 || wr.DiskBytesRead != jobs+pidTotals(t, tr.summary, wr.Pid).DiskBytesRead {
+		t.Errorf("workload record: disk_bytes_read %d; the job processes read %d", wr.DiskBytesRead, jobs)
+	}
+}
