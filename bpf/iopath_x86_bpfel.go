@@ -547,11 +547,12 @@ type IopathStatVal struct {
 type IopathUnattributedCause uint32
 
 const (
-	IopathUnattributedCauseCAUSE_UNKNOWN IopathUnattributedCause = 0
-	IopathUnattributedCauseCAUSE_EXEC    IopathUnattributedCause = 1
-	IopathUnattributedCauseCAUSE_META    IopathUnattributedCause = 2
-	IopathUnattributedCauseCAUSE_SYSCALL IopathUnattributedCause = 3
-	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
+	IopathUnattributedCauseCAUSE_UNKNOWN   IopathUnattributedCause = 0
+	IopathUnattributedCauseCAUSE_EXEC      IopathUnattributedCause = 1
+	IopathUnattributedCauseCAUSE_META      IopathUnattributedCause = 2
+	IopathUnattributedCauseCAUSE_SYSCALL   IopathUnattributedCause = 3
+	IopathUnattributedCauseCAUSE_FAULT     IopathUnattributedCause = 4
+	IopathUnattributedCauseCAUSE_AIO_TRUNC IopathUnattributedCause = 5
 )
 
 type IopathUringCompleteEv struct {

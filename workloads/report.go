@@ -27,6 +27,9 @@ type Report struct {
 	NumJobs     int  `json:"numjobs"`          // jobs that ran at once; the numbers here are their aggregate
 	Thread      bool `json:"thread,omitempty"` // the jobs were threads, not processes
 	Job         int  `json:"job"`              // this job's index, in Jobs; 0 for the aggregate
+	// Pid is the job's process (--numjobs without --thread; 0 otherwise):
+	// a tracer sums the job processes' disk IO with it.
+	Pid int `json:"pid,omitempty"`
 
 	Ops         int64         `json:"ops"`                   // completed reads or writes
 	Bytes       int64         `json:"bytes"`                 // bytes they moved

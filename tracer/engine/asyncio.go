@@ -399,6 +399,7 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		default:
 			q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself
 		}
+		requestedByResult(q)
 	} else {
 		e.requestWithoutOp(q, r)
 	}
@@ -407,6 +408,25 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 	}
 	e.accountRequest(q, r)
 	e.Out(q)
+}
+
+// requestedByResult makes a request's pages_requested the pages spanned by
+// the bytes it returned, as a call's (pagecache.go): its EV_OP was sent
+// before the result was known and counted the bytes asked for (bpf/aio.c,
+// bpf/uring.c). A read past EOF (0 bytes) or an error requests none; an
+// unknown result keeps the bytes asked for.
+func requestedByResult(q *record.Request) {
+	c := &q.Cache
+	if !q.Result.Known || c.PagesRequested == 0 {
+		return
+	}
+	c.PagesRequested = 0
+	if q.Result.Error == "" && q.Result.Bytes > 0 {
+		first, last := uint64(q.Offset)>>12, (uint64(q.Offset)+uint64(q.Result.Bytes)-1)>>12
+		c.PagesRequested = last - first + 1
+	}
+	c.PagesMissed = min(c.PagesMissed, c.PagesRequested)
+	c.PagesHit = c.PagesRequested - c.PagesMissed
 }
 
 // requestWithoutOp completes a request that has no EV_OP: io_submit
@@ -425,8 +445,7 @@ func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
 		return
 	}
 	q.Path, q.Dev, q.Ino, q.FS, q.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
-	read := q.Op == "read" || q.Op == "readv"
-	if q.Direct || !read || r.uring {
+	if q.Direct || record.RequestClass(q.Op) != record.ClassRead || r.uring {
 		q.Unavailable = append(q.Unavailable, "cache", "bios")
 		return
 	}
@@ -446,21 +465,22 @@ func (e *Engine) accountRequest(q *record.Request, r *asyncReq) {
 			writeBytes += uint64(b.Bytes)
 		}
 	}
-	read := q.Op == "read" || q.Op == "readv"
+	class := record.RequestClass(q.Op)
 	add := func(t *record.Totals) {
 		t.Requests++
 		t.BytesRequested += q.RequestedBytes
 		if q.Result.Known && q.Result.Error == "" && q.Result.Bytes > 0 {
 			t.BytesReturned += uint64(q.Result.Bytes)
 		}
-		if read {
+		switch class {
+		case record.ClassRead:
 			t.ReadRequests++
 			t.ReadBytesReq += q.RequestedBytes
 			t.PagesHit += q.Cache.PagesHit
 			t.PagesMissed += q.Cache.PagesMissed
 			t.PagesAdded += q.Cache.PagesAdded
 			t.PagesPrefetched += q.Cache.PagesAdded - min(q.Cache.PagesMissed, q.Cache.PagesAdded)
-		} else if q.Op == "write" || q.Op == "writev" {
+		case record.ClassWrite:
 			t.WriteRequests++
 		}
 		t.DiskBytesRead += r.readB

@@ -359,3 +359,42 @@ func TestUringSQPollOwner(t *testing.T) {
 		}
 	}
 }
+
+func TestUringReadFixedAndEOF(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 9)
+	for i, res := range []int64{4096, 0} {
+		id := call + 1 + uint64(i)
+		sub := uringSubmit(id, 0xf00+uint64(i), call, int64(i)*1<<20, 100)
+		sub.Opcode = 4 // IORING_OP_READ_FIXED
+		s.E.HandleUringSubmit(sub)
+		o := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, uint64(i)<<20, 4096, 4096, 100, 150), "app", "/data/f")
+		o.ReqId = id
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(uringComplete(id, 0xf00+uint64(i), 1, res, 200))
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	if c := reqs[0].Cache; reqs[0].Op != "read_fixed" || c.PagesRequested != 1 || c.PagesHit != 1 {
+		t.Errorf("hit request %+v", reqs[0])
+	}
+	if c := reqs[1].Cache; c.PagesRequested != 0 || c.PagesHit != 0 || c.PagesMissed != 0 {
+		t.Errorf("read past EOF: cache %+v", c)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 2 || tot.ReadRequests != 2 || tot.PagesHit != 1 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
+
+func TestUnattributedSyscallNamed(t *testing.T) {
+	s := enginetest.NewStream()
+	flags := uint32(bpf.IopathUnattributedCauseCAUSE_SYSCALL)<<uint32(bpf.IopathOwnFlagOWN_CAUSE_SHIFT) | 426<<uint32(bpf.IopathOwnFlagOWN_SYSNR_SHIFT)
+	s.E.HandleIssue(enginetest.Issue(1, 110, enginetest.FlRead, enginetest.Own{Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 100, Flags: flags}))
+	s.E.HandleComplete(enginetest.Done(1, 200, 0))
+	s.E.Flush()
+	if c := s.E.Summary().UnattributedCauses; c["syscall:io_uring_enter"].Bytes != 4096 {
+		t.Errorf("causes %+v", c)
+	}
+}
