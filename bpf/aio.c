@@ -243,7 +243,8 @@ static __always_inline void aio_submit_exit(struct pt_regs *regs, long ret)
 static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (ret <= 0 || !op_slot((__u32)id, id >> 32))
+	struct op *op;
+	if (ret <= 0 || !(op = op_slot((__u32)id, id >> 32)))
 		return;
 	__u64 events_p = BPF_CORE_READ(regs, r10);
 	__u32 total = ret;
@@ -268,7 +269,9 @@ static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 		ev->ts = now;
 		ev->ret = ret;
 		ev->first = first;
-		ev->pad = 0;
+		ev->min_nr = op->call_arg1;
+		ev->start_ns = op->call_start_ns;
+		ev->op_id = op->call_start_ns ? (id << 32) | op->call_arg2 : 0;
 		__u32 n = total - first;
 		if (n > AIO_PER_EV)
 			n = AIO_PER_EV;
@@ -284,6 +287,7 @@ static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 		ev->n = n;
 		bpf_ringbuf_submit(ev, aio_wakeup());
 	}
+	op->call_start_ns = 0;
 }
 
 /* Direct IO's begin (iomap filesystems): the marker of the iocb whose

@@ -128,6 +128,11 @@ func (p *Printer) Record(rec any) {
 		p.batch = append(p.batch, PersistedStory(r)...)
 	case *record.Fault:
 		p.batch = append(p.batch, FaultStory(r)...)
+	case *record.AsyncCall:
+		p.batch = append(p.batch, AsyncCallLine(r)...)
+		p.lastSubmit, p.lastPid = r.OpID, r.Pid // its requests' stories follow
+		p.added(from)
+		return
 	case *record.Request:
 		if story := RequestStory(r); story != "" {
 			if r.SubmitOpID != p.lastSubmit || r.Pid != p.lastPid {

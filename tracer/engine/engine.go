@@ -45,6 +45,10 @@ type Engine struct {
 	// Unavailable lists record fields this kernel cannot measure (a hook
 	// with no mechanism); they are reported as such, not as zeros.
 	Unavailable []string
+	// AllCalls (--all): every libaio / io_uring system call gets its
+	// record (asynccalls.go); otherwise a submission call only when one of
+	// its requests touched the disk, or it failed.
+	AllCalls bool
 	// FaultUnavailable: the same for fault records (record.Fault).
 	FaultUnavailable []string
 	// InferFaultRetry: the filemap_fault hook is a tracepoint, which has no
