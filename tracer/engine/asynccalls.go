@@ -162,12 +162,19 @@ func enterFlags(f uint32) []string {
 // its io_uring_enter records; beyond it "completed" is unavailable.
 const maxUringDone = 4096
 
-// uringCompleted remembers that thread tid posted a CQE at ts, for its
-// io_uring_enter call's "completed".
-func (e *Engine) uringCompleted(tid uint32, ts uint64) {
+// cqePosted is a CQE of process pid's request posted at ts.
+type cqePosted struct {
+	ts  uint64
+	pid uint32
+}
+
+// uringCompleted remembers that thread tid posted a CQE of process pid's
+// request at ts, for its io_uring_enter call's "completed" (an interrupt
+// that posts one while another process's thread runs is not that call's).
+func (e *Engine) uringCompleted(tid, pid uint32, ts uint64) {
 	e.async.init()
 	if d := e.async.uringDone[tid]; len(d) < maxUringDone+1 {
-		e.async.uringDone[tid] = append(d, ts)
+		e.async.uringDone[tid] = append(d, cqePosted{ts, pid})
 	}
 }
 
@@ -185,8 +192,8 @@ func (e *Engine) HandleUringEnter(ev *bpf.IopathUringEnterEv) {
 	if len(done) > maxUringDone {
 		rec.Unavailable = append(rec.Unavailable, "completed")
 	} else {
-		for _, ts := range done {
-			if ts >= ev.StartNs && ts <= ev.EndNs {
+		for _, d := range done {
+			if d.pid == ev.Pid && d.ts >= ev.StartNs && d.ts <= ev.EndNs {
 				rec.Completed++
 			}
 		}

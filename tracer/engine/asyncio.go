@@ -85,7 +85,7 @@ type asyncState struct {
 	// (asynccalls.go).
 	calls     map[uint64]*asyncCall
 	reaps     map[uint32]*reapCall
-	uringDone map[uint32][]uint64
+	uringDone map[uint32][]cqePosted
 }
 
 // maxEarly bounds the reaps waiting for their submit record; beyond it they
@@ -104,7 +104,7 @@ func (a *asyncState) init() {
 		a.inflight = map[uint32]uint32{}
 		a.calls = map[uint64]*asyncCall{}
 		a.reaps = map[uint32]*reapCall{}
-		a.uringDone = map[uint32][]uint64{}
+		a.uringDone = map[uint32][]cqePosted{}
 	}
 }
 
@@ -550,7 +550,7 @@ func (e *Engine) HandleUringPunt(ev *bpf.IopathUringPuntEv) {
 // was posted, after ev.Segs EV_OPs named it.
 func (e *Engine) HandleUringComplete(ev *bpf.IopathUringCompleteEv) {
 	e.seen(ev.Ts)
-	e.uringCompleted(ev.Tid, ev.Ts)
+	e.uringCompleted(ev.Tid, ev.Pid, ev.Ts)
 	r := e.asyncReq(ev.OpId)
 	r.uring, r.reaped, r.want = true, true, ev.Segs
 	if r.req == nil { // its submit record was lost: released by Tick/Flush
