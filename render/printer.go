@@ -99,8 +99,9 @@ func (p *Printer) write(b []byte) {
 	}
 }
 
-// Record prints one record (*record.Syscall, *record.Writeback or
-// *record.Persisted): a JSON line, or its story.
+// Record prints one record (*record.Syscall, *record.Writeback,
+// *record.Persisted, *record.Fault, *record.Request or *record.AsyncCall):
+// a JSON line, or its story.
 func (p *Printer) Record(rec any) {
 	if p.Collect {
 		p.Collected = append(p.Collected, rec)

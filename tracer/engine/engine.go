@@ -40,6 +40,7 @@ import (
 type Engine struct {
 	K *kernel.Kernel
 	// Out receives *record.Syscall, *record.Writeback and *record.Persisted
+	// (and *record.Fault, *record.Request, *record.AsyncCall)
 	// records in the order they become complete.
 	Out func(rec any)
 	// Unavailable lists record fields this kernel cannot measure (a hook
