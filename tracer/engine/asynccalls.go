@@ -218,7 +218,8 @@ func (e *Engine) HandleUringEnter(ev *bpf.IopathUringEnterEv) {
 }
 
 // reapCallRecord takes an EV_AIO_REAP record's part of its io_getevents
-// call; ids: the requests its events were matched to (0: not matched).
+// call; ids: the requests its events were matched to (0: not matched). Only
+// with AllCalls: a reaping call is not streamed otherwise.
 func (e *Engine) reapCallRecord(ev *bpf.IopathAioReapEv, ids []uint64) {
 	rc := e.async.reaps[ev.Tid]
 	if rc != nil && (ev.First == 0 || rc.rec.OpID != ev.OpId) {

@@ -287,7 +287,10 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 	e.seen(ev.Ts)
 	e.async.init()
 	n := min(int(ev.N), len(ev.Ev))
-	reaped := make([]uint64, n) // the call's record (asynccalls.go); 0: not matched
+	var reaped []uint64 // for the call's record, with AllCalls only (asynccalls.go); 0: not matched
+	if e.AllCalls {
+		reaped = make([]uint64, n)
+	}
 	for j := 0; j < n; j++ {
 		io := &ev.Ev[j]
 		key := iocbKey{pid: ev.Pid, ctx: ev.Ctx, cb: io.Iocb}
@@ -309,7 +312,9 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 			}
 		}
 		id := ids[at]
-		reaped[j] = id
+		if reaped != nil {
+			reaped[j] = id
+		}
 		if ids = slices.Delete(ids, at, at+1); len(ids) == 0 {
 			delete(e.async.byIocb, key)
 		} else {
@@ -320,7 +325,9 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 			e.tryRequest(id, r)
 		}
 	}
-	e.reapCallRecord(ev, reaped)
+	if e.AllCalls {
+		e.reapCallRecord(ev, reaped)
+	}
 }
 
 func (e *Engine) reapInto(r *asyncReq, io *bpf.IopathAioEvent, ts uint64) {
