@@ -316,7 +316,9 @@ static long aio_reap_chunk(__u32 c, struct aio_emit *w)
 	ev->ts = w->now;
 	ev->ret = w->ret;
 	ev->first = first;
-	ev->pad = 0;
+	ev->min_nr = w->op->call_arg1;
+	ev->start_ns = w->op->call_start_ns;
+	ev->op_id = w->op->call_start_ns ? (w->id << 32) | w->op->call_arg2 : 0;
 	__u32 n = w->nr - first;
 	if (n > AIO_PER_EV)
 		n = AIO_PER_EV;
@@ -340,7 +342,8 @@ static long aio_reap_chunk(__u32 c, struct aio_emit *w)
 static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (ret <= 0 || !op_slot((__u32)id, id >> 32))
+	struct op *op;
+	if (ret <= 0 || !(op = op_slot((__u32)id, id >> 32)))
 		return;
 	__u32 total = ret;
 	if (total > AIO_MAX_IOCBS) {
@@ -348,8 +351,9 @@ static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 		total = AIO_MAX_IOCBS;
 	}
 	struct aio_emit w = { .ctx = BPF_CORE_READ(regs, di), .arg = BPF_CORE_READ(regs, r10), .now = bpf_ktime_get_ns(),
-			      .id = id, .ret = ret, .nr = total };
+			      .id = id, .ret = ret, .nr = total, .op = op };
 	LOOP(AIO_MAX_IOCBS / AIO_PER_EV, AIO_MAX_IOCBS / AIO_PER_EV, aio_reap_chunk, &w); /* compat.h */
+	op->call_start_ns = 0;
 }
 
 /* Direct IO's begin (iomap filesystems): the marker of the iocb whose

@@ -65,6 +65,7 @@ enum ev_type {
 	EV_URING_SUBMIT,  /* struct uring_submit_ev (uring.c): io_uring_submit_req */
 	EV_URING_PUNT,    /* struct uring_punt_ev: io_uring_queue_async_work (to io-wq) */
 	EV_URING_COMPLETE, /* struct uring_complete_ev: io_uring_complete (its CQE posted) */
+	EV_URING_ENTER,   /* struct uring_enter_ev (uring.c): an io_uring_enter call at its exit */
 };
 
 /* Counters in the `counters` per-CPU array; summed by userspace. */
@@ -167,6 +168,13 @@ struct op {
 	__u64 uring_req;       /* struct io_kiocb * of the running request's segment (0: not known yet) */
 	__u64 uring_call;      /* op_id of the io_uring_enter call in progress (0: none) */
 	__u32 uring_thread;    /* 1: an io-wq worker or SQPOLL thread (PF_IO_WORKER): its op stays active */
+	/* The io_uring_enter / io_getevents call in progress: its entry time and
+	 * arguments (to_submit, min_complete, flags; io_getevents: min_nr). */
+	__u64 call_start_ns;
+	__u32 call_arg1;
+	__u32 call_arg2;
+	__u32 call_arg3;
+	__u32 call_pad;
 	__u32 aio_fn;          /* io_submit_one calls seen in the running io_submit (function hooks) */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
@@ -482,7 +490,9 @@ struct aio_reap_ev {
 	__u64 ts;       /* the call's exit */
 	__s64 ret;      /* events returned, or -errno */
 	__u32 first;    /* index of ev[0] among the call's events */
-	__u32 pad;
+	__u32 min_nr;   /* the call's min_nr */
+	__u64 start_ns; /* the call's entry (0: not seen) */
+	__u64 op_id;    /* the call's (0: its entry was not seen) */
 	struct aio_event ev[AIO_PER_EV];
 };
 
@@ -532,6 +542,21 @@ struct uring_complete_ev {
 	__u32 pad;
 };
 
+/* An io_uring_enter call of a traced thread, at its exit. */
+struct uring_enter_ev {
+	__u32 type;         /* EV_URING_ENTER */
+	__u32 pid;
+	__u32 tid;
+	__u32 to_submit;
+	__u64 op_id;        /* the call's: its requests' submit_op_id */
+	__u64 start_ns;
+	__u64 end_ns;
+	__s64 ret;          /* SQEs submitted, or -errno */
+	__u32 min_complete;
+	__u32 flags;        /* IORING_ENTER_* */
+	char comm[16];
+};
+
 /* contract keeps every type above in the object's BTF, so that bpf2go can
  * export it: a type used only in casts, sizes or as constants leaves none.
  * iopath.bpf.c defines one unused pointer to it. */
@@ -561,6 +586,7 @@ struct contract {
 	struct uring_submit_ev uring_submit;
 	struct uring_punt_ev uring_punt;
 	struct uring_complete_ev uring_complete;
+	struct uring_enter_ev uring_enter;
 };
 
 #endif /* IOPATH_EVENTS_H */

@@ -119,17 +119,19 @@ type IopathAioIocb struct {
 }
 
 type IopathAioReapEv struct {
-	_     structs.HostLayout
-	Type  uint32
-	Pid   uint32
-	Tid   uint32
-	N     uint32
-	Ctx   uint64
-	Ts    uint64
-	Ret   int64
-	First uint32
-	Pad   uint32
-	Ev    [16]IopathAioEvent
+	_       structs.HostLayout
+	Type    uint32
+	Pid     uint32
+	Tid     uint32
+	N       uint32
+	Ctx     uint64
+	Ts      uint64
+	Ret     int64
+	First   uint32
+	MinNr   uint32
+	StartNs uint64
+	OpId    uint64
+	Ev      [16]IopathAioEvent
 }
 
 type IopathAioSubmitEv struct {
@@ -244,6 +246,7 @@ const (
 	IopathEvTypeEV_URING_SUBMIT   IopathEvType = 14
 	IopathEvTypeEV_URING_PUNT     IopathEvType = 15
 	IopathEvTypeEV_URING_COMPLETE IopathEvType = 16
+	IopathEvTypeEV_URING_ENTER    IopathEvType = 17
 )
 
 type IopathFaultKey struct {
@@ -335,6 +338,12 @@ type IopathOp struct {
 	UringReq          uint64
 	UringCall         uint64
 	UringThread       uint32
+	_                 [4]byte
+	CallStartNs       uint64
+	CallArg1          uint32
+	CallArg2          uint32
+	CallArg3          uint32
+	CallPad           uint32
 	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
@@ -342,6 +351,7 @@ type IopathOp struct {
 	Pad0              uint32
 	Active            uint32
 	Touched           uint32
+	_                 [4]byte
 	AggIno            uint64
 	AggDev            uint32
 	AggWrite          uint32
@@ -568,6 +578,21 @@ type IopathUringCompleteEv struct {
 	Res      int64
 	Cflags   uint32
 	Pad      uint32
+}
+
+type IopathUringEnterEv struct {
+	_           structs.HostLayout
+	Type        uint32
+	Pid         uint32
+	Tid         uint32
+	ToSubmit    uint32
+	OpId        uint64
+	StartNs     uint64
+	EndNs       uint64
+	Ret         int64
+	MinComplete uint32
+	Flags       uint32
+	Comm        [16]int8
 }
 
 type IopathUringPuntEv struct {

@@ -148,6 +148,12 @@ type IopathCompatOp struct {
 	UringReq          uint64
 	UringCall         uint64
 	UringThread       uint32
+	_                 [4]byte
+	CallStartNs       uint64
+	CallArg1          uint32
+	CallArg2          uint32
+	CallArg3          uint32
+	CallPad           uint32
 	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
@@ -155,6 +161,7 @@ type IopathCompatOp struct {
 	Pad0              uint32
 	Active            uint32
 	Touched           uint32
+	_                 [4]byte
 	AggIno            uint64
 	AggDev            uint32
 	AggWrite          uint32

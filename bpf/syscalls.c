@@ -128,10 +128,14 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_IO_SUBMIT: /* (ctx, nr, iocbpp) */
 		aio_submit_enter(op, a1, a2);
 		return 0;
-	case SYS_IO_GETEVENTS: /* reported at exit */
+	case SYS_IO_GETEVENTS: /* (ctx, min_nr, nr, events, timeout): reported at exit */
+		op->seq++;
+		op->call_start_ns = bpf_ktime_get_ns();
+		op->call_arg1 = a1;
+		op->call_arg2 = op->seq;
 		return 0;
-	case SYS_IO_URING_ENTER:
-		uring_enter(op);
+	case SYS_IO_URING_ENTER: /* (fd, to_submit, min_complete, flags, ...) */
+		uring_enter(op, a1, a2, a3);
 		return 0;
 	case SYS_READAHEAD: /* (fd, offset, count) */
 		off = a1;
@@ -197,7 +201,7 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 		return 0;
 	}
 	if (sys == SYS_IO_URING_ENTER) {
-		uring_exit();
+		uring_exit(ret);
 		return 0;
 	}
 	op_end_in(ret, access);

@@ -428,19 +428,44 @@ int BPF_PROG(uring_local_work_run)
 /* io_uring_enter at raw_syscalls sys_enter / sys_exit (syscalls.c): the
  * call's number, for its requests' submit_op_id; the last inline request
  * ends at the exit. */
-static __always_inline void uring_enter(struct op *op)
+static __always_inline void uring_enter(struct op *op, __u32 to_submit, __u32 min_complete, __u32 flags)
 {
 	op->seq++;
 	op->uring_call = ((__u64)(__u32)bpf_get_current_pid_tgid() << 32) | op->seq;
+	op->call_start_ns = bpf_ktime_get_ns();
+	op->call_arg1 = to_submit;
+	op->call_arg2 = min_complete;
+	op->call_arg3 = flags;
 }
 
-static __always_inline void uring_exit(void)
+/* uring_exit ends an io_uring_enter: its last inline request's segment,
+ * then the call's own record (EV_URING_ENTER). */
+static __always_inline void uring_exit(long ret)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (!op)
 		return;
 	if (uring_seg(op) && !op->uring_thread)
 		uring_close(op);
+	if (op->uring_call) {
+		struct uring_enter_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+		if (ev) {
+			ev->type = EV_URING_ENTER;
+			ev->pid = op->owner;
+			ev->tid = (__u32)bpf_get_current_pid_tgid();
+			ev->to_submit = op->call_arg1;
+			ev->op_id = op->uring_call;
+			ev->start_ns = op->call_start_ns;
+			ev->end_ns = bpf_ktime_get_ns();
+			ev->ret = ret;
+			ev->min_complete = op->call_arg2;
+			ev->flags = op->call_arg3;
+			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+			bpf_ringbuf_submit(ev, aio_wakeup());
+		} else {
+			count_event(CNT_RINGBUF_LOST);
+		}
+	}
 	op->uring_call = 0;
 }
 

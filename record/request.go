@@ -111,3 +111,50 @@ type Request struct {
 	DirtiedPages    uint32   `json:"dirtied_pages"`
 	Unavailable     []string `json:"unavailable,omitempty"`
 }
+
+// TouchedDisk says whether a request is worth its story by default: it
+// caused a bio, missed or added pages, dirtied pages, or failed.
+func (r *Request) TouchedDisk() bool {
+	c := r.Cache
+	return len(r.Bios) > 0 || c.PagesMissed > 0 || c.PagesAdded > 0 || r.DirtiedPages > 0 || r.Result.Error != ""
+}
+
+// TypeAsyncCall is the type of an asynchronous IO system call's record.
+const TypeAsyncCall Type = "async_call"
+
+// AsyncCall is one submission or reaping call of asynchronous IO
+// ("type":"async_call"): io_submit, io_getevents / io_pgetevents or
+// io_uring_enter. Its op_id is the submit_op_id of the requests it
+// submitted. Times are the kernel's monotonic clock (ns).
+type AsyncCall struct {
+	Type    Type   `json:"type"`
+	Engine  Engine `json:"engine"`
+	Syscall string `json:"syscall"` // io_submit, io_getevents (io_pgetevents too), io_uring_enter
+	OpID    uint64 `json:"op_id"`
+	TimeNs  uint64 `json:"time_ns"` // the call's entry
+	// DurationNs: entry to exit, the time it waited for completions included.
+	DurationNs uint64 `json:"duration_ns"`
+	Pid        uint32 `json:"pid"`
+	Tid        uint32 `json:"tid"`
+	Comm       string `json:"comm"`
+	Error      string `json:"error,omitempty"` // errno name of a failed call
+	// ToSubmit: iocbs passed to io_submit (nr), SQEs asked of io_uring_enter.
+	ToSubmit uint32 `json:"to_submit"`
+	// Submitted: the return value of io_submit / io_uring_enter (requests
+	// accepted); 0 for io_getevents and a failed call.
+	Submitted uint32 `json:"submitted"`
+	// MinComplete: io_uring_enter's min_complete, io_getevents' min_nr.
+	MinComplete uint32 `json:"min_complete"`
+	// Flags: io_uring_enter's IORING_ENTER_* flags by name (GETEVENTS,
+	// SQ_WAKEUP, SQ_WAIT, EXT_ARG, REGISTERED_RING; others by bit number).
+	Flags []string `json:"flags,omitempty"`
+	// Completed: io_uring_enter: CQEs this thread posted during the call
+	// (io_uring_complete events between its entry and exit); io_getevents:
+	// the events it returned.
+	Completed uint32 `json:"completed"`
+	// ReapedOpIDs: io_getevents: the requests whose events it returned, in
+	// order (a request whose io_submit record had not arrived is missing:
+	// then "reaped_op_ids" is listed in Unavailable).
+	ReapedOpIDs []uint64 `json:"reaped_op_ids,omitempty"`
+	Unavailable []string `json:"unavailable,omitempty"`
+}

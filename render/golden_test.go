@@ -326,9 +326,9 @@ var stories = []struct {
 			enginetest.Reaped{Addr: 0xb0, UserData: 4, Res: 4096}))
 	}},
 	{name: "io_uring", feed: func(s *enginetest.Stream) {
-		// An O_DIRECT read issued inline by io_uring_enter (op 30), and a
-		// buffered write it punted to an io-wq worker (thread 200), which
-		// dirtied its page; their CQEs.
+		// An O_DIRECT read issued inline by io_uring_enter (op 30, to_submit
+		// 2, min_complete 1, GETEVENTS), and a buffered write it punted to
+		// an io-wq worker (thread 200), which dirtied its page; their CQEs.
 		sub := func(seq uint64, opcode uint32, off int64, ts uint64) *bpf.IopathUringSubmitEv {
 			ev := &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: tid, Opcode: opcode,
 				Req: 0xf000 + seq, UserData: seq, OpId: id(seq), SubmitOpId: id(30), Ts: ts, Offset: off, Len: 4096, Fd: 3}
@@ -350,6 +350,9 @@ var stories = []struct {
 		o.ReqId = id(32)
 		s.E.HandleOp(o)
 		s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf020, OpId: id(32), Ts: t0 + 103*µs, Hashed: 1})
+		// The call's exit, after the read's CQE (posted while it waited):
+		// the read's story waits for it, under its line.
+		s.E.HandleUringEnter(enginetest.UringEnter(id(30), 2, 2, 1, 1, t0-1*µs, t0+104*µs))
 		w := call(1, bpf.IopathOpSysSYS_URING_WRITE, 4096, 4096, 4096, t0+110*µs, 20*µs)
 		w.OpId, w.Tid, w.ReqId = 200<<32|1, 200, id(32)
 		enginetest.AddRange(w, 1, 1, engine.RangeDirtied)

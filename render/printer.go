@@ -99,8 +99,9 @@ func (p *Printer) write(b []byte) {
 	}
 }
 
-// Record prints one record (*record.Syscall, *record.Writeback or
-// *record.Persisted): a JSON line, or its story.
+// Record prints one record (*record.Syscall, *record.Writeback,
+// *record.Persisted, *record.Fault, *record.Request or *record.AsyncCall):
+// a JSON line, or its story.
 func (p *Printer) Record(rec any) {
 	if p.Collect {
 		p.Collected = append(p.Collected, rec)
@@ -128,6 +129,11 @@ func (p *Printer) Record(rec any) {
 		p.batch = append(p.batch, PersistedStory(r)...)
 	case *record.Fault:
 		p.batch = append(p.batch, FaultStory(r)...)
+	case *record.AsyncCall:
+		p.batch = append(p.batch, AsyncCallLine(r)...)
+		p.lastSubmit, p.lastPid = r.OpID, r.Pid // its requests' stories follow
+		p.added(from)
+		return
 	case *record.Request:
 		if story := RequestStory(r); story != "" {
 			if r.SubmitOpID != p.lastSubmit || r.Pid != p.lastPid {

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,10 +16,10 @@ import (
 // touched no disk (no bio, no page missed or dirtied): the JSON record
 // still has it.
 func RequestStory(r *record.Request) string {
-	c := r.Cache
-	if len(r.Bios) == 0 && c.PagesMissed == 0 && c.PagesAdded == 0 && r.DirtiedPages == 0 && r.Result.Error == "" {
+	if !r.TouchedDisk() {
 		return ""
 	}
+	c := r.Cache
 	var b strings.Builder
 	b.Grow(512)
 	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -73,7 +74,9 @@ func RequestStory(r *record.Request) string {
 }
 
 // SubmissionLine heads the stories of the requests one submission call
-// (op_id r.SubmitOpID) submitted.
+// (op_id r.SubmitOpID) submitted when the call's own record is not right
+// before them (AsyncCallLine): an SQPOLL submission, a call whose record
+// was lost, or the stories of one call with other records in between.
 func SubmissionLine(r *record.Request) string {
 	call := "io_submit"
 	if r.Engine == record.EngineIOUring {
@@ -84,4 +87,51 @@ func SubmissionLine(r *record.Request) string {
 	}
 	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	return call + " (op " + unum(r.SubmitOpID) + ") [" + Safe(r.Comm) + " pid " + unum(uint64(r.Pid)) + " tid " + unum(uint64(r.Tid)) + "]:\n"
+}
+
+// AsyncCallLine is the story line of a libaio or io_uring system call
+// (record.AsyncCall): what it was asked, what it did and its time, waiting
+// included. A submission call's line ends in ":" and heads the stories of
+// its requests.
+func AsyncCallLine(c *record.AsyncCall) string {
+	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	var b strings.Builder
+	b.Grow(160)
+	for _, p := range []string{c.Syscall, " (op ", unum(c.OpID), ") [", Safe(c.Comm), " pid ", unum(uint64(c.Pid)), " tid ", unum(uint64(c.Tid)), "]: "} {
+		b.WriteString(p)
+	}
+	switch c.Syscall {
+	case "io_submit":
+		b.WriteString(Count(uint64(c.ToSubmit), "iocb") + " passed")
+	case "io_uring_enter":
+		b.WriteString("to_submit " + unum(uint64(c.ToSubmit)) + ", min_complete " + unum(uint64(c.MinComplete)))
+		if len(c.Flags) > 0 {
+			b.WriteString(", flags " + strings.Join(c.Flags, "|"))
+		}
+	default:
+		b.WriteString("min_nr " + unum(uint64(c.MinComplete)))
+	}
+	heads := false
+	switch {
+	case c.Error != "":
+		b.WriteString(" -> " + c.Error)
+	case c.Syscall == "io_submit" || c.Syscall == "io_uring_enter":
+		b.WriteString(" -> " + unum(uint64(c.Submitted)) + " submitted")
+		heads = c.Submitted > 0
+	}
+	if c.Syscall != "io_submit" && !slices.Contains(c.Unavailable, "completed") {
+		if c.Syscall == "io_uring_enter" {
+			b.WriteString(", " + unum(uint64(c.Completed)) + " completed in the call")
+		} else {
+			b.WriteString(", " + Count(uint64(c.Completed), "event") + " reaped")
+		}
+	}
+	if !slices.Contains(c.Unavailable, "duration_ns") {
+		b.WriteString(", " + Duration(c.DurationNs) + " in the call")
+	}
+	if heads {
+		b.WriteString(":")
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -216,7 +216,7 @@ func (d *Decoder) Dispatch(e *engine.Engine, raw []byte) error {
 			return nil
 		}
 	case bpf.IopathEvTypeEV_AIO_SUBMIT, bpf.IopathEvTypeEV_AIO_REAP, bpf.IopathEvTypeEV_URING_SUBMIT,
-		bpf.IopathEvTypeEV_URING_PUNT, bpf.IopathEvTypeEV_URING_COMPLETE:
+		bpf.IopathEvTypeEV_URING_PUNT, bpf.IopathEvTypeEV_URING_COMPLETE, bpf.IopathEvTypeEV_URING_ENTER:
 		return d.aio(e, raw) // decode_aio.go
 	default:
 		return fmt.Errorf("unknown record type %d (%d bytes)", typ, len(raw))

@@ -38,6 +38,11 @@ func (d *Decoder) aio(e *engine.Engine, raw []byte) error {
 			e.HandleUringComplete((*bpf.IopathUringCompleteEv)(unsafe.Pointer(&raw[0])))
 			return nil
 		}
+	case bpf.IopathEvTypeEV_URING_ENTER:
+		if uintptr(len(raw)) >= unsafe.Sizeof(bpf.IopathUringEnterEv{}) {
+			e.HandleUringEnter((*bpf.IopathUringEnterEv)(unsafe.Pointer(&raw[0])))
+			return nil
+		}
 	}
 	return fmt.Errorf("record type %d too short (%d bytes)", typ, len(raw))
 }

@@ -242,6 +242,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	}
 	t.Engine = engine.New(k, t.dirtied.watch(out))
 	t.Engine.Unavailable = Unavailable(statuses)
+	t.Engine.AllCalls = opts.All
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
 	if c, ok := chosen["filemap_fault"]; ok && (c.mech == TPBTF || c.mech == Tracepoint) {
 		t.Engine.InferFaultRetry = true // no VM_FAULT_RETRY to read (engine.retryImplied)

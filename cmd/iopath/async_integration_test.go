@@ -20,10 +20,19 @@ import (
 // (VM kernels: io_uring's events before 5.19; the iocb markers).
 func asyncRun(t *testing.T, flags ...string) ([]record.Request, record.Totals, *workloadRecord) {
 	t.Helper()
+	reqs, tot, wr, _ := asyncTrace(t, nil, flags...)
+	return reqs, tot, wr
+}
+
+// asyncTrace is asyncRun with trace flags (before --workload); it also
+// checks the workload's libaio / io_uring call records against its requests
+// (checkAsyncCalls) and returns them.
+func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Request, record.Totals, *workloadRecord, []record.AsyncCall) {
+	t.Helper()
 	needRoot(t)
 	tmp := diskDir(t)
-	args := append([]string{"trace", "--json", "--workload", "rand-read", "--", "--cold", "--size", "16m"}, flags...)
-	_, tr, wrs := runJSON(t, tmp, args...)
+	args := append(append([]string{"trace", "--json"}, traceFlags...), "--workload", "rand-read", "--", "--cold", "--size", "16m")
+	_, tr, wrs := runJSON(t, tmp, append(args, flags...)...)
 	if why := missingAsyncHooks(tr.summary.Attach, flags); why != "" {
 		t.Skip(why)
 	}
@@ -47,7 +56,85 @@ func asyncRun(t *testing.T, flags ...string) ([]record.Request, record.Totals, *
 			t.Errorf("pid %d's summary row is named after an io thread: %q", ps.Pid, ps.Comm)
 		}
 	}
-	return reqs, pidTotals(t, tr.summary, wr.Pid), wr
+	var calls []record.AsyncCall
+	for _, c := range tr.async {
+		if c.Pid == wr.Pid {
+			calls = append(calls, c)
+		}
+	}
+	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"))
+	return reqs, pidTotals(t, tr.summary, wr.Pid), wr, calls
+}
+
+// checkAsyncCalls checks a run's submission calls against its requests:
+// each call record once; each request that touched the disk (all of them
+// with all) names a call record of its pid by submit_op_id, and a call
+// record's "submitted" is the number of requests naming it (iocbs io_submit
+// processed but refused excepted). With all, every request was reaped by
+// exactly one io_getevents record (libaio).
+func checkAsyncCalls(t *testing.T, reqs []record.Request, calls []record.AsyncCall, all bool) {
+	t.Helper()
+	byID := map[uint64]*record.AsyncCall{}
+	reaped := map[uint64]int{}
+	getevents := 0
+	for i := range calls {
+		c := &calls[i]
+		switch c.Syscall {
+		case "io_submit", "io_uring_enter":
+			if byID[c.OpID] != nil {
+				t.Errorf("call op_id %d twice", c.OpID)
+			}
+			byID[c.OpID] = c
+		case "io_getevents":
+			getevents++
+			for _, id := range c.ReapedOpIDs {
+				reaped[id]++
+			}
+		}
+	}
+	named := map[uint64]uint32{}
+	for _, q := range reqs {
+		if q.SubmitOpID == 0 || slices.Contains(q.Unavailable, "submit_op_id") {
+			continue // SQPOLL
+		}
+		named[q.SubmitOpID]++
+		if byID[q.SubmitOpID] == nil && (all || q.TouchedDisk()) {
+			t.Errorf("request %d: no record of its call (op %d)", q.OpID, q.SubmitOpID)
+		}
+		if all && q.Engine == record.EngineLibaio && reaped[q.OpID] != 1 {
+			t.Errorf("request %d reaped by %d io_getevents records", q.OpID, reaped[q.OpID])
+		}
+	}
+	submitting := 0
+	for id, c := range byID {
+		if c.Submitted > 0 {
+			submitting++
+		}
+		if c.Error == "" && c.Submitted != named[id] {
+			t.Errorf("%s op %d: submitted %d, %d requests name it", c.Syscall, id, c.Submitted, named[id])
+		}
+		if c.DurationNs == 0 || c.TimeNs == 0 {
+			t.Errorf("call without its times: %+v", c)
+		}
+	}
+	if len(reqs) > 0 && submitting == 0 {
+		t.Errorf("%d requests, no submission call record", len(reqs))
+	}
+	t.Logf("%d submission call records for %d requests, %d io_getevents records", submitting, len(reqs), getevents)
+}
+
+// With --all, every libaio and io_uring call of the workload has its
+// record: submitted matches the requests, io_getevents names each request
+// it reaped.
+func TestTraceAsyncCallsAll(t *testing.T) {
+	for _, engine := range []string{"libaio", "io_uring"} {
+		t.Run(engine, func(t *testing.T) {
+			reqs, _, _, calls := asyncTrace(t, []string{"--all"}, "--direct", "--engine", engine, "--iodepth", "16", "--iodepth-batch", "8", "--count", "200")
+			if len(reqs) != 200 || len(calls) == 0 {
+				t.Errorf("%d requests, %d call records", len(reqs), len(calls))
+			}
+		})
+	}
 }
 
 // missingAsyncHooks says which hook a run with these workload flags needs

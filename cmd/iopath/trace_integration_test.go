@@ -50,6 +50,7 @@ type traced struct {
 	persisted []record.Persisted
 	faults    []record.Fault
 	requests  []record.Request
+	async     []record.AsyncCall // "async_call" records
 	summary   *record.Summary
 	stderr    string
 	code      int
@@ -101,6 +102,10 @@ func parseRecords(t *testing.T, out []byte) *traced {
 			var q record.Request
 			err = json.Unmarshal(line, &q)
 			tr.requests = append(tr.requests, q)
+		case "async_call":
+			var c record.AsyncCall
+			err = json.Unmarshal(line, &c)
+			tr.async = append(tr.async, c)
 		case "summary":
 			tr.summary = &record.Summary{}
 			err = json.Unmarshal(line, tr.summary)

@@ -79,6 +79,13 @@ type asyncState struct {
 	// (requests.go stamps each bio with it at issue).
 	inflight map[uint32]uint32
 	Lost     uint64 // requests released without their submit record
+	// The submission calls being joined with their requests, by op_id,
+	// the io_getevents calls whose records are still coming, by thread,
+	// and the CQEs each thread posted since its last io_uring_enter
+	// (asynccalls.go).
+	calls     map[uint64]*asyncCall
+	reaps     map[uint32]*reapCall
+	uringDone map[uint32][]cqePosted
 }
 
 // maxEarly bounds the reaps waiting for their submit record; beyond it they
@@ -95,6 +102,9 @@ func (a *asyncState) init() {
 		a.early = map[iocbKey][]*bpf.IopathAioEvent{}
 		a.earlyT = map[iocbKey]uint64{}
 		a.inflight = map[uint32]uint32{}
+		a.calls = map[uint64]*asyncCall{}
+		a.reaps = map[uint32]*reapCall{}
+		a.uringDone = map[uint32][]cqePosted{}
 	}
 }
 
@@ -240,6 +250,7 @@ var aioOps = map[uint32]string{0: "read", 1: "write", 2: "fsync", 3: "fdatasync"
 func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
 	e.seen(ev.EndNs)
 	e.async.init()
+	call := e.aioCallRecord(ev) // asynccalls.go
 	n := min(int(ev.N), len(ev.Iocb))
 	for j := 0; j < n; j++ {
 		cb := &ev.Iocb[j]
@@ -256,6 +267,7 @@ func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
 			op = fmt.Sprintf("opcode_%d", cb.Opcode)
 		}
 		r := e.asyncReq(id)
+		call.pending++
 		r.subEnd = ev.EndNs
 		r.req = &record.Request{
 			Type: record.TypeRequest, Engine: record.EngineLibaio, Op: op, OpID: id, SubmitOpID: ev.OpId,
@@ -280,6 +292,7 @@ func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
 		}
 		e.tryRequest(id, r)
 	}
+	e.aioCallSeen(ev.OpId, call, n)
 }
 
 // HandleAioReap takes an EV_AIO_REAP record.
@@ -287,6 +300,10 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 	e.seen(ev.Ts)
 	e.async.init()
 	n := min(int(ev.N), len(ev.Ev))
+	var reaped []uint64 // for the call's record, with AllCalls only (asynccalls.go); 0: not matched
+	if e.AllCalls {
+		reaped = make([]uint64, n)
+	}
 	for j := 0; j < n; j++ {
 		io := &ev.Ev[j]
 		key := iocbKey{pid: ev.Pid, ctx: ev.Ctx, cb: io.Iocb}
@@ -308,6 +325,9 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 			}
 		}
 		id := ids[at]
+		if reaped != nil {
+			reaped[j] = id
+		}
 		if ids = slices.Delete(ids, at, at+1); len(ids) == 0 {
 			delete(e.async.byIocb, key)
 		} else {
@@ -317,6 +337,9 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 			e.reapInto(r, io, ev.Ts)
 			e.tryRequest(id, r)
 		}
+	}
+	if e.AllCalls {
+		e.reapCallRecord(ev, reaped)
 	}
 }
 
@@ -340,7 +363,7 @@ func errnoName(n int64) string {
 // (if it has one: it is still in e.ops while its bios are in flight) and
 // its reap are in.
 func (e *Engine) tryRequest(id uint64, r *asyncReq) {
-	if r.req == nil || !r.reaped || e.ops[id] != nil || r.got < r.want {
+	if r.req == nil || !r.reaped || e.ops[id] != nil || r.got < r.want || e.callHolds(id, r) {
 		return
 	}
 	e.releaseRequest(id, r)
@@ -407,7 +430,9 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		q.Unavailable = append(q.Unavailable, "complete_ns")
 	}
 	e.accountRequest(q, r)
+	c := e.callBefore(q) // asynccalls.go
 	e.Out(q)
+	e.callAfter(q, c)
 }
 
 // requestedByResult makes a request's pages_requested the pages spanned by
@@ -508,6 +533,7 @@ func (e *Engine) asyncTick() {
 			e.releaseRequest(id, r)
 		}
 	}
+	e.callsTick(false)
 }
 
 // asyncFlush releases every request (end of trace), in op order.
@@ -522,6 +548,7 @@ func (e *Engine) asyncFlush() {
 	for _, id := range ids {
 		e.releaseRequest(id, e.async.reqs[id])
 	}
+	e.callsTick(true)
 	clear(e.async.byIocb)
 	clear(e.async.early)
 	clear(e.async.earlyT)
@@ -562,6 +589,7 @@ func (e *Engine) HandleUringSubmit(ev *bpf.IopathUringSubmitEv) {
 			r.req.Unavailable = append(r.req.Unavailable, "tid")
 		}
 	}
+	e.callRequest(r.req.SubmitOpID, ev.Ts)
 	e.tryRequest(ev.OpId, r)
 }
 
@@ -579,6 +607,7 @@ func (e *Engine) HandleUringPunt(ev *bpf.IopathUringPuntEv) {
 // was posted, after ev.Segs EV_OPs named it.
 func (e *Engine) HandleUringComplete(ev *bpf.IopathUringCompleteEv) {
 	e.seen(ev.Ts)
+	e.uringCompleted(ev.Tid, ev.Pid, ev.Ts)
 	r := e.asyncReq(ev.OpId)
 	r.uring, r.reaped, r.want = true, true, ev.Segs
 	if r.req == nil { // its submit record was lost: released by Tick/Flush

@@ -207,6 +207,7 @@ func TestUringParts(t *testing.T) {
 	s.E.HandleOp(inline)
 	s.E.HandleIssue(enginetest.Issue(1, 140, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id, Bio: 0xb1, Sector: 16, Bytes: 16384, Queue: 130}))
 	s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf00, OpId: id, Ts: 150})
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 1, 1, 0, 0, 90, 160)) // the call returns (asynccalls.go)
 	s.E.HandleComplete(enginetest.Done(1, 300, 0))
 	s.E.HandleUringComplete(uringComplete(id, 0xf00, 2, 4096, 400))
 	if n := len(s.Requests()); n != 0 {

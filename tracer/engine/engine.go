@@ -40,11 +40,16 @@ import (
 type Engine struct {
 	K *kernel.Kernel
 	// Out receives *record.Syscall, *record.Writeback and *record.Persisted
+	// (and *record.Fault, *record.Request, *record.AsyncCall)
 	// records in the order they become complete.
 	Out func(rec any)
 	// Unavailable lists record fields this kernel cannot measure (a hook
 	// with no mechanism); they are reported as such, not as zeros.
 	Unavailable []string
+	// AllCalls (--all): every libaio / io_uring system call gets its
+	// record (asynccalls.go); otherwise a submission call only when one of
+	// its requests touched the disk, or it failed.
+	AllCalls bool
 	// FaultUnavailable: the same for fault records (record.Fault).
 	FaultUnavailable []string
 	// InferFaultRetry: the filemap_fault hook is a tracepoint, which has no

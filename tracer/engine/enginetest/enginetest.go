@@ -232,6 +232,15 @@ func AioSubmit(call, ctx uint64, ret int64, start, end uint64, cbs ...Iocb) *bpf
 	return ev
 }
 
+// UringEnter returns the EV_URING_ENTER record of an io_uring_enter call
+// (op_id call) of pid 100's thread call>>32 that ran from start to end.
+func UringEnter(call uint64, toSubmit uint32, ret int64, minComplete, flags uint32, start, end uint64) *bpf.IopathUringEnterEv {
+	ev := &bpf.IopathUringEnterEv{Type: uint32(bpf.IopathEvTypeEV_URING_ENTER), Pid: 100, Tid: uint32(call >> 32), ToSubmit: toSubmit,
+		OpId: call, StartNs: start, EndNs: end, Ret: ret, MinComplete: minComplete, Flags: flags}
+	copy(ev.Comm[:], []int8{'a', 'p', 'p'})
+	return ev
+}
+
 // Reaped is one io_event an io_getevents returned.
 type Reaped struct {
 	Addr, UserData uint64
@@ -242,7 +251,7 @@ type Reaped struct {
 // ring ctx that returned evs at ts.
 func AioReap(ctx, ts uint64, evs ...Reaped) *bpf.IopathAioReapEv {
 	ev := &bpf.IopathAioReapEv{Type: uint32(bpf.IopathEvTypeEV_AIO_REAP), Pid: 100, Tid: 100, Ctx: ctx, Ts: ts,
-		Ret: int64(len(evs)), N: uint32(len(evs))}
+		Ret: int64(len(evs)), N: uint32(len(evs)), MinNr: 1}
 	for i, e := range evs {
 		ev.Ev[i] = bpf.IopathAioEvent{UserData: e.UserData, Iocb: e.Addr, Res: e.Res}
 	}
