@@ -15,15 +15,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Page faults on file mappings (bpf/fault.c). A fault is bracketed by the
-// x86 page_fault_user tracepoint (its start: address, and the file from the
-// VMA with bpf_find_vma, 5.17+) and the perf software event page-faults-maj
-// or page-faults-min (its end, after any retry: mm_account_fault, which
-// also counts the task's maj_flt). Both are needed for fault records; the
-// filemap tracepoints (6.11+) add retries and fault-around.
+// Page faults on file mappings (bpf/fault.c). A fault is bracketed by its
+// start, handle_mm_fault (fentry or kprobe; the VMA is its argument) or
+// else the x86 page_fault_user tracepoint (the file from the VMA with
+// bpf_find_vma, 5.17+), and the perf software event page-faults-maj or
+// page-faults-min (its end, after any retry: mm_account_fault, which also
+// counts the task's maj_flt). Both are needed for fault records; the
+// filemap tracepoints (6.11+) add retries and fault-around. Only user-mode
+// faults are records on every mechanism (docs/hooks.md).
 func faultHooks() []Hook {
 	return []Hook{
-		{Name: "fault_entry", Loses: "fault records (no page_fault_user tracepoint or no bpf_find_vma)", candidates: []candidate{
+		{Name: "fault_entry", Loses: "fault records (no handle_mm_fault(vma, address, flags, regs) hook, no page_fault_user tracepoint with bpf_find_vma)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{shaped(bpf.IopathProgFentryHandleMmFault, akFentry, "handle_mm_fault", mmFaultShape)}},
+			{mech: Kprobe, attach: []attachment{shaped(bpf.IopathProgKprobeHandleMmFault, akKprobe, "handle_mm_fault", mmFaultShape)}},
 			{mech: TPBTF, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgBtfPageFaultUser, akTPBTF, "page_fault_user")}},
 			{mech: Tracepoint, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgTpPageFaultUser, akTracepoint, "exceptions/page_fault_user")}},
 		}},
@@ -46,6 +50,10 @@ func faultHooks() []Hook {
 		}},
 	}
 }
+
+// mmFaultShape is handle_mm_fault's 5.9+ prototype, where the fault's
+// accounting (mm_account_fault: maj_flt and the perf end event) moved in.
+const mmFaultShape = "vm_area_struct,*,*,pt_regs"
 
 // Fault record fields each fault hook provides (FaultUnavailable).
 var faultFieldsOf = map[string][]string{
