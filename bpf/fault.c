@@ -54,10 +54,19 @@ struct fault_stat {
 	char name[PART_LEN]; /* the file's name (last path component) */
 };
 
+/* The compat build preallocates fault_stats: before 6.1 perf_event programs
+ * (the fault's end) may use only preallocated hash maps (5.10's verifier:
+ * "perf_event programs can only use preallocated hash map"); 4096 entries
+ * keep that at 0.4 MiB per CPU, and a full map is counted
+ * (CNT_FAULT_STATS_FULL). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+#ifdef IOPATH_COMPAT
+	__uint(max_entries, 4096);
+#else
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
+#endif
 	__type(key, struct fault_key);
 	__type(value, struct fault_stat);
 } fault_stats SEC(".maps");

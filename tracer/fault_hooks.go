@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"unsafe"
@@ -129,7 +130,7 @@ func openPerf(target string, cpu int) (int, error) {
 }
 
 // probePerf opens the event on CPU 0 (perf_event_paranoid, CONFIG_PERF_EVENTS)
-// and checks that the kernel links BPF programs to perf events (5.15+).
+// and checks that the kernel has perf_event programs.
 func probePerf(target string) error {
 	fd, err := openPerf(target, 0)
 	if err != nil {
@@ -142,9 +143,11 @@ func probePerf(target string) error {
 	return nil
 }
 
-// attachPerf runs prog on the event target of every possible CPU.
-func attachPerf(target string, prog *ebpf.Program) ([]link.Link, error) {
-	var links []link.Link
+// attachPerf runs prog on the event target of every possible CPU: by BPF
+// link (5.15+), else by PERF_EVENT_IOC_SET_BPF on the event's fd (4.9+;
+// 5.10 refuses the link with EINVAL), which then stays open as the link.
+func attachPerf(target string, prog *ebpf.Program) ([]io.Closer, error) {
+	var links []io.Closer
 	n := runtime.NumCPU()
 	if cpus, err := possibleCPUs(); err == nil {
 		n = cpus
@@ -159,19 +162,29 @@ func attachPerf(target string, prog *ebpf.Program) ([]link.Link, error) {
 			return nil, fmt.Errorf("perf event %s on CPU %d: %w", target, cpu, err)
 		}
 		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
-		unix.Close(fd) // the link holds the event
-		if err != nil {
-			closeAll(links)
-			return nil, fmt.Errorf("linking %s to perf event %s: %w", prog, target, err)
+		if err == nil {
+			unix.Close(fd) // the link holds the event
+			links = append(links, l)
+			continue
 		}
-		links = append(links, l)
+		if ierr := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); ierr != nil {
+			unix.Close(fd)
+			closeAll(links)
+			return nil, fmt.Errorf("linking %s to perf event %s: %w (PERF_EVENT_IOC_SET_BPF: %v)", prog, target, err, ierr)
+		}
+		links = append(links, perfFD(fd))
 	}
 	return links, nil
 }
 
+// perfFD is a perf event with a program set by ioctl: closing it detaches.
+type perfFD int
+
+func (fd perfFD) Close() error { return unix.Close(int(fd)) }
+
 func possibleCPUs() (int, error) { return ebpf.PossibleCPU() }
 
-func closeAll(links []link.Link) {
+func closeAll(links []io.Closer) {
 	for _, l := range links {
 		l.Close()
 	}
