@@ -170,7 +170,7 @@ func attachPerf(target string, prog *ebpf.Program) ([]io.Closer, error) {
 		if ierr := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); ierr != nil {
 			unix.Close(fd)
 			closeAll(links)
-			return nil, fmt.Errorf("linking %s to perf event %s: %w (PERF_EVENT_IOC_SET_BPF: %v)", prog, target, err, ierr)
+			return nil, fmt.Errorf("linking %s to perf event %s: %w (PERF_EVENT_IOC_SET_BPF: %w)", prog, target, err, ierr)
 		}
 		links = append(links, perfFD(fd))
 	}
