@@ -751,6 +751,7 @@ const (
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathProgFentryHandleMmFault         = "fentry_handle_mm_fault"
 	IopathProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
@@ -766,6 +767,7 @@ const (
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathProgKprobeHandleMmFault         = "kprobe_handle_mm_fault"
 	IopathProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
@@ -919,6 +921,7 @@ type IopathProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.ProgramSpec `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
@@ -934,6 +937,7 @@ type IopathProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.ProgramSpec `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
@@ -1195,6 +1199,7 @@ type IopathPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.Program `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
@@ -1210,6 +1215,7 @@ type IopathPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.Program `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
@@ -1297,6 +1303,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryHandleMmFault,
 		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
@@ -1312,6 +1319,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeHandleMmFault,
 		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,
