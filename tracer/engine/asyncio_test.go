@@ -280,6 +280,7 @@ func TestUringDirectNoHits(t *testing.T) {
 		worker := enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 120, 390)
 		worker.Tid, worker.ReqId, worker.Ino, worker.Dev, worker.BiosQueued = 200, id, 0, 0, 1
 		s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf00, OpId: id, Ts: 110})
+		s.E.HandleUringEnter(enginetest.UringEnter(call, 1, 1, 0, 0, 90, 115)) // the call returns (asynccalls.go)
 		parts := []*bpf.IopathOp{inline, worker}
 		if workerFirst {
 			parts = []*bpf.IopathOp{worker, inline}
@@ -320,6 +321,7 @@ func TestUringWithoutPartNoHit(t *testing.T) {
 	s.E.HandleUringComplete(uringComplete(first, 0xf00, 1, 4096, 160))
 	s.E.HandleUringSubmit(uringSubmit(second, 0xf08, call, 4096, 170))
 	s.E.HandleUringComplete(uringComplete(second, 0xf08, 0, 4096, 180))
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 2, 2, 0, 0, 90, 190))
 	reqs := s.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("want 2 requests, got %+v", reqs)
@@ -374,6 +376,7 @@ func TestUringReadFixedAndEOF(t *testing.T) {
 		s.E.HandleOp(o)
 		s.E.HandleUringComplete(uringComplete(id, 0xf00+uint64(i), 1, res, 200))
 	}
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 2, 2, 0, 0, 90, 210))
 	reqs := s.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("want 2 requests, got %+v", reqs)
