@@ -150,8 +150,11 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 			}
 		}
 	}
-	if devReadBytes < uint64(rep.Kernel.ReadBytes) {
-		t.Errorf("devices read %d bytes, fewer than the workload's %d", devReadBytes, rep.Kernel.ReadBytes)
+	// The disks read at least the work file's disk bytes. Not the process's
+	// read_bytes: in the VMs (test binary on 9p, no block device) it was
+	// 4 KiB above every disk's reads on 6.1 and 6.12, both runs alike.
+	if devReadBytes < fileRow.DiskReadBytes {
+		t.Errorf("devices read %d bytes, fewer than the work file's %d (missed BPF runs: %v)", devReadBytes, fileRow.DiskReadBytes, run.total.MissedRuns)
 	}
 	for k, v := range run.total.Overflow {
 		if v != 0 {
