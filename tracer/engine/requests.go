@@ -113,7 +113,9 @@ const (
 // no partial completion); no bpf_map_update/delete of block.c or flush.c
 // failed (no -EBUSY/-EDEADLK), recursion_misses stayed 0 on every program,
 // and no block_rq_complete ran during the issue program (no issue/complete
-// race): neither program on block_rq_complete ran for that completion.
+// race), while a tracefs instance on the same tracepoint recorded each
+// completion 19-70 µs after its issue: the kernel fired block_rq_complete,
+// iopath's programs on it did not record it (cause still open).
 func (e *Engine) completionLost(key uint64, rq *pendingRq) {
 	delete(e.rqs, key)
 	for _, b := range rq.bios {
