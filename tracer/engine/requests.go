@@ -106,6 +106,16 @@ const (
 // no program recursion). Its bios are released as incomplete, counted as
 // completion_not_received, instead of being taken for a requeue, which gave
 // them the next request's completion and lost that request's bios.
+// Measured on 6.18 with a debug build (fio randwrite + fdatasync, 4 jobs):
+// block_rq_issue's program itself finds the address still in inflight, as
+// often as this count (163/163, 104/104, 29/29 in three runs); the requests
+// are ordinary W/WSM writes through mq-deadline (not in a flush sequence,
+// no partial completion); no bpf_map_update/delete of block.c or flush.c
+// failed (no -EBUSY/-EDEADLK), recursion_misses stayed 0 on every program,
+// and no block_rq_complete ran during the issue program (no issue/complete
+// race), while a tracefs instance on the same tracepoint recorded each
+// completion 19-70 µs after its issue: the kernel fired block_rq_complete,
+// iopath's programs on it did not record it (cause still open).
 func (e *Engine) completionLost(key uint64, rq *pendingRq) {
 	delete(e.rqs, key)
 	for _, b := range rq.bios {
