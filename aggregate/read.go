@@ -131,7 +131,8 @@ func ioOf(v *bpf.IopathAggIo) IO {
 		Calls: v.Calls, Errors: v.Errors, Bytes: v.Bytes, LatencyNs: v.LatencyNs,
 		HitPages: v.HitPages, MissPages: v.MissPages, ReadaheadPages: v.RaPages,
 		DiskReadBytes: v.DiskReadBytes, DiskWriteBytes: v.DiskWriteBytes, WritebackBytes: v.WbBytes,
-		DirtiedPages: v.DirtiedPages, CleanedPages: v.CleanedPages, ThrottleNs: v.ThrottleNs,
+		DirtiedPages: v.DirtiedPages, CleanedPages: v.CleanedPages, ThrottleNs: v.ThrottleNs, NoBdevPages: v.NobdevPages,
+		DirectReadBytes: v.DirectReadBytes,
 	}
 	for i := range Ops {
 		io.Lat[i] = v.Lat[i]

@@ -51,7 +51,10 @@ const (
 	OverflowFiles = int(bpf.IopathAggOverflowAGG_OV_FILES)
 	OverflowRqs   = int(bpf.IopathAggOverflowAGG_OV_RQS)
 	OverflowDevs  = int(bpf.IopathAggOverflowAGG_OV_DEVS)
-	overflows     = int(bpf.IopathAggOverflowAGG_OV_MAX)
+	// OverflowNoDisk: requests completed without a disk to name them by
+	// (counted here, not per disk).
+	OverflowNoDisk = int(bpf.IopathAggOverflowAGG_OV_NODISK)
+	overflows      = int(bpf.IopathAggOverflowAGG_OV_MAX)
 )
 
 // PageSize is the unit of the page counters (4 KiB).
@@ -70,7 +73,13 @@ type IO struct {
 	DirtiedPages                    uint64 // pages the calls turned dirty
 	CleanedPages                    uint64 // of tracked dirty pages, written back or dropped since
 	ThrottleNs                      uint64 // time in balance_dirty_pages
-	Lat                             [Ops]Hist
+	// NoBdevPages: read pages of files without a block device (proc,
+	// sysfs, cgroup, tmpfs), counted apart: neither hits nor misses.
+	NoBdevPages uint64
+	// DirectReadBytes: bytes returned by O_DIRECT reads, which bypass the
+	// page cache (no pages: not in the hit ratio).
+	DirectReadBytes uint64
+	Lat             [Ops]Hist
 }
 
 // Proc is one process's IO (key: tgid; with bit 31 set, the part of a
@@ -175,6 +184,8 @@ func (a *IO) Add(b *IO) {
 	a.DirtiedPages += b.DirtiedPages
 	a.CleanedPages += b.CleanedPages
 	a.ThrottleNs += b.ThrottleNs
+	a.NoBdevPages += b.NoBdevPages
+	a.DirectReadBytes += b.DirectReadBytes
 }
 
 // Sub returns a - b, counter by counter, 0 where b is larger (a key reused
@@ -197,6 +208,8 @@ func (a IO) Sub(b *IO) IO {
 	d.DirtiedPages = sub(a.DirtiedPages, b.DirtiedPages)
 	d.CleanedPages = sub(a.CleanedPages, b.CleanedPages)
 	d.ThrottleNs = sub(a.ThrottleNs, b.ThrottleNs)
+	d.NoBdevPages = sub(a.NoBdevPages, b.NoBdevPages)
+	d.DirectReadBytes = sub(a.DirectReadBytes, b.DirectReadBytes)
 	return d
 }
 
@@ -223,8 +236,9 @@ func (a *IO) AllLat() Hist {
 // bios and the writeback of the pages they dirtied.
 func (a *IO) DiskBytes() uint64 { return a.DiskReadBytes + a.DiskWriteBytes + a.WritebackBytes }
 
-// HitRatio is the read pages found in the cache over all read pages; ok is
-// false without read pages.
+// HitRatio is the read pages found in the cache over all read pages of
+// block-backed files (NoBdevPages are not in it); ok is false without such
+// pages: O_DIRECT reads, which bypass the cache, count none.
 func (a *IO) HitRatio() (float64, bool) {
 	n := a.HitPages + a.MissPages
 	if n == 0 {

@@ -45,7 +45,8 @@ enum agg_overflow {
 	AGG_OV_FILES = 1, /* a file agg_files had no room for: agg_other[1] */
 	AGG_OV_RQS = 2,   /* a request agg_rqs had no room for: its D2C/Q2C not measured, its bytes still counted */
 	AGG_OV_DEVS = 3,  /* a disk agg_devs had no room for: its requests not counted */
-	AGG_OV_MAX = 4,
+	AGG_OV_NODISK = 4, /* a request completed without a disk to name (no rq_disk / q->disk): not counted per disk */
+	AGG_OV_MAX = 5,
 };
 
 struct agg_file_key {
@@ -69,6 +70,8 @@ struct agg_io {
 	__u64 dirtied_pages;       /* pages turned dirty (clean→dirty) by the calls */
 	__u64 cleaned_pages;       /* of tracked dirty pages, written back or dropped since */
 	__u64 throttle_ns;         /* time in balance_dirty_pages */
+	__u64 nobdev_pages;        /* read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in hit/miss */
+	__u64 direct_read_bytes;   /* bytes returned by O_DIRECT reads: no page-cache pages, not in hit/miss */
 	__u64 lat[AGG_OPS][AGG_BUCKETS]; /* call duration, log2 ns */
 	char name[PART_LEN];       /* processes: comm at the first call; files: last path component */
 };
@@ -203,7 +206,7 @@ static __always_inline __u32 agg_class(__u32 sys)
 
 /* One finished call's numbers, computed once for both entries. */
 struct agg_call_v {
-	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle;
+	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle, nobdev, direct;
 	__u32 op, bucket, err;
 };
 
@@ -226,6 +229,19 @@ static __always_inline void agg_add(struct agg_io *v, struct agg_call_v *c)
 	__sync_fetch_and_add(&v->disk_write_bytes, c->disk_write);
 	__sync_fetch_and_add(&v->dirtied_pages, c->dirtied);
 	__sync_fetch_and_add(&v->throttle_ns, c->throttle);
+	__sync_fetch_and_add(&v->nobdev_pages, c->nobdev);
+	__sync_fetch_and_add(&v->direct_read_bytes, c->direct);
+}
+
+/* agg_block_backed says whether the call's file lives on a block device
+ * (its superblock's s_bdev). Reads of /proc, sysfs, cgroup or tmpfs files
+ * are served from memory the kernel fills without a disk: counted as page
+ * hits they would make the cache ratio of an O_DIRECT run (whose data
+ * reads count no pages) 100%. */
+static __always_inline bool agg_block_backed(struct op *op)
+{
+	struct file *file = (struct file *)op->file;
+	return file && BPF_CORE_READ(file, f_inode, i_sb, s_bdev);
 }
 
 /* agg_call folds the current thread's finished call into its process, its
@@ -251,6 +267,8 @@ static __noinline int agg_call(void)
 	if (ret > 0 && c.op != AGG_SYNC)
 		c.bytes = ret;
 	__u64 covered = 0;
+	if (c.op == AGG_READ && ret > 0 && (op->f_flags & O_DIRECT_FLAG))
+		c.direct = ret;
 	if (c.op == AGG_READ && ret > 0 && !(op->f_flags & O_DIRECT_FLAG)) {
 		__u64 first = op->offset >> PAGE_SHIFT;
 		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
@@ -270,6 +288,10 @@ static __noinline int agg_call(void)
 		if (c.misses > covered)
 			c.misses = covered; /* a short read (EOF) asked for more than it got */
 		c.hits = covered - c.misses;
+		if (covered && !agg_block_backed(op)) {
+			c.nobdev = covered;
+			c.hits = c.misses = 0;
+		}
 	} else {
 		c.misses = 0;
 	}
@@ -420,8 +442,12 @@ static __always_inline void agg_rq_requeue(struct request *rq)
  * (blk_update_request reports before it advances __data_len). */
 static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_status_t error, unsigned int nr_bytes)
 {
-	if (!agg_on || !dev)
+	if (!agg_on)
 		return;
+	if (!dev) {
+		agg_overflow(AGG_OV_NODISK);
+		return;
+	}
 	struct agg_dev_key dk = {.dev = dev, .op = agg_rq_op(rq->cmd_flags)};
 	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
 	if (!d) {

@@ -24,12 +24,17 @@
  *  io_submit at sys_exit: the last request is sent, then EV_AIO_SUBMIT
  *    records with every iocb (user address, user data, opcode, fd, offset,
  *    bytes) and the call's result (iocbs submitted).
+ *  iocbs beyond AIO_MAX_IOCBS are not reported (CNT_AIO_IOCB_TRUNC counts
+ *    them): once a marker names one, the last reported request is sent and
+ *    the bios queued until io_submit's exit are unattributed with cause
+ *    CAUSE_AIO_TRUNC, never given to a reported request.
  *  io_getevents / io_pgetevents at sys_exit: EV_AIO_REAP records with the
  *    io_events returned (obj = the iocb's user address, data, res).
  * Completion itself runs in the bio's end_io (interrupt context): nothing
  * here looks at `current` then; userspace takes a direct request's
  * completion from its bios. */
 #include "op.h"
+#include "unattributed.h"
 
 #define IOCB_CMD_PREAD 0
 #define IOCB_CMD_PWRITE 1
@@ -53,6 +58,14 @@ struct user_iocb {
 	__u32 aio_flags;
 	__u32 aio_resfd;
 };
+
+/* count_add adds n to counter idx. */
+static __always_inline void count_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += n;
+}
 
 /* aio_iocb_at reads iocb k of the running io_submit; its user address, 0
  * if unreadable. */
@@ -116,10 +129,8 @@ static __always_inline void aio_submit_enter(struct op *op, long nr, __u64 iocbp
 	op->aio_nr = 0;
 	if (nr <= 0 || !iocbpp)
 		return;
-	if (nr > AIO_MAX_IOCBS) {
-		count_event(CNT_AIO_IOCB_TRUNC);
-		nr = AIO_MAX_IOCBS;
-	}
+	if (nr > AIO_MAX_IOCBS)
+		count_add(CNT_AIO_IOCB_TRUNC, nr - AIO_MAX_IOCBS);
 	op->active = 0;
 	op->aio_iocbpp = iocbpp;
 	op->aio_nr = nr;
@@ -130,6 +141,27 @@ static __always_inline void aio_submit_enter(struct op *op, long nr, __u64 iocbp
 	struct user_iocb cb = {};
 	if (aio_iocb_at(op, 0, &cb))
 		aio_begin(op, 0, &cb);
+}
+
+/* aio_unreported ends the last reported request of an io_submit whose
+ * iocbs go on beyond AIO_MAX_IOCBS: what follows belongs to unreported
+ * iocbs (aio_cur AIO_MAX_IOCBS says so to aio_bio_cause). */
+static __always_inline void aio_unreported(struct op *op)
+{
+	aio_close(op);
+	op->active = 0;
+	op->aio_cur = AIO_MAX_IOCBS;
+}
+
+/* aio_bio_cause is the unattributed cause of a bio a traced thread queued
+ * outside any traced call (block.c): CAUSE_AIO_TRUNC inside an io_submit's
+ * unreported iocbs, else unattributed.h's. */
+static __always_inline __u32 aio_bio_cause(struct bio *bio)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (op && op->aio_nr > AIO_MAX_IOCBS && op->aio_cur >= AIO_MAX_IOCBS)
+		return CAUSE_AIO_TRUNC << OWN_CAUSE_SHIFT;
+	return unattributed_cause(bio);
 }
 
 /* aio_mark moves the running io_submit to the iocb a marker names (the
@@ -149,8 +181,12 @@ static __always_inline void aio_mark_at(struct op *op, __u64 ino, __u32 dev, __u
 	}
 	for (__u32 i = 1; i <= AIO_LOOKAHEAD; i++) {
 		__u32 k = op->aio_cur + i;
-		if (k >= op->aio_nr || k >= AIO_MAX_IOCBS)
+		if (k >= op->aio_nr)
 			return;
+		if (k >= AIO_MAX_IOCBS) {
+			aio_unreported(op);
+			return;
+		}
 		struct user_iocb cb = {};
 		if (!aio_iocb_at(op, k, &cb))
 			return;
@@ -183,8 +219,69 @@ static __always_inline __u64 aio_wakeup(void)
 	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* aio_emit is what the chunk callbacks of aio_submit_exit and aio_reap
+ * share (bpf_loop's context: only values unknown to the verifier, so that
+ * kernels before 6.7, which verified a callback once with the context's
+ * initial constants, prune nothing; see struct wb_work). */
+struct aio_emit {
+	struct op *op;  /* aio_submit_exit: the caller's op */
+	__u64 ctx;      /* aio_context_t */
+	__u64 arg;      /* io_submit: nr as passed; reap: the struct io_event * */
+	__u64 now;
+	__u64 id;       /* pid_tgid */
+	long ret;
+	__u32 nr;       /* iocbs (events) to report */
+};
+
+/* aio_submit_chunk sends iocbs c*AIO_PER_EV.. of the io_submit ending in
+ * one EV_AIO_SUBMIT (bpf_loop callback; 1: stop). */
+static long aio_submit_chunk(__u32 c, struct aio_emit *w)
+{
+	__u32 first = c * AIO_PER_EV;
+	struct op *op = w->op;
+	if (first >= w->nr || first >= AIO_MAX_IOCBS)
+		return 1;
+	struct aio_submit_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_event(CNT_RINGBUF_LOST);
+		return 0;
+	}
+	ev->type = EV_AIO_SUBMIT;
+	ev->pid = op->owner;
+	ev->tid = (__u32)w->id;
+	ev->nr = w->arg;
+	ev->op_id = ((__u64)ev->tid << 32) | op->aio_call_seq;
+	ev->ctx = w->ctx;
+	ev->start_ns = op->aio_start_ns;
+	ev->end_ns = w->now;
+	ev->ret = w->ret;
+	ev->first = first;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	__u32 n = 0;
+	for (__u32 j = 0; j < AIO_PER_EV; j++) {
+		__u32 k = first + j;
+		if (k >= w->nr)
+			break;
+		struct user_iocb cb = {};
+		__u64 p = aio_iocb_at(op, k, &cb);
+		struct aio_iocb *e = &ev->iocb[j];
+		e->iocb = p;
+		e->user_data = cb.aio_data;
+		e->offset = cb.aio_offset;
+		e->nbytes = aio_count(&cb);
+		e->opcode = cb.aio_lio_opcode;
+		e->fd = cb.aio_fildes;
+		e->flags = cb.aio_flags;
+		e->rw_flags = cb.aio_rw_flags;
+		n = j + 1;
+	}
+	ev->n = n;
+	bpf_ringbuf_submit(ev, aio_wakeup());
+	return 0;
+}
+
 /* aio_submit_exit ends an io_submit: its last request's record, then its
- * iocbs in EV_AIO_SUBMIT records of AIO_PER_EV each. */
+ * iocbs (the first AIO_MAX_IOCBS) in EV_AIO_SUBMIT records of AIO_PER_EV each. */
 static __always_inline void aio_submit_exit(struct pt_regs *regs, long ret)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
@@ -192,101 +289,70 @@ static __always_inline void aio_submit_exit(struct pt_regs *regs, long ret)
 		return;
 	aio_close(op);
 	__u32 nr = op->aio_nr;
-	__u64 now = bpf_ktime_get_ns();
-	for (__u32 c = 0; c < AIO_MAX_IOCBS / AIO_PER_EV; c++) {
-		__u32 first = c * AIO_PER_EV;
-		if (first >= nr)
-			break;
-		struct aio_submit_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-		if (!ev) {
-			count_event(CNT_RINGBUF_LOST);
-			continue;
-		}
-		ev->type = EV_AIO_SUBMIT;
-		ev->pid = op->owner;
-		ev->tid = (__u32)bpf_get_current_pid_tgid();
-		ev->nr = BPF_CORE_READ(regs, si);
-		ev->op_id = ((__u64)ev->tid << 32) | op->aio_call_seq;
-		ev->ctx = BPF_CORE_READ(regs, di);
-		ev->start_ns = op->aio_start_ns;
-		ev->end_ns = now;
-		ev->ret = ret;
-		ev->first = first;
-		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-		__u32 n = 0;
-		for (__u32 j = 0; j < AIO_PER_EV; j++) {
-			__u32 k = first + j;
-			if (k >= nr)
-				break;
-			struct user_iocb cb = {};
-			__u64 p = aio_iocb_at(op, k, &cb);
-			struct aio_iocb *e = &ev->iocb[j];
-			e->iocb = p;
-			e->user_data = cb.aio_data;
-			e->offset = cb.aio_offset;
-			e->nbytes = aio_count(&cb);
-			e->opcode = cb.aio_lio_opcode;
-			e->fd = cb.aio_fildes;
-			e->flags = cb.aio_flags;
-			e->rw_flags = cb.aio_rw_flags;
-			n = j + 1;
-		}
-		ev->n = n;
-		bpf_ringbuf_submit(ev, aio_wakeup());
-	}
+	struct aio_emit w = { .op = op, .ctx = BPF_CORE_READ(regs, di), .arg = BPF_CORE_READ(regs, si),
+			      .now = bpf_ktime_get_ns(), .id = bpf_get_current_pid_tgid(), .ret = ret,
+			      .nr = nr < AIO_MAX_IOCBS ? nr : AIO_MAX_IOCBS };
+	LOOP(AIO_MAX_IOCBS / AIO_PER_EV, AIO_MAX_IOCBS / AIO_PER_EV, aio_submit_chunk, &w); /* compat.h */
 	op->seq = op->aio_call_seq + nr;
 	op->aio_nr = 0;
 }
 
+/* aio_reap_chunk sends io_events c*AIO_PER_EV.. of the reap in one
+ * EV_AIO_REAP (bpf_loop callback; 1: stop). */
+static long aio_reap_chunk(__u32 c, struct aio_emit *w)
+{
+	__u32 first = c * AIO_PER_EV;
+	if (first >= w->nr || first >= AIO_MAX_IOCBS)
+		return 1;
+	struct aio_reap_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		count_event(CNT_RINGBUF_LOST);
+		return 0;
+	}
+	ev->type = EV_AIO_REAP;
+	ev->pid = w->id >> 32;
+	ev->tid = (__u32)w->id;
+	ev->ctx = w->ctx;
+	ev->ts = w->now;
+	ev->ret = w->ret;
+	ev->first = first;
+	ev->min_nr = w->op->call_arg1;
+	ev->start_ns = w->op->call_start_ns;
+	ev->op_id = w->op->call_start_ns ? (w->id << 32) | w->op->call_arg2 : 0;
+	__u32 n = w->nr - first;
+	if (n > AIO_PER_EV)
+		n = AIO_PER_EV;
+	for (__u32 j = 0; j < AIO_PER_EV; j++) {
+		if (j >= n)
+			break;
+		if (bpf_probe_read_user(&ev->ev[j], sizeof(ev->ev[j]),
+					(void *)(w->arg + (__u64)(first + j) * sizeof(struct aio_event)))) {
+			n = j;
+			break;
+		}
+	}
+	ev->n = n;
+	bpf_ringbuf_submit(ev, aio_wakeup());
+	return 0;
+}
+
 /* aio_reap reports the io_events an io_getevents/io_pgetevents call of a
- * traced thread returned (events: the 4th argument of both). */
+ * traced thread returned (events: the 4th argument of both); those beyond
+ * AIO_MAX_IOCBS are counted (CNT_AIO_REAP_TRUNC, in events). */
 static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct op *op;
 	if (ret <= 0 || !(op = op_slot((__u32)id, id >> 32)))
 		return;
-	__u64 events_p = BPF_CORE_READ(regs, r10);
 	__u32 total = ret;
 	if (total > AIO_MAX_IOCBS) {
-		count_event(CNT_AIO_REAP_TRUNC);
+		count_add(CNT_AIO_REAP_TRUNC, total - AIO_MAX_IOCBS);
 		total = AIO_MAX_IOCBS;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	for (__u32 c = 0; c < AIO_MAX_IOCBS / AIO_PER_EV; c++) {
-		__u32 first = c * AIO_PER_EV;
-		if (first >= total)
-			break;
-		struct aio_reap_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-		if (!ev) {
-			count_event(CNT_RINGBUF_LOST);
-			continue;
-		}
-		ev->type = EV_AIO_REAP;
-		ev->pid = id >> 32;
-		ev->tid = (__u32)id;
-		ev->ctx = BPF_CORE_READ(regs, di);
-		ev->ts = now;
-		ev->ret = ret;
-		ev->first = first;
-		ev->min_nr = op->call_arg1;
-		ev->start_ns = op->call_start_ns;
-		ev->op_id = op->call_start_ns ? (id << 32) | op->call_arg2 : 0;
-		__u32 n = total - first;
-		if (n > AIO_PER_EV)
-			n = AIO_PER_EV;
-		for (__u32 j = 0; j < AIO_PER_EV; j++) {
-			if (j >= n)
-				break;
-			if (bpf_probe_read_user(&ev->ev[j], sizeof(ev->ev[j]),
-						(void *)(events_p + (__u64)(first + j) * sizeof(struct aio_event)))) {
-				n = j;
-				break;
-			}
-		}
-		ev->n = n;
-		bpf_ringbuf_submit(ev, aio_wakeup());
-	}
+	struct aio_emit w = { .ctx = BPF_CORE_READ(regs, di), .arg = BPF_CORE_READ(regs, r10), .now = bpf_ktime_get_ns(),
+			      .id = id, .ret = ret, .nr = total, .op = op };
+	LOOP(AIO_MAX_IOCBS / AIO_PER_EV, AIO_MAX_IOCBS / AIO_PER_EV, aio_reap_chunk, &w); /* compat.h */
 	op->call_start_ns = 0;
 }
 
@@ -312,8 +378,12 @@ static __always_inline void aio_submit_one(void)
 	if (!op || !op->aio_nr)
 		return;
 	__u32 k = op->aio_fn++;
-	if (k == 0 || k >= op->aio_nr || k >= AIO_MAX_IOCBS)
+	if (k == 0 || k >= op->aio_nr)
 		return; /* iocb 0 began at io_submit's entry */
+	if (k >= AIO_MAX_IOCBS) {
+		aio_unreported(op);
+		return;
+	}
 	struct user_iocb cb = {};
 	if (!aio_iocb_at(op, k, &cb))
 		return;

@@ -286,7 +286,7 @@ static __always_inline int bio_queue(struct bio *bio)
 		return 0;
 	struct bio_owner o = {
 		.op_id = op ? op->op_id : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
-		.flags = op ? 0 : unattributed_cause(bio),
+		.flags = op ? 0 : aio_bio_cause(bio), /* aio.c: unattributed.h, or an unreported iocb */
 	};
 	if (bpf_map_update_elem(&bio_owners, &bio, &o, BPF_ANY)) {
 		count_event(CNT_BIO_OWNER_FULL);

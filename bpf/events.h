@@ -91,8 +91,8 @@ enum counter {
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
 	/* issue 13 (bpf/aio.c) */
-	CNT_AIO_IOCB_TRUNC,     /* iocbs of an io_submit beyond AIO_MAX_IOCBS: not reported */
-	CNT_AIO_REAP_TRUNC,     /* events of an io_getevents beyond AIO_MAX_IOCBS: not reported */
+	CNT_AIO_IOCB_TRUNC,     /* iocbs of io_submit calls beyond AIO_MAX_IOCBS: not reported (adds iocbs, not calls) */
+	CNT_AIO_REAP_TRUNC,     /* io_events of io_getevents calls beyond AIO_MAX_IOCBS: not reported (adds events) */
 	CNT_URING_FULL,         /* uring_reqs map full: an io_uring request was not followed */
 	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
 	                         * preallocated, the kernel's BPF allocator had none free then); hits
@@ -285,6 +285,7 @@ enum unattributed_cause {
 	CAUSE_META = 2,    /* REQ_META: filesystem metadata (inode tables, directories, journal reads) */
 	CAUSE_SYSCALL = 3, /* inside a system call iopath does not trace (its number follows) */
 	CAUSE_FAULT = 4,   /* not in a system call: a page fault (mmap'ed file, executable pages) */
+	CAUSE_AIO_TRUNC = 5, /* in io_submit, processing an iocb beyond AIO_MAX_IOCBS (not reported, bpf/aio.c) */
 };
 
 struct rq_issue_ev {
@@ -435,7 +436,14 @@ struct other_key {
 };
 
 #define AIO_PER_EV 16     /* iocbs or io_events per EV_AIO_SUBMIT / EV_AIO_REAP */
-#define AIO_MAX_IOCBS 128 /* iocbs (events) reported per io_submit (io_getevents) call */
+/* iocbs (io_events) reported per io_submit (io_getevents) call: bpf_loop
+ * walks them in AIO_PER_EV chunks (4096: four times the workload's deepest
+ * --iodepth); the compat build's bounded loops stop at 128. */
+#ifdef IOPATH_COMPAT
+#define AIO_MAX_IOCBS 128
+#else
+#define AIO_MAX_IOCBS 4096
+#endif
 
 /* One iocb of an io_submit (struct iocb, include/uapi/linux/aio_abi.h). */
 struct aio_iocb {
@@ -506,8 +514,8 @@ struct uring_submit_ev {
 	__s32 fd;        /* sqe->fd (a registered file's index with IOSQE_FIXED_FILE) */
 	__u32 sqe_flags; /* req->flags' low byte: IOSQE_* */
 	__u32 sq_thread; /* 1: submitted by the SQPOLL thread */
-	__u32 pad;
-	char comm[16];
+	__u32 owner_tid; /* SQPOLL: the thread that set up the ring (0: unknown); else tid */
+	char comm[16];   /* SQPOLL: the process's (its group leader's), not the iou-sqp thread's */
 };
 
 struct uring_punt_ev {

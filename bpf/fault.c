@@ -8,8 +8,9 @@
  *
  * How a fault is bracketed (seen with bpftrace on 6.18, a cold ext4 file,
  * read_ahead_kb 8192):
- *   exceptions:page_fault_user  entry (address, error_code); the file and
- *       page come from the VMA (bpf_find_vma, 5.17+). Opens the op.
+ *   handle_mm_fault (fentry or kprobe), else exceptions:page_fault_user
+ *       entry (address; the file and page from the VMA: an argument of
+ *       handle_mm_fault, else bpf_find_vma, 5.17+). Opens the op.
  *   filemap:mm_filemap_fault    filemap_fault ran (6.11+), before any IO.
  *       A cold page: read-around (page_cache_ra_order alone, 2048 pages),
  *       the bios, an iowait sleep, then VM_FAULT_RETRY: the fault is redone
@@ -53,10 +54,19 @@ struct fault_stat {
 	char name[PART_LEN]; /* the file's name (last path component) */
 };
 
+/* The compat build preallocates fault_stats: before 6.1 perf_event programs
+ * (the fault's end) may use only preallocated hash maps (5.10's verifier:
+ * "perf_event programs can only use preallocated hash map"); 4096 entries
+ * keep that at 0.4 MiB per CPU, and a full map is counted
+ * (CNT_FAULT_STATS_FULL). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+#ifdef IOPATH_COMPAT
+	__uint(max_entries, 4096);
+#else
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
+#endif
 	__type(key, struct fault_key);
 	__type(value, struct fault_stat);
 } fault_stats SEC(".maps");
@@ -111,38 +121,93 @@ static __always_inline void map_call_begin(struct op *op, __u32 sys, __u64 addr,
 		op->advice = arg;
 }
 
-static __always_inline void fault_begin(__u64 addr, __u64 error_code)
+/* fault_pass returns the thread's slot for a fault at addr, or NULL when
+ * there is none or the fault is a retry of the one in progress (marked). */
+static __always_inline struct op *fault_pass(__u64 addr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct op *op = op_slot((__u32)id, id >> 32);
 	if (!op)
-		return;
+		return NULL;
 	if (op->active && op->sys == SYS_FAULT) {
 		if ((op->fault_addr >> PAGE_SHIFT) == (addr >> PAGE_SHIFT)) {
 			/* The same page again: the kernel returned to user space to
 			 * redo the fault, with no end event for the first pass
 			 * (Debian 7.2: the pass that read the file ahead, 64 MiB in
-			 * 4 MiB bios, ended VM_FAULT_RETRY that way). One fault:
-			 * keep its bios. */
+			 * 4 MiB bios, ended VM_FAULT_RETRY that way), or, seen from
+			 * handle_mm_fault, the arch handler called it again with
+			 * FAULT_FLAG_TRIED. One fault: keep its bios. */
 			op->fault_flags |= FAULT_RETRIED;
-			return;
+			return NULL;
 		}
 		/* The thread faults elsewhere and the last fault never ended. */
 		op->active = 0;
 		count_event(CNT_FAULT_UNENDED);
 	}
-	__u64 index = 0;
-	struct file *file = vma_file(addr, &index);
-	if (!file)
-		return;
+	return op;
+}
+
+/* fault_open opens the fault at addr on page index of file in op. */
+static __always_inline void fault_open(struct op *op, struct file *file, __u64 index, __u64 addr, bool write)
+{
 	if (!op_begin_in(op, SYS_FAULT, file, -1, index << PAGE_SHIFT, 1 << PAGE_SHIFT, FILE_PROBE))
 		return;
 	op->fault_addr = addr;
-	op->fault_flags = (error_code & X86_PF_WRITE) ? FAULT_WRITE : 0;
+	op->fault_flags = write ? FAULT_WRITE : 0;
 	if (fault_filemap_hooked)
 		op->fault_flags |= FAULT_FILEMAP_SEEN;
 	op->around_index = 0;
 	op->around_pages = 0;
+}
+
+/* fault_begin: a user-mode fault at addr seen by page_fault_user (the file
+ * from the VMA, bpf_find_vma). */
+static __always_inline void fault_begin(__u64 addr, __u64 error_code)
+{
+	struct op *op = fault_pass(addr);
+	if (!op)
+		return;
+	__u64 index = 0;
+	struct file *file = vma_file(addr, &index);
+	if (file)
+		fault_open(op, file, index, addr, error_code & X86_PF_WRITE);
+}
+
+/* fault_begin_vma: handle_mm_fault(vma, address, flags, regs) (the 4-argument
+ * form, 5.9+, where the fault's accounting, mm_account_fault, and so its
+ * perf end event moved in): the VMA is an argument, so no bpf_find_vma.
+ * Only user-mode faults (FAULT_FLAG_USER) open a fault, as page_fault_user
+ * does: a kernel-mode fault on a user address (copy_to_user into a mapping
+ * inside read(2)) belongs to the call in progress, and a GUP fault
+ * (get_user_pages, FAULT_FLAG_REMOTE among them) has no perf end event
+ * (regs NULL). FAULT_FLAG_* values are the same since 2.6 (enum fault_flag
+ * 5.13+, #defines before). */
+static __always_inline void fault_begin_vma(struct vm_area_struct *vma, __u64 addr, __u32 flags)
+{
+	if (!(flags & FAULT_FLAG_USER))
+		return;
+	struct op *op = fault_pass(addr);
+	if (!op)
+		return;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return; /* anonymous */
+	__u64 index = ((addr - BPF_CORE_READ(vma, vm_start)) >> PAGE_SHIFT) + BPF_CORE_READ(vma, vm_pgoff);
+	fault_open(op, file, index, addr, flags & FAULT_FLAG_WRITE);
+}
+
+SEC("fentry/handle_mm_fault")
+int BPF_PROG(fentry_handle_mm_fault, struct vm_area_struct *vma, unsigned long address, unsigned int flags)
+{
+	fault_begin_vma(vma, address, flags);
+	return 0;
+}
+
+SEC("kprobe/handle_mm_fault")
+int BPF_KPROBE(kprobe_handle_mm_fault, struct vm_area_struct *vma, unsigned long address, unsigned int flags)
+{
+	fault_begin_vma(vma, address, flags);
+	return 0;
 }
 
 SEC("tp_btf/page_fault_user")

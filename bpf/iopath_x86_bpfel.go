@@ -44,26 +44,28 @@ type IopathAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathAggIo struct {
-	_              structs.HostLayout
-	Calls          [3]uint64
-	Errors         [3]uint64
-	Bytes          [3]uint64
-	LatencyNs      [3]uint64
-	HitPages       uint64
-	MissPages      uint64
-	RaPages        uint64
-	DiskReadBytes  uint64
-	DiskWriteBytes uint64
-	WbBytes        uint64
-	DirtiedPages   uint64
-	CleanedPages   uint64
-	ThrottleNs     uint64
-	Lat            [3][32]uint64
-	Name           [48]int8
+	_               structs.HostLayout
+	Calls           [3]uint64
+	Errors          [3]uint64
+	Bytes           [3]uint64
+	LatencyNs       [3]uint64
+	HitPages        uint64
+	MissPages       uint64
+	RaPages         uint64
+	DiskReadBytes   uint64
+	DiskWriteBytes  uint64
+	WbBytes         uint64
+	DirtiedPages    uint64
+	CleanedPages    uint64
+	ThrottleNs      uint64
+	NobdevPages     uint64
+	DirectReadBytes uint64
+	Lat             [3][32]uint64
+	Name            [48]int8
 }
 
 type IopathAggOp uint32
@@ -78,11 +80,12 @@ const (
 type IopathAggOverflow uint32
 
 const (
-	IopathAggOverflowAGG_OV_PROCS IopathAggOverflow = 0
-	IopathAggOverflowAGG_OV_FILES IopathAggOverflow = 1
-	IopathAggOverflowAGG_OV_RQS   IopathAggOverflow = 2
-	IopathAggOverflowAGG_OV_DEVS  IopathAggOverflow = 3
-	IopathAggOverflowAGG_OV_MAX   IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_PROCS  IopathAggOverflow = 0
+	IopathAggOverflowAGG_OV_FILES  IopathAggOverflow = 1
+	IopathAggOverflowAGG_OV_RQS    IopathAggOverflow = 2
+	IopathAggOverflowAGG_OV_DEVS   IopathAggOverflow = 3
+	IopathAggOverflowAGG_OV_NODISK IopathAggOverflow = 4
+	IopathAggOverflowAGG_OV_MAX    IopathAggOverflow = 5
 )
 
 type IopathAggRqOp uint32
@@ -554,11 +557,12 @@ type IopathStatVal struct {
 type IopathUnattributedCause uint32
 
 const (
-	IopathUnattributedCauseCAUSE_UNKNOWN IopathUnattributedCause = 0
-	IopathUnattributedCauseCAUSE_EXEC    IopathUnattributedCause = 1
-	IopathUnattributedCauseCAUSE_META    IopathUnattributedCause = 2
-	IopathUnattributedCauseCAUSE_SYSCALL IopathUnattributedCause = 3
-	IopathUnattributedCauseCAUSE_FAULT   IopathUnattributedCause = 4
+	IopathUnattributedCauseCAUSE_UNKNOWN   IopathUnattributedCause = 0
+	IopathUnattributedCauseCAUSE_EXEC      IopathUnattributedCause = 1
+	IopathUnattributedCauseCAUSE_META      IopathUnattributedCause = 2
+	IopathUnattributedCauseCAUSE_SYSCALL   IopathUnattributedCause = 3
+	IopathUnattributedCauseCAUSE_FAULT     IopathUnattributedCause = 4
+	IopathUnattributedCauseCAUSE_AIO_TRUNC IopathUnattributedCause = 5
 )
 
 type IopathUringCompleteEv struct {
@@ -630,7 +634,7 @@ type IopathUringSubmitEv struct {
 	Fd         int32
 	SqeFlags   uint32
 	SqThread   uint32
-	Pad        uint32
+	OwnerTid   uint32
 	Comm       [16]int8
 }
 
@@ -747,6 +751,7 @@ const (
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathProgFentryHandleMmFault         = "fentry_handle_mm_fault"
 	IopathProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathProgFentryVfsRead               = "fentry_vfs_read"
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
@@ -762,6 +767,7 @@ const (
 	IopathProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathProgKprobeHandleMmFault         = "kprobe_handle_mm_fault"
 	IopathProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathProgKprobeVfsWrite              = "kprobe_vfs_write"
@@ -915,6 +921,7 @@ type IopathProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.ProgramSpec `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
@@ -930,6 +937,7 @@ type IopathProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.ProgramSpec `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
@@ -1191,6 +1199,7 @@ type IopathPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.Program `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
@@ -1206,6 +1215,7 @@ type IopathPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.Program `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
@@ -1293,6 +1303,7 @@ func (p *IopathPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryHandleMmFault,
 		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
@@ -1308,6 +1319,7 @@ func (p *IopathPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeHandleMmFault,
 		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,

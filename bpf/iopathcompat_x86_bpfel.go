@@ -44,26 +44,28 @@ type IopathCompatAggGlobal struct {
 	SyscallLatNs  [3][2]uint64
 	DirtyToDisk   [32]uint64
 	DirtyToDiskNs uint64
-	Overflow      [4]uint64
+	Overflow      [5]uint64
 }
 
 type IopathCompatAggIo struct {
-	_              structs.HostLayout
-	Calls          [3]uint64
-	Errors         [3]uint64
-	Bytes          [3]uint64
-	LatencyNs      [3]uint64
-	HitPages       uint64
-	MissPages      uint64
-	RaPages        uint64
-	DiskReadBytes  uint64
-	DiskWriteBytes uint64
-	WbBytes        uint64
-	DirtiedPages   uint64
-	CleanedPages   uint64
-	ThrottleNs     uint64
-	Lat            [3][32]uint64
-	Name           [48]int8
+	_               structs.HostLayout
+	Calls           [3]uint64
+	Errors          [3]uint64
+	Bytes           [3]uint64
+	LatencyNs       [3]uint64
+	HitPages        uint64
+	MissPages       uint64
+	RaPages         uint64
+	DiskReadBytes   uint64
+	DiskWriteBytes  uint64
+	WbBytes         uint64
+	DirtiedPages    uint64
+	CleanedPages    uint64
+	ThrottleNs      uint64
+	NobdevPages     uint64
+	DirectReadBytes uint64
+	Lat             [3][32]uint64
+	Name            [48]int8
 }
 
 type IopathCompatBioOwner struct {
@@ -380,6 +382,7 @@ const (
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
 	IopathCompatProgFentryFilemapGetPages       = "fentry_filemap_get_pages"
+	IopathCompatProgFentryHandleMmFault         = "fentry_handle_mm_fault"
 	IopathCompatProgFentryIoSubmitOne           = "fentry_io_submit_one"
 	IopathCompatProgFentryVfsRead               = "fentry_vfs_read"
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
@@ -395,6 +398,7 @@ const (
 	IopathCompatProgKprobeBalanceDirtyPages     = "kprobe_balance_dirty_pages"
 	IopathCompatProgKprobeDoWritepages          = "kprobe_do_writepages"
 	IopathCompatProgKprobeFilemapGetPages       = "kprobe_filemap_get_pages"
+	IopathCompatProgKprobeHandleMmFault         = "kprobe_handle_mm_fault"
 	IopathCompatProgKprobeIoSubmitOne           = "kprobe_io_submit_one"
 	IopathCompatProgKprobeVfsRead               = "kprobe_vfs_read"
 	IopathCompatProgKprobeVfsWrite              = "kprobe_vfs_write"
@@ -549,6 +553,7 @@ type IopathCompatProgramSpecs struct {
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.ProgramSpec `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.ProgramSpec `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.ProgramSpec `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.ProgramSpec `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
@@ -564,6 +569,7 @@ type IopathCompatProgramSpecs struct {
 	KprobeBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.ProgramSpec `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.ProgramSpec `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.ProgramSpec `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.ProgramSpec `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.ProgramSpec `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.ProgramSpec `ebpf:"kprobe_vfs_write"`
@@ -830,6 +836,7 @@ type IopathCompatPrograms struct {
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
 	FentryFilemapGetPages       *ebpf.Program `ebpf:"fentry_filemap_get_pages"`
+	FentryHandleMmFault         *ebpf.Program `ebpf:"fentry_handle_mm_fault"`
 	FentryIoSubmitOne           *ebpf.Program `ebpf:"fentry_io_submit_one"`
 	FentryVfsRead               *ebpf.Program `ebpf:"fentry_vfs_read"`
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
@@ -845,6 +852,7 @@ type IopathCompatPrograms struct {
 	KprobeBalanceDirtyPages     *ebpf.Program `ebpf:"kprobe_balance_dirty_pages"`
 	KprobeDoWritepages          *ebpf.Program `ebpf:"kprobe_do_writepages"`
 	KprobeFilemapGetPages       *ebpf.Program `ebpf:"kprobe_filemap_get_pages"`
+	KprobeHandleMmFault         *ebpf.Program `ebpf:"kprobe_handle_mm_fault"`
 	KprobeIoSubmitOne           *ebpf.Program `ebpf:"kprobe_io_submit_one"`
 	KprobeVfsRead               *ebpf.Program `ebpf:"kprobe_vfs_read"`
 	KprobeVfsWrite              *ebpf.Program `ebpf:"kprobe_vfs_write"`
@@ -932,6 +940,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
 		p.FentryFilemapGetPages,
+		p.FentryHandleMmFault,
 		p.FentryIoSubmitOne,
 		p.FentryVfsRead,
 		p.FentryVfsWrite,
@@ -947,6 +956,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.KprobeBalanceDirtyPages,
 		p.KprobeDoWritepages,
 		p.KprobeFilemapGetPages,
+		p.KprobeHandleMmFault,
 		p.KprobeIoSubmitOne,
 		p.KprobeVfsRead,
 		p.KprobeVfsWrite,

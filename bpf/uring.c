@@ -194,6 +194,17 @@ static __always_inline void uring_begin(struct op *op, struct io_kiocb *req, str
 	uring_name(op, (__u64)req);
 }
 
+/* uring_sq_owner is the thread that set up an SQPOLL ring: sq_data's
+ * task_pid (io_sq_offload_create, 5.12+; the iou-sqp-N thread is named
+ * after it); 0 where the field does not exist. */
+static __always_inline __u32 uring_sq_owner(struct io_kiocb *req)
+{
+	struct io_sq_data *sqd = BPF_CORE_READ(req, ctx, sq_data);
+	if (!sqd || !bpf_core_field_exists(sqd->task_pid))
+		return 0;
+	return BPF_CORE_READ(sqd, task_pid);
+}
+
 static __always_inline int uring_submitted(struct io_kiocb *req)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -236,9 +247,17 @@ static __always_inline int uring_submitted(struct io_kiocb *req)
 		ev->len = v.len;
 		ev->fd = v.fd;
 		ev->sqe_flags = BPF_CORE_READ(req, flags) & 0xff;
-		ev->sq_thread = (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_IO_WORKER) != 0;
-		ev->pad = 0;
-		bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		ev->sq_thread = (BPF_CORE_READ(task, flags) & PF_IO_WORKER) != 0;
+		ev->owner_tid = tid;
+		if (ev->sq_thread) {
+			/* The SQPOLL thread submits for the ring's owner: charge
+			 * the owner's thread and name. */
+			ev->owner_tid = uring_sq_owner(req);
+			BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
+		} else {
+			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+		}
 		bpf_ringbuf_submit(ev, aio_wakeup());
 	}
 	struct uring_req *pv = bpf_map_lookup_elem(&uring_reqs, &key);
@@ -309,13 +328,28 @@ int BPF_PROG(uring_file_get, struct io_kiocb *req, int fd)
 	return 0;
 }
 
-/* Direct IO's begin: the kiocb is the request (io_rw's first member). */
+/* Direct IO's begin: the kiocb is the request (io_rw's first member).
+ * Its file is the kiocb's: taken now, since the request may complete, and
+ * leave uring_reqs, before the worker's segment closes (then uring_file
+ * finds nothing, and a segment without its file's O_DIRECT looks
+ * buffered). */
 SEC("tp_btf/iomap_dio_rw_begin")
 int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 {
 	__u64 key = (__u64)iocb;
-	if (bpf_map_lookup_elem(&uring_reqs, &key))
-		uring_worker_names(key);
+	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
+	if (!v)
+		return 0;
+	uring_worker_names(key);
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (op && op->uring_thread && op->uring_req == key && !op->file) {
+		struct file *f = BPF_CORE_READ(iocb, ki_filp);
+		if (f) {
+			if (v->sys)
+				op->sys = v->sys;
+			uring_set_file(op, f, v);
+		}
+	}
 	return 0;
 }
 

@@ -64,7 +64,7 @@ func IODepthWhy(runs []*QueueRun) string {
 	var b strings.Builder
 	first, last := runs[0], runs[len(runs)-1]
 	f, l := first.Rec.Report, last.Rec.Report
-	fmt.Fprintf(&b, "Why: at iodepth 1 the workload waits for each read before it sends the next: the device had %d request\n", first.Queue.MaxAtIssue)
+	fmt.Fprintf(&b, "Why: at iodepth %d the workload waits for each read before it sends the next: the device had %s\n", f.IODepth, atATime(first.Queue.MaxAtIssue))
 	fmt.Fprintf(&b, "  at a time, and %.0f IOPS is 1 / %s, the latency of one read.\n", f.IOPS, render.Duration(uint64(f.Latency.Mean)))
 	k := IODepthKnee(runs)
 	grow := runs
@@ -73,8 +73,14 @@ func IODepthWhy(runs []*QueueRun) string {
 	}
 	if len(grow) > 1 {
 		g := grow[len(grow)-1].Rec.Report
-		fmt.Fprintf(&b, "  Up to iodepth %d more requests in flight meant more IOPS (%.0f, %.1fx) for a latency that grew %.1fx\n",
-			g.IODepth, g.IOPS, fdiv(g.IOPS, f.IOPS), fdiv(g.Latency.Mean, f.Latency.Mean))
+		if dips := iopsDips(grow); dips != "" {
+			fmt.Fprintf(&b, "  From iodepth %d to %d more requests in flight meant more IOPS overall (%.0f, %.1fx), though not at every\n",
+				f.IODepth, g.IODepth, g.IOPS, fdiv(g.IOPS, f.IOPS))
+			fmt.Fprintf(&b, "  doubling (%s), for a latency that %s\n", dips, latencyChange(f.Latency.Mean, g.Latency.Mean))
+		} else {
+			fmt.Fprintf(&b, "  Up to iodepth %d more requests in flight meant more IOPS (%.0f, %.1fx) for a latency that %s\n",
+				g.IODepth, g.IOPS, fdiv(g.IOPS, f.IOPS), latencyChange(f.Latency.Mean, g.Latency.Mean))
+		}
 		fmt.Fprintf(&b, "  (%s): the device served requests side by side (time-averaged %.1f of them at the device).\n",
 			render.Duration(uint64(g.Latency.Mean)), grow[len(grow)-1].Queue.MeanAtDevice)
 	}
@@ -99,6 +105,42 @@ func IODepthWhy(runs []*QueueRun) string {
 	fmt.Fprintf(&b, "  (%s of each request's latency) were being submitted or were done and not yet reaped.\n", render.Duration(outsideNs(last)))
 	b.WriteString(sourcesNote(runs))
 	return b.String()
+}
+
+// atATime is "1 request" or "N requests".
+func atATime(n int) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return fmt.Sprintf("%d requests", n)
+}
+
+// latencyChange says how mean latency went from a to z (ns): "grew 2.0x",
+// "fell to 0.6x", or "stayed the same" (within 5%).
+func latencyChange(a, z float64) string {
+	r := fdiv(z, a)
+	switch {
+	case r > 1.05:
+		return fmt.Sprintf("grew %.1fx", r)
+	case r < 0.95:
+		return fmt.Sprintf("fell to %.1fx", r)
+	}
+	return fmt.Sprintf("stayed about the same (%.2fx)", r)
+}
+
+// iopsDips lists the doublings of runs at which IOPS fell instead of
+// growing ("IOPS fell from 41000 at iodepth 4 to 39000 at iodepth 8"), ""
+// when it grew at every one: a sweep that is not monotonic must not be
+// told as if each added request had paid.
+func iopsDips(runs []*QueueRun) string {
+	var p []string
+	for i := 1; i < len(runs); i++ {
+		a, z := runs[i-1].Rec.Report, runs[i].Rec.Report
+		if z.IOPS < a.IOPS {
+			p = append(p, fmt.Sprintf("IOPS fell from %.0f at iodepth %d to %.0f at iodepth %d", a.IOPS, a.IODepth, z.IOPS, z.IODepth))
+		}
+	}
+	return strings.Join(p, "; ")
 }
 
 func runIODepth(o *Options) error {

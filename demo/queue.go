@@ -148,9 +148,22 @@ type BioSources struct {
 	Calls, Requests, Unattributed int
 }
 
-// runBios are the data bios of one workload run (pid), in the direction of
-// its IO (write: rwbs W; else R), from every source BioSources names.
-func runBios(tr *traced, pid uint32, write bool) ([]record.Bio, BioSources) {
+// asyncSubmitCauses are the unattributed causes of bios an async engine's
+// submission queued when iopath did not follow its requests: io_submit
+// (x86-64 209) and io_uring_enter (426), by number or by name. Other
+// system calls' bios (execve's page-ins, openat's metadata reads) are not
+// the run's data IO.
+var asyncSubmitCauses = map[string]bool{
+	"syscall:209": true, "syscall:io_submit": true,
+	"syscall:426": true, "syscall:io_uring_enter": true,
+}
+
+// runBios are the data bios of one workload run (pid) on its work file
+// (dev, ino), in the direction of its IO (write: rwbs W; else R), from
+// every source BioSources names. Records of the pid on other files (its
+// binary, /proc) and unattributed bios of other system calls are not the
+// run's: an exec's readahead would count as requests at the device.
+func runBios(tr *traced, pid uint32, dev string, ino uint64, write bool) ([]record.Bio, BioSources) {
 	dir := "R"
 	if write {
 		dir = "W"
@@ -168,17 +181,17 @@ func runBios(tr *traced, pid uint32, write bool) ([]record.Bio, BioSources) {
 	for _, r := range tr.recs {
 		switch c := r.(type) {
 		case *record.Syscall:
-			if c.Pid == pid && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
+			if c.Pid == pid && c.Dev == dev && c.Ino == ino && (record.IsRead(c.Syscall) || record.IsWrite(c.Syscall)) {
 				take(c.Bios, &src.Calls)
 			}
 		case *record.Request:
-			if c.Pid == pid {
+			if c.Pid == pid && c.Dev == dev && c.Ino == ino {
 				take(c.Bios, &src.Requests)
 			}
 		}
 	}
 	for i := range tr.unattr {
-		if u := &tr.unattr[i]; u.pid == pid && strings.HasPrefix(u.cause, "syscall:") {
+		if u := &tr.unattr[i]; u.pid == pid && asyncSubmitCauses[u.cause] {
 			take([]record.Bio{u.bio}, &src.Unattributed)
 		}
 	}

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,32 +46,39 @@ func TestDeviceQueueOverlap(t *testing.T) {
 	}
 }
 
-// runBios takes the run's data bios: its read/write calls', those of other
-// records of its process, and those it queued in an untraced system call,
-// in its direction; not another pid's, not exec's, not metadata, not a
-// non-read/write call's.
+// runBios takes the run's data bios on its work file: its read/write
+// calls', its requests', and those it queued in an untraced io_submit or
+// io_uring_enter, in its direction; not another pid's, not another file's
+// (an exec's page-ins, a read of its binary), not exec's or openat's
+// unattributed bios, not metadata, not a non-read/write call's.
 func TestRunBios(t *testing.T) {
+	const dev, ino = "254:0", 42
 	tr := &traced{
 		recs: []any{
-			&record.Syscall{Pid: 7, Syscall: "pwrite64", Bios: []record.Bio{qbio(30, 40), {Rwbs: "WM", Bytes: 4096, IssueNs: 35}}},
-			&record.Syscall{Pid: 8, Syscall: "pwrite64", Bios: []record.Bio{qbio(50, 60)}},
-			&record.Syscall{Pid: 7, Syscall: "io_submit", Bios: []record.Bio{qbio(60, 70)}},
-			&record.Request{Pid: 7, Bios: []record.Bio{qbio(80, 90)}},
-			&record.Request{Pid: 8, Bios: []record.Bio{qbio(81, 91)}},
+			&record.Syscall{Pid: 7, Syscall: "pwrite64", Dev: dev, Ino: ino, Bios: []record.Bio{qbio(30, 40), {Rwbs: "WM", Bytes: 4096, IssueNs: 35}}},
+			&record.Syscall{Pid: 7, Syscall: "pwrite64", Dev: dev, Ino: ino + 1, Bios: []record.Bio{qbio(31, 41)}},
+			&record.Syscall{Pid: 8, Syscall: "pwrite64", Dev: dev, Ino: ino, Bios: []record.Bio{qbio(50, 60)}},
+			&record.Syscall{Pid: 7, Syscall: "io_submit", Dev: dev, Ino: ino, Bios: []record.Bio{qbio(60, 70)}},
+			&record.Request{Pid: 7, Dev: dev, Ino: ino, Bios: []record.Bio{qbio(80, 90)}},
+			&record.Request{Pid: 7, Dev: "8:1", Ino: ino, Bios: []record.Bio{qbio(82, 92)}},
+			&record.Request{Pid: 8, Dev: dev, Ino: ino, Bios: []record.Bio{qbio(81, 91)}},
+			&record.Fault{Pid: 7, Dev: dev, Ino: ino, Bios: []record.Bio{qbio(83, 93)}},
 		},
 		unattr: []pidBio{
 			{7, "syscall:209", qbio(10, 20)},
 			{7, "exec", qbio(11, 21)},
+			{7, "syscall:execve", qbio(15, 25)},
+			{7, "syscall:openat", qbio(16, 26)},
 			{7, "syscall:209", record.Bio{Rwbs: "R", Bytes: 4096, IssueNs: 12}},
 			{9, "syscall:209", qbio(13, 23)},
 			{7, "syscall:209", record.Bio{Rwbs: "FWS", IssueNs: 14}},
 		},
 	}
-	got, src := runBios(tr, 7, true)
+	got, src := runBios(tr, 7, dev, ino, true)
 	if len(got) != 3 || got[0].IssueNs != 10 || got[1].IssueNs != 30 || got[2].IssueNs != 80 || src != (BioSources{Calls: 1, Requests: 1, Unattributed: 1}) {
 		t.Errorf("write bios %+v from %+v", got, src)
 	}
-	if got, src := runBios(tr, 7, false); len(got) != 1 || got[0].IssueNs != 12 || src != (BioSources{Unattributed: 1}) {
+	if got, src := runBios(tr, 7, dev, ino, false); len(got) != 1 || got[0].IssueNs != 12 || src != (BioSources{Unattributed: 1}) {
 		t.Errorf("read bios %+v from %+v", got, src)
 	}
 	note := sourcesNote([]*QueueRun{{Sources: BioSources{Calls: 4096}}, {Sources: BioSources{Unattributed: 4096}}})
@@ -112,6 +120,16 @@ func TestSyncAsyncStory(t *testing.T) {
 			t.Errorf("explanation lacks %q:\n%s", s, why)
 		}
 	}
+	// One IOPS figure per run, the workload's; the device's rate (3
+	// requests over 430 ns) is named as such, not as a second "IOPS".
+	for _, m := range regexp.MustCompile(`(\d+) IOPS`).FindAllStringSubmatch(why, -1) {
+		if m[1] != "15000" && m[1] != "90000" && m[1] != "100000" {
+			t.Errorf("%q is not a workload's IOPS:\n%s", m[0], why)
+		}
+	}
+	if !strings.Contains(why, "6976744/s is the device's rate") {
+		t.Errorf("device rate not explained:\n%s", why)
+	}
 }
 
 func TestIODepthStory(t *testing.T) {
@@ -135,6 +153,37 @@ func TestIODepthStory(t *testing.T) {
 	runs[5].Rec.Report.IOPS = 170000
 	if k := IODepthKnee(runs); k != -1 || !strings.Contains(IODepthWhy(runs), "did not saturate") {
 		t.Errorf("knee %d:\n%s", k, IODepthWhy(runs))
+	}
+	if !strings.Contains(why, "the device had 1 request\n  at a time") || !strings.Contains(why, "latency that stayed about the same") {
+		t.Errorf("iodepth 1 or latency wording:\n%s", why)
+	}
+}
+
+// A sweep whose latency fell and whose IOPS dipped once on the way: said
+// as it was, not as "latency grew 0.6x" or as if every doubling paid; and
+// "N requests" in the plural.
+func TestIODepthStoryNotMonotonic(t *testing.T) {
+	var runs []*QueueRun
+	for i, v := range []struct{ iops, lat float64 }{{10000, 100e3}, {30000, 66e3}, {29000, 60e3}, {80000, 50e3}, {82000, 190e3}} {
+		d := 1 << i
+		runs = append(runs, queueRun("", d, 1, v.iops, v.lat, nil, DeviceQueueOf([]record.Bio{qbio(100, 200), qbio(110, 210)}), nil, nil))
+	}
+	why := IODepthWhy(runs)
+	for _, s := range []string{"the device had 2 requests\n", "more IOPS overall (80000, 8.0x), though not at every", "IOPS fell from 30000 at iodepth 2 to 29000 at iodepth 4",
+		"latency that fell to 0.5x"} {
+		if !strings.Contains(why, s) {
+			t.Errorf("explanation lacks %q:\n%s", s, why)
+		}
+	}
+	if strings.Contains(why, "grew 0.") || strings.Contains(why, "2 request\n") {
+		t.Errorf("wrong wording:\n%s", why)
+	}
+}
+
+func TestIODepthTable(t *testing.T) {
+	var runs []*QueueRun
+	for i := range 6 {
+		runs = append(runs, queueRun("", 1<<i, 1, 1000, 1e3, nil, DeviceQueueOf([]record.Bio{qbio(100, 200)}), nil, nil))
 	}
 	if tab := IODepthTable(runs); !strings.Contains(tab, "IOPS × lat") || strings.Count(tab, "\n") != 7 {
 		t.Errorf("table:\n%s", tab)

@@ -8,6 +8,7 @@ import (
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -70,7 +71,7 @@ func queueRuns(tr *traced, res *session.WorkloadRunsResult, runs []*session.Work
 	wrecs := make([]*record.Workload, len(runs))
 	for i, r := range runs {
 		wrecs[i] = res.Record(r, nil)
-		bios, src := runBios(tr, r.Pid, write)
+		bios, src := runBios(tr, r.Pid, kernel.Dev(r.File.Dev), r.File.Ino, write)
 		q := &QueueRun{Label: labels[i], Rec: wrecs[i], Queue: DeviceQueueOf(bios), Sources: src}
 		for _, c := range tr.recs {
 			if s, ok := c.(*record.Syscall); ok && s.Pid == r.Pid && s.Ino == r.File.Ino && (record.IsRead(s.Syscall) || record.IsWrite(s.Syscall)) {
@@ -165,8 +166,10 @@ func SyncAsyncWhy(runs []*QueueRun) string {
 		render.Duration(uint64(ar.Latency.Mean)), render.Duration(a.Queue.MeanD2CNs()), render.Duration(a.Queue.MeanQ2DNs()),
 		render.Duration(outsideNs(a)))
 	fmt.Fprintf(&b, "  was being submitted, or done and not yet reaped (interrupt, wake-up, io_getevents): so the device had\n")
-	fmt.Fprintf(&b, "  %.0f IOPS × %s = %.1f of them on average (%.1f when one was issued), fewer than the workload's count.\n",
+	fmt.Fprintf(&b, "  %.0f/s × %s = %.1f of them on average (%.1f when one was issued), fewer than the workload's count.\n",
 		a.Queue.DeviceIOPS(), render.Duration(a.Queue.MeanD2CNs()), a.Queue.MeanAtDevice, a.Queue.MeanAtIssue)
+	fmt.Fprintf(&b, "  (%.0f/s is the device's rate: traced completions from the first issue to the last completion; the\n", a.Queue.DeviceIOPS())
+	fmt.Fprintf(&b, "  %.0f IOPS above is the workload's, its writes over its whole run, submission and reaping included.)\n", ar.IOPS)
 	fmt.Fprintf(&b, "  Asynchronous is not fewer system calls by itself: one request per io_submit (fio's default\n")
 	fmt.Fprintf(&b, "  iodepth_batch_submit=1) and the io_getevents calls that reap them make %.2f calls per request.\n", a.SyscallsPerRequest())
 	fmt.Fprintf(&b, "  Whole batches — %d requests per io_submit, and io_getevents waiting for %d completions\n", br.Batch, br.CompleteMin)

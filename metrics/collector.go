@@ -21,6 +21,9 @@ type Collector struct {
 	// Lost returns the kernel's loss counters by name (ring buffer, full
 	// maps): iopath_lost_events_total and iopath_map_full_total.
 	Lost func() map[string]uint64
+	// Missed returns, per BPF program, the runs the kernel skipped
+	// (iopath_missed_runs_total); nil: not reported.
+	Missed func() map[string]uint64
 }
 
 // New returns a Collector of read (an aggregate.Reader's Read: cumulative
@@ -100,6 +103,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, lostEvents, l["ringbuf_lost"])
 		for _, n := range []string{"task_ops", "targets", "bio_owners", "dirty_pages", "inflight"} {
 			counter(ch, mapFull, l[n], n)
+		}
+	}
+	counter(ch, noDisk, s.Global.Overflow[aggregate.OverflowNoDisk])
+	if c.Missed != nil {
+		m := c.Missed()
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			counter(ch, missedRuns, m[n], n)
 		}
 	}
 	c.perCommSeries(ch, s)

@@ -71,7 +71,15 @@ func TestCollector(t *testing.T) {
 	c := New(func() (*aggregate.Snapshot, error) { return s, nil }, []string{"postgres"}, func() map[string]uint64 {
 		return map[string]uint64{"ringbuf_lost": 9}
 	})
+	c.Missed = func() map[string]uint64 { return map[string]uint64{"tp_block_rq_complete": 46} }
+	s.Global.Overflow[aggregate.OverflowNoDisk] = 2
 	fams := gather(t, c)
+	if v := find(t, fams, "iopath_missed_runs_total", "program=tp_block_rq_complete").GetCounter().GetValue(); v != 46 {
+		t.Errorf("missed runs %v, want 46", v)
+	}
+	if v := find(t, fams, "iopath_disk_requests_unnamed_total", "").GetCounter().GetValue(); v != 2 {
+		t.Errorf("requests without a disk %v, want 2", v)
+	}
 	if v := find(t, fams, "iopath_syscalls_total", "op=read").GetCounter().GetValue(); v != 11 {
 		t.Errorf("syscalls_total read %v, want 7 + 1 + 3 exited", v)
 	}

@@ -27,7 +27,7 @@ var (
 	syscallDuration = metric("histogram", "syscall_duration_seconds",
 		"Duration of read, write and sync-family calls; cache=miss when the call inserted pages into the page cache in its range or queued bios, else hit. Log2 buckets.", "op", "cache")
 	pageCache = metric("counter", "page_cache_accesses_total",
-		"4 KiB pages read by read calls: found in the page cache (hit) or inserted by the call (miss).", "result")
+		"4 KiB pages of block-backed files read by read calls: found in the page cache (hit) or inserted by the call (miss). Not O_DIRECT reads, nor files without a block device (proc, sysfs, cgroup, tmpfs).", "result")
 	readahead = metric("counter", "readahead_pages_total",
 		"4 KiB pages read calls inserted into the page cache beyond the range they asked for (readahead, or the rest of a large folio).", "outcome")
 	callDiskBytes = metric("counter", "syscall_disk_bytes_total",
@@ -52,6 +52,10 @@ var (
 		"Records the kernel could not queue for iopath (ring buffer full).")
 	mapFull = metric("counter", "map_full_total",
 		"Entries a bounded BPF map refused (counted elsewhere: agg_procs/agg_files into the totals only; agg_rqs without latency; task_ops: a thread's calls not traced).", "map")
+	missedRuns = metric("counter", "missed_runs_total",
+		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection, Linux 5.12+): what they would have counted is in no other metric.", "program")
+	noDisk = metric("counter", "disk_requests_unnamed_total",
+		"Block requests completed without a disk to name them by: not in iopath_disk_requests_total.")
 	procSyscalls = metric("counter", "process_syscalls_total",
 		"Calls of the processes with this comm (only comms given to --per-comm).", "comm", "op")
 	procBytes = metric("counter", "process_syscall_bytes_total",
@@ -68,4 +72,4 @@ var (
 // All lists every metric family, in the README's order.
 var All = []*Metric{syscalls, syscallErrors, syscallBytes, syscallDuration, pageCache, readahead, callDiskBytes,
 	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, bioLatency, lostEvents, mapFull,
-	procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}
+	missedRuns, noDisk, procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}

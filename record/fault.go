@@ -8,7 +8,7 @@ package record
 type Fault struct {
 	Type    Type   `json:"type"`
 	OpID    uint64 `json:"op_id"`   // joins bios and persisted records, like a call's
-	TimeNs  uint64 `json:"time_ns"` // fault entry (exceptions:page_fault_user)
+	TimeNs  uint64 `json:"time_ns"` // fault entry (handle_mm_fault or exceptions:page_fault_user)
 	Pid     uint32 `json:"pid"`
 	Tid     uint32 `json:"tid"`
 	Comm    string `json:"comm"`

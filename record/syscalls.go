@@ -44,3 +44,18 @@ func IsSync(syscall string) bool { return ClassOf(syscall) == ClassSync }
 func IsCopy(syscall string) bool {
 	return syscall == "sendfile" || syscall == "splice" || syscall == "copy_file_range"
 }
+
+// RequestClass classifies an asynchronous request's op (Request.Op: the
+// iocb's IOCB_CMD_* or the SQE's IORING_OP_* name) like ClassOf a call's:
+// the one place the totals and the stories decide what a request reads.
+func RequestClass(op string) Class {
+	switch op {
+	case "read", "readv", "read_fixed":
+		return ClassRead
+	case "write", "writev", "write_fixed":
+		return ClassWrite
+	case "fsync", "fdatasync", "sync_file_range":
+		return ClassSync
+	}
+	return ClassOther
+}

@@ -330,7 +330,7 @@ var stories = []struct {
 		// 2, min_complete 1, GETEVENTS), and a buffered write it punted to
 		// an io-wq worker (thread 200), which dirtied its page; their CQEs.
 		sub := func(seq uint64, opcode uint32, off int64, ts uint64) *bpf.IopathUringSubmitEv {
-			ev := &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: tid, Opcode: opcode,
+			ev := &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: tid, OwnerTid: tid, Opcode: opcode,
 				Req: 0xf000 + seq, UserData: seq, OpId: id(seq), SubmitOpId: id(30), Ts: ts, Offset: off, Len: 4096, Fd: 3}
 			copy(ev.Comm[:], []int8{'a', 'p', 'p'})
 			return ev

@@ -34,7 +34,7 @@ var helpers = map[string]func(){
 	"run": func() {
 		sig := Catch()
 		ch, err := Exec(Command{Path: os.Args[1], Args: os.Args[1:], Stderr: os.Stderr, Notes: os.Stderr,
-			DeathSignal: syscall.SIGKILL, Grace: 300 * time.Millisecond}, nil)
+			DeathSignal: syscall.SIGKILL, Grace: time.Second}, nil) // 1 s: a shell trap under load 8 once took > 300 ms
 		if err != nil {
 			fmt.Println("error", err)
 			os.Exit(120)
@@ -138,7 +138,7 @@ func TestRunSignals(t *testing.T) {
 		{"SIGTERM forwarded as SIGTERM", `touch "$0/up"; exec sleep 30`, syscall.SIGTERM, 143, "status 143 15 15 false", "stopped by SIGTERM: exit status 143"},
 		{"a command that handles SIGINT and exits 0", `trap "exit 0" INT; touch "$0/up"; while :; do sleep 0.05; done`, syscall.SIGINT, 130, "status 0 0 2 false", ""},
 		{"a command that ignores SIGTERM", `trap "" TERM; touch "$0/up"; exec sleep 30`, syscall.SIGTERM, 143, "status 137 9 15 true",
-			"still running 300ms after SIGTERM: sending SIGKILL"},
+			"still running 1s after SIGTERM: sending SIGKILL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

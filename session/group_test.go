@@ -21,10 +21,10 @@ func TestRunSignalsReachGrandchildren(t *testing.T) {
 	}{
 		{"the command and its child ignore SIGTERM",
 			`trap "" TERM; sleep 30 >/dev/null 2>&1 & echo $! > "$0/gc"; touch "$0/up"; wait`,
-			"status 137 9 15 true", "still running 300ms after SIGTERM: sending SIGKILL"},
+			"status 137 9 15 true", "still running 1s after SIGTERM: sending SIGKILL"},
 		{"the command exits on SIGTERM, its child ignores it",
-			`sh -c 'trap "" TERM; exec sleep 30' >/dev/null 2>&1 & echo $! > "$0/gc"; touch "$0/up"; wait`,
-			"status 143 15 15 false", "1 process of sh's process group still running 300ms after SIGTERM: sending SIGKILL"},
+			`sh -c 'trap "" TERM; touch "$0/up"; exec sleep 30' "$0" >/dev/null 2>&1 & echo $! > "$0/gc"; wait`,
+			"status 143 15 15 false", "1 process of sh's process group still running 1s after SIGTERM: sending SIGKILL"},
 		{"the command's child exits on SIGTERM",
 			`trap 'wait; exit 5' TERM; sleep 30 >/dev/null 2>&1 & echo $! > "$0/gc"; touch "$0/up"; wait`,
 			"status 5 0 15 false", ""},
@@ -37,6 +37,7 @@ func TestRunSignalsReachGrandchildren(t *testing.T) {
 				t.Fatalf("helper: %q, stderr %q", line, errb)
 			}
 			waitFile(t, filepath.Join(dir, "up"))
+			waitFile(t, filepath.Join(dir, "gc"))
 			b, err := os.ReadFile(filepath.Join(dir, "gc"))
 			if err != nil {
 				t.Fatal(err)

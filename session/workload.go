@@ -120,11 +120,24 @@ func (pc *PersistCounts) get(pid uint32, dev string, ino uint64) persistTotals {
 	return persistTotals{}
 }
 
-// summaryTotals returns the totals of pid and of the file (dev, ino).
-func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, f record.Totals) {
+// summaryTotals returns the totals of the workload's processes (pid and
+// the job processes its report names: --numjobs without --thread) and of
+// the file (dev, ino). Of the processes' totals only the calls and the disk
+// bytes are summed: what WorkloadRecord takes from them.
+func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev string, ino uint64) (p, f record.Totals) {
+	pids := map[uint32]bool{pid: true}
+	if rep != nil {
+		for _, j := range rep.Jobs {
+			if j != nil && j.Pid > 0 {
+				pids[uint32(j.Pid)] = true
+			}
+		}
+	}
 	for _, s := range sum.Pids {
-		if s.Pid == pid {
-			p = s.Totals
+		if pids[s.Pid] {
+			p.Calls += s.Calls
+			p.DiskBytesRead += s.DiskBytesRead
+			p.DiskBytesWrite += s.DiskBytesWrite
 		}
 	}
 	for _, s := range sum.Files {
@@ -140,7 +153,7 @@ func summaryTotals(sum *record.Summary, pid uint32, dev string, ino uint64) (p, 
 // report (nil if it printed none); after is the file's residency at the end.
 func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *workloads.Report, pc *PersistCounts, after *workloads.Residency) *record.Workload {
 	dev := kernel.Dev(file.Dev)
-	pt, ft := summaryTotals(sum, pid, dev, file.Ino)
+	pt, ft := summaryTotals(sum, pid, rep, dev, file.Ino)
 	wb := pc.get(pid, dev, file.Ino)
 	r := &record.Workload{Type: "workload", Pid: pid, File: file.Path, Dev: dev, Ino: file.Ino,
 		FileReadCalls: ft.ReadCalls, FileWriteCalls: ft.WriteCalls, OtherCalls: pt.Calls - min(pt.Calls, ft.Calls),

@@ -30,6 +30,10 @@ type Interval struct {
 	// LostEvents is the kernel's count of records lost since the start
 	// (the ring buffer; none are sent per call in top).
 	LostEvents uint64 `json:"lost_events"`
+	// MissedRuns counts, per BPF program, the runs the kernel skipped
+	// since the start (recursion protection): what they would have
+	// counted is in no number here. Empty when none was missed.
+	MissedRuns map[string]uint64 `json:"missed_runs"`
 	// Kernel is the system's dirty and writeback pages (/proc/vmstat).
 	Kernel map[string]uint64 `json:"kernel,omitempty"`
 }
@@ -43,25 +47,27 @@ type IOJSON struct {
 	Ino    uint64 `json:"ino,omitempty"`
 	Name   string `json:"name,omitempty"`
 
-	Reads          uint64   `json:"reads"`
-	Writes         uint64   `json:"writes"`
-	Syncs          uint64   `json:"syncs"`
-	Errors         uint64   `json:"errors"`
-	ReadBytes      uint64   `json:"read_bytes"`
-	WriteBytes     uint64   `json:"write_bytes"`
-	HitPages       uint64   `json:"cache_hit_pages"`
-	MissPages      uint64   `json:"cache_miss_pages"`
-	HitRatio       *float64 `json:"cache_hit_ratio"` // null without read pages
-	ReadaheadPages uint64   `json:"readahead_pages"`
-	DiskReadBytes  uint64   `json:"disk_read_bytes"`
-	DiskWriteBytes uint64   `json:"disk_write_bytes"` // the calls' own bios
-	WritebackBytes uint64   `json:"writeback_bytes"`  // their dirty pages, written by the flusher
-	Amplification  *float64 `json:"amplification"`    // disk bytes per byte read or written; null without bytes
-	DirtiedPages   uint64   `json:"dirtied_pages"`
-	DirtyPending   uint64   `json:"dirty_pending_pages"` // since the start: dirtied, not yet written back or dropped
-	ThrottleNs     uint64   `json:"throttle_ns"`
-	LatP50Ns       *float64 `json:"lat_p50_ns"` // every call; null without calls
-	LatP99Ns       *float64 `json:"lat_p99_ns"`
+	Reads           uint64   `json:"reads"`
+	Writes          uint64   `json:"writes"`
+	Syncs           uint64   `json:"syncs"`
+	Errors          uint64   `json:"errors"`
+	ReadBytes       uint64   `json:"read_bytes"`
+	WriteBytes      uint64   `json:"write_bytes"`
+	HitPages        uint64   `json:"cache_hit_pages"`
+	MissPages       uint64   `json:"cache_miss_pages"`
+	HitRatio        *float64 `json:"cache_hit_ratio"`   // null without read pages of block-backed files (O_DIRECT: the cache is bypassed)
+	NoBdevPages     uint64   `json:"nobdev_pages"`      // read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in the ratio
+	DirectReadBytes uint64   `json:"direct_read_bytes"` // bytes of O_DIRECT reads: they bypass the cache, not in the ratio
+	ReadaheadPages  uint64   `json:"readahead_pages"`
+	DiskReadBytes   uint64   `json:"disk_read_bytes"`
+	DiskWriteBytes  uint64   `json:"disk_write_bytes"` // the calls' own bios
+	WritebackBytes  uint64   `json:"writeback_bytes"`  // their dirty pages, written by the flusher
+	Amplification   *float64 `json:"amplification"`    // disk bytes per byte read or written; null without bytes
+	DirtiedPages    uint64   `json:"dirtied_pages"`
+	DirtyPending    uint64   `json:"dirty_pending_pages"` // since the start: dirtied, not yet written back or dropped
+	ThrottleNs      uint64   `json:"throttle_ns"`
+	LatP50Ns        *float64 `json:"lat_p50_ns"` // every call; null without calls
+	LatP99Ns        *float64 `json:"lat_p99_ns"`
 }
 
 // DeviceJSON is one disk and request class.
@@ -92,7 +98,7 @@ func IOOf(io, cum *aggregate.IO) IOJSON {
 		Reads: io.Calls[aggregate.Read], Writes: io.Calls[aggregate.Write], Syncs: io.Calls[aggregate.Sync],
 		Errors:    io.Errors[aggregate.Read] + io.Errors[aggregate.Write] + io.Errors[aggregate.Sync],
 		ReadBytes: io.Bytes[aggregate.Read], WriteBytes: io.Bytes[aggregate.Write],
-		HitPages: io.HitPages, MissPages: io.MissPages, ReadaheadPages: io.ReadaheadPages,
+		HitPages: io.HitPages, MissPages: io.MissPages, NoBdevPages: io.NoBdevPages, DirectReadBytes: io.DirectReadBytes, ReadaheadPages: io.ReadaheadPages,
 		DiskReadBytes: io.DiskReadBytes, DiskWriteBytes: io.DiskWriteBytes, WritebackBytes: io.WritebackBytes,
 		DirtiedPages: io.DirtiedPages, DirtyPending: cum.DirtyPending(), ThrottleNs: io.ThrottleNs,
 	}
@@ -105,10 +111,14 @@ func IOOf(io, cum *aggregate.IO) IOJSON {
 }
 
 // Build makes the interval object of d (ending at the cumulative cur);
-// rows caps the process and file lists (0: no cap).
-func Build(typ string, d, cur *aggregate.Snapshot, k SortKey, rows int, lost uint64) *Interval {
+// rows caps the process and file lists (0: no cap); lost and missed are the
+// tracer's lost records and missed program runs since the start.
+func Build(typ string, d, cur *aggregate.Snapshot, k SortKey, rows int, lost uint64, missed map[string]uint64) *Interval {
+	if missed == nil {
+		missed = map[string]uint64{}
+	}
 	iv := &Interval{Type: typ, Time: d.At, IntervalNs: int64(d.Elapsed), RowsOmitted: map[string]int{},
-		Overflow: map[string]uint64{}, LostEvents: lost, Kernel: vmstatDirty()}
+		Overflow: map[string]uint64{}, LostEvents: lost, MissedRuns: missed, Kernel: vmstatDirty()}
 	tot, cumTot := d.Total(), cur.Total()
 	iv.Total = IOOf(&tot, &cumTot)
 	for _, by := range []By{ByProcess, ByFile} {
@@ -138,6 +148,7 @@ func Build(typ string, d, cur *aggregate.Snapshot, k SortKey, rows int, lost uin
 	g := d.Global.Overflow
 	iv.Overflow["processes"], iv.Overflow["files"] = g[aggregate.OverflowProcs], g[aggregate.OverflowFiles]
 	iv.Overflow["requests"], iv.Overflow["devices"] = g[aggregate.OverflowRqs], g[aggregate.OverflowDevs]
+	iv.Overflow["requests_without_disk"] = g[aggregate.OverflowNoDisk]
 	return iv
 }
 

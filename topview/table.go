@@ -2,6 +2,8 @@ package topview
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -18,7 +20,7 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 	fmt.Fprintf(&b, "interval %.1fs  calls %d (%d read, %d write, %d sync)  read %s  written %s  disk %s  hit %s  dirty pending %s  throttled %s\n",
 		d.Elapsed.Seconds(), tot.AllCalls(), tot.Calls[aggregate.Read], tot.Calls[aggregate.Write], tot.Calls[aggregate.Sync],
 		render.Bytes(tot.Bytes[aggregate.Read]), render.Bytes(tot.Bytes[aggregate.Write]), render.Bytes(tot.DiskBytes()),
-		ratio(tot.HitRatio()), render.Count(cumTot.DirtyPending(), "page"), render.Duration(tot.ThrottleNs))
+		hitText(&tot, true), render.Count(cumTot.DirtyPending(), "page"), render.Duration(tot.ThrottleNs))
 	rs := Rows(d, cur, by, k)
 	omitted := 0
 	if rows > 0 && len(rs) > rows {
@@ -40,7 +42,7 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 		amp, okAmp := io.Amplification()
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Label(by),
 			io.Calls[aggregate.Read], io.Calls[aggregate.Write], render.Bytes(io.Bytes[aggregate.Read]),
-			render.Bytes(io.Bytes[aggregate.Write]), ratio(io.HitRatio()), render.Bytes(io.DiskReadBytes),
+			render.Bytes(io.Bytes[aggregate.Write]), hitText(io, false), render.Bytes(io.DiskReadBytes),
 			render.Bytes(io.DiskWriteBytes+io.WritebackBytes), times(amp, okAmp), io.ReadaheadPages,
 			r.Cum.DirtyPending(), render.Duration(io.ThrottleNs), dur(p50, ok50), dur(p99, ok99))
 	}
@@ -61,7 +63,42 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 		fmt.Fprintf(&b, "maps full this interval: %d process, %d file, %d request, %d device entries refused (counted in the total only)\n",
 			o[aggregate.OverflowProcs], o[aggregate.OverflowFiles], o[aggregate.OverflowRqs], o[aggregate.OverflowDevs])
 	}
+	if n := d.Global.Overflow[aggregate.OverflowNoDisk]; n > 0 {
+		fmt.Fprintf(&b, "requests without a disk this interval: %d (not counted per disk)\n", n)
+	}
 	return b.String()
+}
+
+// MissedLine says how many BPF program runs the kernel skipped since the
+// start (empty when none): their counts are missing from every number.
+func MissedLine(missed map[string]uint64) string {
+	if len(missed) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(missed))
+	var total uint64
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		total += missed[n]
+		parts = append(parts, fmt.Sprintf("%s %d", n, missed[n]))
+	}
+	return fmt.Sprintf("missed BPF runs since the start: %d, not counted (%s)\n", total, strings.Join(parts, ", "))
+}
+
+// hitText is io's page-cache hit ratio; reads with O_DIRECT bypass the
+// cache: "bypass" when they were all its reads, and on the total line the
+// bytes they read beside the ratio of the others.
+func hitText(io *aggregate.IO, total bool) string {
+	r, ok := io.HitRatio()
+	switch {
+	case io.DirectReadBytes == 0:
+		return ratio(r, ok)
+	case !ok:
+		return "bypass"
+	case total:
+		return ratio(r, ok) + " (" + render.Bytes(io.DirectReadBytes) + " O_DIRECT)"
+	}
+	return ratio(r, ok) + "+bypass"
 }
 
 func ratio(v float64, ok bool) string {

@@ -52,7 +52,7 @@ func TestRowsSorted(t *testing.T) {
 
 func TestBuildCapsRows(t *testing.T) {
 	d, cur := interval()
-	iv := Build("interval", d, cur, SortCalls, 2, 7)
+	iv := Build("interval", d, cur, SortCalls, 2, 7, map[string]uint64{"tp_block_rq_complete": 3})
 	if len(iv.Processes) != 2 || iv.RowsOmitted["process"] != 2 || iv.Processes[0].Comm != "many-calls" {
 		t.Errorf("processes %+v, omitted %v", iv.Processes, iv.RowsOmitted)
 	}
@@ -61,6 +61,9 @@ func TestBuildCapsRows(t *testing.T) {
 	}
 	if iv.Total.HitRatio != nil {
 		t.Errorf("hit ratio %v without read pages, want null", *iv.Total.HitRatio)
+	}
+	if iv.MissedRuns["tp_block_rq_complete"] != 3 {
+		t.Errorf("missed runs %v, want tp_block_rq_complete 3", iv.MissedRuns)
 	}
 	if _, err := ParseSort("size"); err == nil {
 		t.Error("--sort size accepted")
@@ -74,7 +77,7 @@ func TestModelKeys(t *testing.T) {
 	quits := 0
 	m := NewModel(ByProcess, SortDisk, "every process", time.Second, func() { quits++ })
 	d, cur := interval()
-	m.Update(&Sample{D: d, Cur: cur})
+	m.Update(&Sample{D: d, Cur: cur, Missed: map[string]uint64{"tp_block_rq_complete": 3}})
 	m.Update(tea.KeyPressMsg{Code: 'f', Text: "f"})
 	if m.By != ByFile {
 		t.Errorf("f: by %s", m.By)
@@ -83,12 +86,43 @@ func TestModelKeys(t *testing.T) {
 	if m.Sort != SortCalls {
 		t.Errorf("s: sort %s", m.Sort)
 	}
-	if v := m.text(); !strings.Contains(v, "data?.db") || !strings.Contains(v, "file view, sorted by calls") {
+	if v := m.text(); !strings.Contains(v, "data?.db") || !strings.Contains(v, "file view, sorted by calls") ||
+		!strings.Contains(v, "missed BPF runs since the start: 3, not counted (tp_block_rq_complete 3)") {
 		t.Errorf("view:\n%s", v)
 	}
 	_, cmd := m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	if cmd == nil || quits != 1 {
 		t.Errorf("q: cmd %v, quit called %d times", cmd, quits)
+	}
+}
+
+// TestHitRatioLeavesOutNoBdev: pages of files without a block device
+// (/proc, cgroup) are shown apart and make no ratio; an O_DIRECT run's data
+// file, with no cache pages, has a null ratio.
+func TestHitRatioLeavesOutNoBdev(t *testing.T) {
+	d, cur := interval()
+	d.Procs[1].NoBdevPages = 50
+	iv := Build("interval", d, cur, SortCalls, 0, 0, nil)
+	if iv.Total.HitRatio != nil || iv.Total.NoBdevPages != 50 {
+		t.Errorf("total ratio %v, nobdev pages %d: want null and 50", iv.Total.HitRatio, iv.Total.NoBdevPages)
+	}
+	d.Procs[1].MissPages = 1
+	iv = Build("interval", d, cur, SortCalls, 0, 0, nil)
+	if iv.Total.HitRatio == nil || *iv.Total.HitRatio != 0 {
+		t.Errorf("total ratio %v with one miss, want 0", iv.Total.HitRatio)
+	}
+}
+
+// TestHitTextBypass: O_DIRECT reads, which bypass the cache, show as
+// "bypass", not as a ratio of the few other pages.
+func TestHitTextBypass(t *testing.T) {
+	io := &aggregate.IO{DirectReadBytes: 4096}
+	if got := hitText(io, false); got != "bypass" {
+		t.Errorf("O_DIRECT only: %q, want bypass", got)
+	}
+	io.HitPages = 1
+	if got := hitText(io, true); !strings.Contains(got, "100.0%") || !strings.Contains(got, "O_DIRECT") {
+		t.Errorf("total with O_DIRECT and one hit: %q", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 type Sample struct {
 	D, Cur *aggregate.Snapshot
 	Lost   uint64
+	Missed map[string]uint64 // BPF program runs the kernel skipped, since the start
 }
 
 // Model is the terminal UI's state (bubbletea): the latest interval, the
@@ -98,5 +99,6 @@ func (m *Model) text() string {
 	if m.last.Lost > 0 {
 		body += fmt.Sprintf("lost events: %d\n", m.last.Lost)
 	}
+	body += MissedLine(m.last.Missed)
 	return strings.Join([]string{head, body, help}, "\n") + "\n"
 }

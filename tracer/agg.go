@@ -15,6 +15,21 @@ func (t *Tracer) AggMaps() aggregate.Maps {
 	}
 }
 
+// MissedRuns returns, per BPF program that missed any, the runs the kernel
+// skipped because the program was already running on that CPU (its
+// recursion protection: an interrupt's block_rq_complete while the same
+// program ran, Linux 5.12+ counts them in recursion_misses). What such a
+// run would have counted is lost: top, serve and trace show these.
+func (t *Tracer) MissedRuns() map[string]uint64 {
+	out := map[string]uint64{}
+	for name, p := range t.coll.Programs {
+		if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
+			out[name] = st.RecursionMisses
+		}
+	}
+	return out
+}
+
 // dropFaultsAggOnly leaves the fault hooks out under AggOnly: a fault is a
 // record of its own (bpf/fault.c streams it), which top and serve never
 // send, and the aggregates count system calls only.

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"unsafe"
@@ -15,15 +16,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Page faults on file mappings (bpf/fault.c). A fault is bracketed by the
-// x86 page_fault_user tracepoint (its start: address, and the file from the
-// VMA with bpf_find_vma, 5.17+) and the perf software event page-faults-maj
-// or page-faults-min (its end, after any retry: mm_account_fault, which
-// also counts the task's maj_flt). Both are needed for fault records; the
-// filemap tracepoints (6.11+) add retries and fault-around.
+// Page faults on file mappings (bpf/fault.c). A fault is bracketed by its
+// start, handle_mm_fault (fentry or kprobe; the VMA is its argument) or
+// else the x86 page_fault_user tracepoint (the file from the VMA with
+// bpf_find_vma, 5.17+), and the perf software event page-faults-maj or
+// page-faults-min (its end, after any retry: mm_account_fault, which also
+// counts the task's maj_flt). Both are needed for fault records; the
+// filemap tracepoints (6.11+) add retries and fault-around. Only user-mode
+// faults are records on every mechanism (docs/hooks.md).
 func faultHooks() []Hook {
 	return []Hook{
-		{Name: "fault_entry", Loses: "fault records (no page_fault_user tracepoint or no bpf_find_vma)", candidates: []candidate{
+		{Name: "fault_entry", Loses: "fault records (no handle_mm_fault(vma, address, flags, regs) hook, no page_fault_user tracepoint with bpf_find_vma)", candidates: []candidate{
+			{mech: Fentry, attach: []attachment{shaped(bpf.IopathProgFentryHandleMmFault, akFentry, "handle_mm_fault", mmFaultShape)}},
+			{mech: Kprobe, attach: []attachment{shaped(bpf.IopathProgKprobeHandleMmFault, akKprobe, "handle_mm_fault", mmFaultShape)}},
 			{mech: TPBTF, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgBtfPageFaultUser, akTPBTF, "page_fault_user")}},
 			{mech: Tracepoint, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgTpPageFaultUser, akTracepoint, "exceptions/page_fault_user")}},
 		}},
@@ -46,6 +51,10 @@ func faultHooks() []Hook {
 		}},
 	}
 }
+
+// mmFaultShape is handle_mm_fault's 5.9+ prototype, where the fault's
+// accounting (mm_account_fault: maj_flt and the perf end event) moved in.
+const mmFaultShape = "vm_area_struct,*,*,pt_regs"
 
 // Fault record fields each fault hook provides (FaultUnavailable).
 var faultFieldsOf = map[string][]string{
@@ -121,7 +130,7 @@ func openPerf(target string, cpu int) (int, error) {
 }
 
 // probePerf opens the event on CPU 0 (perf_event_paranoid, CONFIG_PERF_EVENTS)
-// and checks that the kernel links BPF programs to perf events (5.15+).
+// and checks that the kernel has perf_event programs.
 func probePerf(target string) error {
 	fd, err := openPerf(target, 0)
 	if err != nil {
@@ -134,9 +143,11 @@ func probePerf(target string) error {
 	return nil
 }
 
-// attachPerf runs prog on the event target of every possible CPU.
-func attachPerf(target string, prog *ebpf.Program) ([]link.Link, error) {
-	var links []link.Link
+// attachPerf runs prog on the event target of every possible CPU: by BPF
+// link (5.15+), else by PERF_EVENT_IOC_SET_BPF on the event's fd (4.9+;
+// 5.10 refuses the link with EINVAL), which then stays open as the link.
+func attachPerf(target string, prog *ebpf.Program) ([]io.Closer, error) {
+	var links []io.Closer
 	n := runtime.NumCPU()
 	if cpus, err := possibleCPUs(); err == nil {
 		n = cpus
@@ -151,19 +162,29 @@ func attachPerf(target string, prog *ebpf.Program) ([]link.Link, error) {
 			return nil, fmt.Errorf("perf event %s on CPU %d: %w", target, cpu, err)
 		}
 		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
-		unix.Close(fd) // the link holds the event
-		if err != nil {
-			closeAll(links)
-			return nil, fmt.Errorf("linking %s to perf event %s: %w", prog, target, err)
+		if err == nil {
+			unix.Close(fd) // the link holds the event
+			links = append(links, l)
+			continue
 		}
-		links = append(links, l)
+		if ierr := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); ierr != nil {
+			unix.Close(fd)
+			closeAll(links)
+			return nil, fmt.Errorf("linking %s to perf event %s: %w (PERF_EVENT_IOC_SET_BPF: %w)", prog, target, err, ierr)
+		}
+		links = append(links, perfFD(fd))
 	}
 	return links, nil
 }
 
+// perfFD is a perf event with a program set by ioctl: closing it detaches.
+type perfFD int
+
+func (fd perfFD) Close() error { return unix.Close(int(fd)) }
+
 func possibleCPUs() (int, error) { return ebpf.PossibleCPU() }
 
-func closeAll(links []link.Link) {
+func closeAll(links []io.Closer) {
 	for _, l := range links {
 		l.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -66,7 +67,7 @@ type Tracer struct {
 	events     *ebpf.Map
 	counter    *ebpf.Map
 	hits       *ebpf.Map
-	links      []link.Link
+	links      []io.Closer
 	rd         *ringbuf.Reader
 	rw         *ringWait // nil: Run waits in rd
 	opts       Options
@@ -382,7 +383,7 @@ func commWords(comm string) (lo, hi, maskLo, maskHi uint64) {
 	return le.Uint64(c[:8]), le.Uint64(c[8:]), le.Uint64(m[:8]), le.Uint64(m[8:])
 }
 
-func attach(a attachment, prog *ebpf.Program) ([]link.Link, error) {
+func attach(a attachment, prog *ebpf.Program) ([]io.Closer, error) {
 	if prog == nil {
 		return nil, fmt.Errorf("program %s was not loaded", a.prog)
 	}
@@ -393,7 +394,7 @@ func attach(a attachment, prog *ebpf.Program) ([]link.Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []link.Link{l}, nil
+	return []io.Closer{l}, nil
 }
 
 func attachOne(a attachment, prog *ebpf.Program) (link.Link, error) {
@@ -613,12 +614,7 @@ func (t *Tracer) Summary() *record.Summary {
 			s.Attach[h.Hook] = "off (--all)"
 		}
 	}
-	s.MissedRuns = map[string]uint64{}
-	for name, p := range t.coll.Programs {
-		if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
-			s.MissedRuns[name] = st.RecursionMisses
-		}
-	}
+	s.MissedRuns = t.MissedRuns()
 	// Pending dirty pages the kernel says are clean: written without iopath
 	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
 	for _, f := range t.Engine.PendingFiles() {

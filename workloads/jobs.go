@@ -170,6 +170,7 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 			errs[i] = fmt.Errorf("%s", jobMessage(&errbs[i], werr))
 			continue
 		}
+		r.Pid = c.Process.Pid
 		reps[i], states[i] = r, r.JobHists.state()
 		r.JobHists = nil
 		if werr != nil && !r.Interrupted {
@@ -366,7 +367,7 @@ func (p *Prepared) aggregate(reps []*Report) *Report {
 			}
 		}
 	}
-	r.Kernel = kernel
+	r.Kernel, r.KernelScope = kernel, first.KernelScope
 	r.Latency = summarize(agg.lat)
 	r.finish(agg)
 	return r

@@ -7,8 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ProcIO is the kernel's IO accounting of the thread that ran the workload:
-// the change in /proc/thread-self/io over the run.
+// ProcIO is the kernel's IO accounting of the thread that ran the workload,
+// or of its process (Report.KernelScope): the change in
+// /proc/thread-self/io or /proc/self/io over the run.
 type ProcIO struct {
 	ReadCalls  int64 `json:"syscr"`       // read-family system calls (read, pread64, readv...)
 	WriteCalls int64 `json:"syscw"`       // write-family system calls
@@ -18,16 +19,36 @@ type ProcIO struct {
 	WriteBytes int64 `json:"write_bytes"` // bytes this thread dirtied or wrote toward storage
 }
 
-// procIO reads /proc/thread-self/io of the thread that opened it.
+// procIO reads an IO accounting file: /proc/thread-self/io of the thread
+// that opened it, or /proc/self/io of the process.
 type procIO struct {
 	fd  int
 	buf [512]byte
 }
 
-// openProcIO opens the calling thread's IO accounting file; the caller must
-// have locked its goroutine to the thread.
-func openProcIO() (*procIO, error) {
-	fd, err := unix.Open("/proc/thread-self/io", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// Where a job's kernel IO accounting comes from (Report.KernelScope).
+const (
+	threadIO  = "/proc/thread-self/io"
+	processIO = "/proc/self/io"
+)
+
+// procIOPath is the accounting file that sees a job's IO. An io_uring
+// job's IO may run in the process's io threads (io-wq workers iou-wrk-*,
+// the SQPOLL thread iou-sqp-*), which its own thread's counters miss:
+// /proc/self/io sums every thread of the process (fs/proc/base.c,
+// do_io_accounting), io threads included. Thread jobs (--thread) share the
+// process, so each keeps its own thread's count.
+func procIOPath(s *Spec) string {
+	if s.Engine == EngineIOUring && (!s.Thread || s.NumJobs <= 1) {
+		return processIO
+	}
+	return threadIO
+}
+
+// openProcIO opens an IO accounting file (procIOPath); for threadIO the
+// caller must have locked its goroutine to the thread.
+func openProcIO(path string) (*procIO, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}

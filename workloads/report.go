@@ -27,6 +27,9 @@ type Report struct {
 	NumJobs     int  `json:"numjobs"`          // jobs that ran at once; the numbers here are their aggregate
 	Thread      bool `json:"thread,omitempty"` // the jobs were threads, not processes
 	Job         int  `json:"job"`              // this job's index, in Jobs; 0 for the aggregate
+	// Pid is the job's process (--numjobs without --thread; 0 otherwise):
+	// a tracer sums the job processes' disk IO with it.
+	Pid int `json:"pid,omitempty"`
 
 	Ops         int64         `json:"ops"`                   // completed reads or writes
 	Bytes       int64         `json:"bytes"`                 // bytes they moved
@@ -62,9 +65,12 @@ type Report struct {
 
 	// Syscalls are the calls the engine issued, counted by iopath.
 	Syscalls []SyscallCount `json:"syscalls"`
-	// Kernel is the kernel's count for the run's thread, to check Syscalls
-	// against; nil when /proc/thread-self/io is missing.
+	// Kernel is the kernel's count for the run's thread, or its process
+	// (KernelScope), to check Syscalls against; nil when the file is missing.
 	Kernel *ProcIO `json:"kernel_io,omitempty"`
+	// KernelScope is the file Kernel comes from: /proc/thread-self/io, or
+	// /proc/self/io for io_uring (procIOPath).
+	KernelScope string `json:"kernel_io_scope,omitempty"`
 	// Cache is the file's page-cache residency after --cold dropped it.
 	Cache *Residency `json:"cache_after_cold,omitempty"`
 	// Notes are caveats about the numbers, e.g. that --cold did not work.
@@ -118,8 +124,8 @@ func (p *Prepared) report(j *job, st *runState, ru0, ru1 *unix.Rusage) *Report {
 	if r.Random {
 		r.Seed = s.Seed
 	}
-	if s.Engine == EngineIOUring {
-		r.Notes = append(r.Notes, "kernel_io counts the job's own thread: io_uring requests carried out by io-wq worker threads (iou-wrk-*) are not in it")
+	if n := kernelIONote(s); n != "" {
+		r.Notes = append(r.Notes, n)
 	}
 	r.finish(st)
 	r.MaxInflight = st.maxInflight
@@ -163,4 +169,22 @@ func (j *job) calls() []SyscallCount {
 
 func tv(t unix.Timeval) time.Duration {
 	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+}
+
+// kernelIONote says what an io_uring job's kernel_io counts: the threads
+// that may have run its requests (the SQPOLL thread submits and runs them
+// with --sqpoll; io-wq workers run punted ones), and whether they are in
+// it (procIOPath).
+func kernelIONote(s *Spec) string {
+	if s.Engine != EngineIOUring {
+		return ""
+	}
+	who := "io-wq worker threads (iou-wrk-*)"
+	if s.SQPoll {
+		who = "the SQPOLL thread (iou-sqp-*) and io-wq worker threads (iou-wrk-*)"
+	}
+	if procIOPath(s) == processIO {
+		return "kernel_io counts the whole process (/proc/self/io): io_uring requests carried out by " + who + " are in it"
+	}
+	return "kernel_io counts the job's own thread (/proc/thread-self/io): io_uring requests carried out by " + who + " are not in it"
 }

@@ -72,7 +72,8 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 		j.aeng.reset(rawSyscalls)
 	}
 	offs := p.jobOffsets(index)
-	pio, pioErr := openProcIO()
+	pioPath := procIOPath(&p.Spec)
+	pio, pioErr := openProcIO(pioPath)
 	if pio != nil {
 		defer pio.close()
 	}
@@ -108,9 +109,9 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 	rep := p.report(j, st, &ru0, &ru1)
 	if pioErr == nil {
 		d := io1.delta(io0, self)
-		rep.Kernel = &d
+		rep.Kernel, rep.KernelScope = &d, pioPath
 	} else {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("no kernel IO accounting (/proc/thread-self/io): %v", pioErr))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no kernel IO accounting (%s): %v", pioPath, pioErr))
 	}
 	rep.Faults = p.mmapFaults(rep)
 	if err != nil {

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -98,8 +99,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	if k := r.Kernel; k != nil {
-		fmt.Fprintf(tw, "kernel count\tsyscr %d, syscw %d, rchar %d, wchar %d, read_bytes %d, write_bytes %d (/proc/thread-self/io)\n",
-			k.ReadCalls, k.WriteCalls, k.ReadChars, k.WriteChars, k.ReadBytes, k.WriteBytes)
+		fmt.Fprintf(tw, "kernel count\tsyscr %d, syscw %d, rchar %d, wchar %d, read_bytes %d, write_bytes %d (%s)\n",
+			k.ReadCalls, k.WriteCalls, k.ReadChars, k.WriteChars, k.ReadBytes, k.WriteBytes, cmp.Or(r.KernelScope, threadIO))
 	}
 	if c := r.Cache; c != nil {
 		fmt.Fprintf(tw, "cache after --cold\t%d of %d pages cached (%s)\n", c.CachedPages, c.TotalPages, c.Method)

@@ -51,6 +51,11 @@ func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Re
 		}
 		reqs = append(reqs, q)
 	}
+	for _, ps := range tr.summary.Pids {
+		if ps.Pid == wr.Pid && strings.HasPrefix(ps.Comm, "iou-") {
+			t.Errorf("pid %d's summary row is named after an io thread: %q", ps.Pid, ps.Comm)
+		}
+	}
 	var calls []record.AsyncCall
 	for _, c := range tr.async {
 		if c.Pid == wr.Pid {
@@ -155,8 +160,8 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 }
 
 // checkKernelRead compares the disk bytes iopath attributed to the workload
-// with the kernel's accounting of its thread (/proc/thread-self/io
-// read_bytes over the run): equal within one readahead window (the larger
+// with the kernel's accounting of its thread or, for io_uring, its process
+// (kernel_io: /proc/thread-self/io or /proc/self/io, read_bytes over the run): equal within one readahead window (the larger
 // of the one seen and the device's read_ahead_kb: the VM kernels' counts
 // exceed iopath's by a few pages on direct runs, seen on 6.1 and 6.12).
 func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window uint64) {
@@ -323,8 +328,10 @@ func TestTraceUringBuffered(t *testing.T) {
 
 // IOSQE_ASYNC (every request punted to io-wq) and SQPOLL (a kernel thread
 // submits): the IO is charged to the owner and its requests, worker says
-// which thread ran it. The workload's own thread does no IO then, so the
-// kernel's count of that thread is not compared.
+// which thread ran it; with SQPOLL the request's tid and comm are the
+// owner's, not the iou-sqp thread's. An O_DIRECT request never counts a
+// page-cache hit. The workload's kernel_io is its process's (io threads
+// included), so the disk bytes compare with the kernel's.
 func TestTraceUringWorkers(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -344,8 +351,11 @@ func TestTraceUringWorkers(t *testing.T) {
 				if (c.worker == record.WorkerIOWQ && q.WorkerTid == q.Tid) || q.Pid != wr.Pid {
 					t.Errorf("request charged to pid %d (the workload's: %d), submitted by %d, run by %d", q.Pid, wr.Pid, q.Tid, q.WorkerTid)
 				}
-				if c.worker == record.WorkerSQPoll && q.SubmitOpID != 0 {
-					t.Errorf("SQPOLL request with submit_op_id %d", q.SubmitOpID)
+				if c.worker == record.WorkerSQPoll && (q.SubmitOpID != 0 || q.Tid == q.WorkerTid || strings.HasPrefix(q.Comm, "iou-")) {
+					t.Errorf("SQPOLL request with submit_op_id %d, tid %d, worker_tid %d, comm %q", q.SubmitOpID, q.Tid, q.WorkerTid, q.Comm)
+				}
+				if q.Direct && (q.Cache.PagesHit != 0 || q.Cache.PagesRequested != 0) {
+					t.Errorf("O_DIRECT request with page-cache hits: %+v", q)
 				}
 				for _, b := range q.Bios {
 					bioBytes += uint64(b.Bytes)
@@ -357,6 +367,10 @@ func TestTraceUringWorkers(t *testing.T) {
 			if bios == 0 || tot.Unattributed != 0 || tot.DiskBytesRead != bioBytes {
 				t.Errorf("%d bios (%d bytes); pid totals: %d unattributed bios, %d disk bytes read", bios, bioBytes, tot.Unattributed, tot.DiskBytesRead)
 			}
+			if slices.Contains(c.flags, "--direct") && (tot.PagesHit != 0 || wr.HitRatio != 0) {
+				t.Errorf("O_DIRECT run: pid totals %d pages hit, workload hit_ratio %v", tot.PagesHit, wr.HitRatio)
+			}
+			checkKernelRead(t, tot, wr, 0)
 			t.Logf("%d bios, %d bytes", bios, bioBytes)
 		})
 	}

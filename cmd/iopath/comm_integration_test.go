@@ -83,7 +83,9 @@ func TestTraceCommFifteenBytes(t *testing.T) {
 	copyFile(t, dd, long, 0o755)
 	f := testColdNamed(t, dir, "comm15.dat")
 	cmd, out, errb := startTrace(t, os.TempDir(), "trace", "--json", "--comm", "iopath-commtest")
-	if b, err := exec.Command(long, "if="+f, "of=/dev/null", "bs=4096", "count=1", "status=none").CombinedOutput(); err != nil {
+	run := exec.Command(long, "if="+f, "of=/dev/null", "bs=4096", "count=1", "status=none")
+	run.Args[0] = "dd" // a busybox dd (the VMs) picks its applet by argv[0]; comm comes from the file name
+	if b, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v %s", long, err, b)
 	}
 	tr := stopTrace(t, cmd, out, errb)

@@ -398,7 +398,7 @@ func traceText(t *testing.T, args ...string) string {
 // cached page, then msync(MS_SYNC): the fault dirtied the page's folio,
 // and msync wrote it (persisted inside the msync call, reason fsync).
 func TestFaultMappedWriteMsync(t *testing.T) {
-	needFaults(t)
+	needFaults(t, "msync")
 	f := coldFile(t, diskDir(t), 1<<20)
 	if _, err := os.ReadFile(f); err != nil { // cached and clean
 		t.Fatal(err)
@@ -449,36 +449,40 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 	t.Logf("mapped 1-byte store: fault dirtied %d pages (index %+v); msync wrote them in %d bios", wf.DirtiedPages, wf.DirtiedRanges, len(ms.Bios))
 }
 
-// The fault hooks' mechanisms: page_fault_user and the perf page-fault
-// events everywhere (x86); filemap_fault by fexit on the VM kernels, by its
-// tracepoint here (no kprobes, fentry refused).
+// The fault hooks' mechanisms: the start on handle_mm_fault by fentry on
+// every VM kernel (5.10 too: the VMA is an argument, no bpf_find_vma
+// needed), by page_fault_user's tp_btf here (no kprobes, fentry refused);
+// the perf page-fault events everywhere (x86); filemap_fault by fexit on
+// the VM kernels, by its tracepoint here. msync and madvise records need
+// bpf_find_vma (5.17+).
 func TestFaultHooksPerKernel(t *testing.T) {
 	needRoot(t)
 	m := mechanisms(doctorJSON(t))
-	if !haveFindVma() {
-		// 5.10: no bpf_find_vma, so no fault, msync or madvise records.
-		if m["fault_entry"] != tracer.None || m["msync"] != tracer.None || m["advice"] != tracer.None {
-			t.Errorf("without bpf_find_vma: fault_entry %s, msync %s, advice %s; want none", m["fault_entry"], m["msync"], m["advice"])
-		}
-		return
-	}
-	if m["fault_entry"] == tracer.None || m["fault_end"] != tracer.PerfEvent {
-		t.Fatalf("fault hooks: %v", m)
-	}
-	want := tracer.TPBTF
+	wantEntry, wantFilemap := tracer.TPBTF, tracer.TPBTF
 	if os.Getenv("IOPATH_VM_KERNEL") != "" {
-		want = tracer.Fentry
+		wantEntry, wantFilemap = tracer.Fentry, tracer.Fentry
+	} else if kprobesHere() {
+		wantEntry = tracer.Kprobe
 	}
-	if m["filemap_fault"] != want {
-		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], want)
+	if m["fault_entry"] != wantEntry || m["fault_end"] != tracer.PerfEvent {
+		t.Errorf("fault_entry %s, fault_end %s; want %s, %s", m["fault_entry"], m["fault_end"], wantEntry, tracer.PerfEvent)
 	}
-	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"])
+	if m["filemap_fault"] != wantFilemap {
+		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], wantFilemap)
+	}
+	findVma := features.HaveProgramHelper(ebpf.Kprobe, asm.FnFindVma) == nil
+	for _, h := range []string{"msync", "advice"} {
+		if (m[h] != tracer.None) != findVma {
+			t.Errorf("%s uses %s with bpf_find_vma %v", h, m[h], findVma)
+		}
+	}
+	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s, msync %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"], m["msync"])
 }
 
 // Must-be-true (issue 14, madvise/fadvise): MADV_WILLNEED, POSIX_FADV_WILLNEED
 // and readahead(2) read ahead themselves: the pages and bios are the call's.
 func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
-	needFaults(t)
+	needFaults(t, "advice")
 	dir := diskDir(t)
 	for _, c := range []struct{ mode, syscall, advice string }{
 		{"willneed", "madvise", "willneed"}, {"fadvise", "fadvise64", "willneed"}, {"readahead", "readahead", ""},
@@ -507,18 +511,26 @@ func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
 	}
 }
 
-// haveFindVma says whether this kernel's tracing programs may call
-// bpf_find_vma (5.17+), which fault, msync and madvise records need.
-func haveFindVma() bool {
-	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnFindVma) == nil
-}
+var (
+	faultMechsOnce sync.Once
+	faultMechs     map[string]tracer.Mechanism // nil: doctor failed
+)
 
-// needFaults skips a test of fault records where the kernel cannot give
-// them (doctor says so: fault_entry none).
-func needFaults(t *testing.T) {
+// needFaults skips a test of fault records where doctor says the kernel
+// cannot give them: fault_entry or fault_end (or another of hooks) none.
+func needFaults(t *testing.T, hooks ...string) {
 	t.Helper()
 	needRoot(t)
-	if !haveFindVma() {
-		t.Skip("fault, msync and madvise records need bpf_find_vma (Linux 5.17+); this kernel has none (doctor: fault_entry none)")
+	faultMechsOnce.Do(func() { faultMechs = mechanisms(doctorJSON(t)) })
+	if faultMechs == nil {
+		t.Fatal("doctor failed in an earlier test")
+	}
+	for _, h := range append([]string{"fault_entry", "fault_end"}, hooks...) {
+		switch faultMechs[h] {
+		case "":
+			t.Fatalf("doctor has no hook %s", h)
+		case tracer.None:
+			t.Skipf("doctor: %s none on this kernel (see testdata/doctor-*.txt for why)", h)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/demo"
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 )
 
@@ -51,6 +52,7 @@ func lossless(s *record.Summary) bool {
 
 func TestDemoSyncVsAsync(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, tr, wrs := runJSON(t, tmp, "demo", "sync-vs-async", "--json")
 	if len(wrs) != 3 {
@@ -131,6 +133,7 @@ func TestDemoSyncVsAsync(t *testing.T) {
 
 func TestDemoIODepth(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, tr, wrs := runJSON(t, tmp, "demo", "iodepth", "--json")
 	depths := []int{1, 2, 4, 8, 16, 32, 64}

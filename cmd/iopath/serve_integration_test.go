@@ -36,7 +36,8 @@ func TestServeBadListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	checkRefused(t, tmp, "address already in use: give a free HOST:PORT", "serve", "--listen", ln.Addr().String())
+	checkRefused(t, tmp, "address already in use: the port is in use: give a free port", "serve", "--listen", ln.Addr().String())
+	checkRefused(t, tmp, "999.1.1.1: no such host: the host is neither an IP address nor a known name", "serve", "--listen", "999.1.1.1:80")
 	checkRefused(t, tmp, "--per-comm", "serve", "--per-comm", "a-command-name-longer-than-15")
 }
 

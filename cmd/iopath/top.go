@@ -31,6 +31,7 @@ type topFlags struct {
 	by, sort  string
 	rows      int
 	readyFile string
+	output    string
 }
 
 func newTopCmd() *cobra.Command {
@@ -51,10 +52,12 @@ of 2). Without -p, --comm or -- CMD every process but iopath is counted.
 On a terminal: f or tab switches processes/files, s cycles the sort (d disk,
 c calls, l p99 latency, t throttle), q quits. Without a terminal, or with
 --json, one JSON object per interval ("type":"interval") and one for the whole
-run at the end ("type":"total").`,
+run at the end ("type":"total"). With -o FILE the JSON goes to FILE and stdout
+stays the command's; without it a command's output shares stdout, each JSON
+object on a line of its own.`,
 		Example: `  iopath top
   iopath top -p 1234 --by file --sort latency
-  iopath top --json --interval 5s -- pg_bench ...`,
+  iopath top --json --interval 5s -o top.jsonl -- pg_bench ...`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTop(cmd, f, args) },
 	}
 	fl := cmd.Flags()
@@ -67,6 +70,7 @@ run at the end ("type":"total").`,
 	fl.StringVar(&f.sort, "sort", "disk", "sort rows by disk, calls, latency (p99) or throttle")
 	fl.IntVar(&f.rows, "rows", 20, "rows per kind (0: all); the total counts every row")
 	fl.StringVar(&f.readyFile, "ready-file", "", "create this file once every hook is attached")
+	fl.StringVarP(&f.output, "output", "o", "", "write the JSON intervals to `FILE` instead of stdout (stdout stays the command's)")
 	return cmd
 }
 
@@ -106,7 +110,7 @@ func aggSession(sig *session.Signals, errw io.Writer, pids []int, comm string, w
 	})
 }
 
-func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
+func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	sig := session.Catch()
 	defer sig.Stop()
 	by, k, err := checkTopFlags(f)
@@ -121,8 +125,18 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 	}
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	tty := false
-	if of, ok := out.(*os.File); ok && !f.json {
+	if of, ok := out.(*os.File); ok && !f.json && f.output == "" {
 		tty = term.IsTerminal(int(of.Fd()))
+	}
+	var shared *session.SharedStdout
+	if !tty {
+		// JSON: to -o, or to stdout shared with the command (as trace
+		// does), so that each object starts on a line of its own.
+		var closeOut func(error)
+		if out, shared, closeOut, err = traceOutput(cmd, f.output, len(args) > 0); err != nil {
+			return err
+		}
+		defer func() { closeOut(err) }()
 	}
 	s, err := aggSession(sig, errw, f.pids, f.comm, len(args) > 0)
 	if err != nil {
@@ -151,8 +165,17 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 		if tty {
 			c.Stdin = nil // the terminal's keys are top's
 		}
+		if shared != nil {
+			c.Stdout = shared.CommandStdout()
+		}
 		tr.Command, tr.Pids = c, nil
-		tr.Started = func(ch *session.Child) { child = ch; close(started) }
+		tr.Started = func(ch *session.Child) {
+			child = ch
+			if shared != nil {
+				shared.Started()
+			}
+			close(started)
+		}
 	} else {
 		close(started)
 	}
@@ -189,7 +212,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 	interval := func(cur *aggregate.Snapshot) {
 		d := aggregate.Delta(prev, cur)
 		total.Accumulate(d)
-		show("interval", d, cur, s.T.Counters()["ringbuf_lost"])
+		show("interval", d, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
 		prev = cur
 	}
 	for {
@@ -207,7 +230,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) error {
 			cur, rerr := settled(rd)
 			if rerr == nil {
 				interval(cur)
-				show("total", total, cur, s.T.Counters()["ringbuf_lost"])
+				show("total", total, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
 			}
 			done()
 			if e.err != nil {
@@ -236,11 +259,11 @@ func topTitle(f *topFlags, args []string) string {
 // topOutput returns how an interval is shown: JSON lines, or the terminal
 // UI (started here); done ends the UI.
 func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *topFlags, title string, quit func()) (
-	show func(typ string, d, cur *aggregate.Snapshot, lost uint64), done func()) {
+	show func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64), done func()) {
 	if !tty {
 		enc := json.NewEncoder(out)
-		return func(typ string, d, cur *aggregate.Snapshot, lost uint64) {
-			if err := enc.Encode(topview.Build(typ, d, cur, k, f.rows, lost)); err != nil && errors.Is(err, syscall.EPIPE) {
+		return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
+			if err := enc.Encode(topview.Build(typ, d, cur, k, f.rows, lost, missed)); err != nil && errors.Is(err, syscall.EPIPE) {
 				quit()
 			}
 		}, func() {}
@@ -255,9 +278,9 @@ func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *top
 		}
 		quit()
 	}()
-	return func(typ string, d, cur *aggregate.Snapshot, lost uint64) {
+	return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
 			if typ == "interval" {
-				p.Send(&topview.Sample{D: d, Cur: cur, Lost: lost})
+				p.Send(&topview.Sample{D: d, Cur: cur, Lost: lost, Missed: missed})
 			}
 		}, func() {
 			p.Quit()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/topview"
 	"github.com/iopath/iopath/workloads"
 )
@@ -149,8 +150,11 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 			}
 		}
 	}
-	if devReadBytes < uint64(rep.Kernel.ReadBytes) {
-		t.Errorf("devices read %d bytes, fewer than the workload's %d", devReadBytes, rep.Kernel.ReadBytes)
+	// The disks read at least the work file's disk bytes. Not the process's
+	// read_bytes: in the VMs (test binary on 9p, no block device) it was
+	// 4 KiB above every disk's reads on 6.1 and 6.12, both runs alike.
+	if devReadBytes < fileRow.DiskReadBytes {
+		t.Errorf("devices read %d bytes, fewer than the work file's %d (missed BPF runs: %v)", devReadBytes, fileRow.DiskReadBytes, run.total.MissedRuns)
 	}
 	for k, v := range run.total.Overflow {
 		if v != 0 {
@@ -166,6 +170,7 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 // objects between the records, whole lines, with the workload's reads.
 func TestTraceInterval(t *testing.T) {
 	needRoot(t)
+	testutil.KernelIndependent(t)
 	tmp := diskDir(t)
 	stdout, stderr, code := runIopath(t, tmp, "trace", "--json", "--interval", "100ms", "--workload", "rand-read", "--",
 		"--cold", "--size", "32m", "--count", "4000")
@@ -243,5 +248,63 @@ func TestTopExec(t *testing.T) {
 	}
 	if cat.ReadBytes < 65536 {
 		t.Errorf("cat read %d bytes, want the whole 64 KiB file", cat.ReadBytes)
+	}
+}
+
+// TestTopDirectOutput: `iopath top --json -o FILE -- workload rand-read
+// --cold --direct`: the JSON goes to FILE only (stdout is the workload's
+// report alone), and with O_DIRECT reads, which bypass the page cache, the
+// data file's hit ratio is null, the total shows the bytes that bypassed
+// the cache, and the /proc and cgroup files the workload's start reads are
+// counted apart, not as hits.
+func TestTopDirectOutput(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "top.jsonl")
+	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "-o", out, "--interval", "200ms", "--rows", "0", "--",
+		self, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--direct", "--size", "16m",
+		"--count", "500", "--dir", tmp, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	rep := &workloads.Report{}
+	if err := json.Unmarshal([]byte(stdout), rep); err != nil || rep.Ops != 500 {
+		t.Fatalf("stdout is not the workload's report alone (%v):\n%s", err, stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := parseTop(t, string(b))
+	if len(run.other) != 0 {
+		t.Errorf("-o file has lines other than top's JSON: %q", run.other)
+	}
+	var fileRow *topview.IOJSON
+	for i, f := range run.total.Files {
+		if f.Name == filepath.Base(rep.File) {
+			fileRow = &run.total.Files[i]
+		}
+	}
+	if fileRow == nil || fileRow.Reads != 500 {
+		t.Fatalf("no row of %s with 500 reads in the total: %+v", filepath.Base(rep.File), run.total.Files)
+	}
+	if fileRow.HitRatio != nil || fileRow.HitPages+fileRow.MissPages != 0 {
+		t.Errorf("O_DIRECT file: ratio %v, %d hit + %d miss pages; want null and none", fileRow.HitRatio, fileRow.HitPages, fileRow.MissPages)
+	}
+	// The total's pages are the few cached reads of block-backed files
+	// (the dynamic loader's of libc, the binary's of itself); the
+	// workload's bytes are shown as bypassing the cache.
+	if tot := run.total.Total; tot.DirectReadBytes != uint64(rep.Bytes) {
+		t.Errorf("total: direct_read_bytes %d, the workload read %d with O_DIRECT", tot.DirectReadBytes, rep.Bytes)
+	}
+	if run.total.Total.NoBdevPages == 0 {
+		t.Errorf("no page of /proc or cgroup files counted apart: %+v", run.total.Total)
+	}
+	if run.total.MissedRuns == nil {
+		t.Error("no missed_runs object")
 	}
 }

@@ -50,7 +50,7 @@ func (iv *intervals) idle(flush func()) func() {
 			if cur, err := iv.rd.Read(); err == nil {
 				d := aggregate.Delta(iv.prev, cur)
 				if iv.json {
-					iv.out.WriteJSON(topview.Build("interval", d, cur, topview.SortDisk, 10, iv.t.Counters()["ringbuf_lost"]))
+					iv.out.WriteJSON(topview.Build("interval", d, cur, topview.SortDisk, 10, iv.t.Counters()["ringbuf_lost"], iv.t.MissedRuns()))
 				} else {
 					iv.out.WriteText("── " + topview.Table(d, cur, topview.ByProcess, topview.SortDisk, 10) + "\n")
 				}

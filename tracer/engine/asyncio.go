@@ -185,7 +185,7 @@ func (e *Engine) requestPart(rec *record.Syscall, kdev uint32, bios []*bioRef, r
 		for _, b := range bios {
 			e.unattributedAs(rec.Pid, b.Bytes, "io_uring_worker")
 		}
-		e.pid(rec.Pid, rec.Comm).DiskBytesRead += readBytes
+		e.pid(rec.Pid, "").DiskBytesRead += readBytes // an io thread's name is not the process's
 		return
 	}
 	r := e.asyncReq(id)
@@ -222,12 +222,25 @@ func mergeSeg(dst, src *record.Syscall) {
 	dst.DirtiedRanges = append(dst.DirtiedRanges, src.DirtiedRanges...)
 	dst.BlockedNs += src.BlockedNs
 	dst.Direct = dst.Direct || src.Direct
+	if dst.Direct {
+		noCacheHits(&dst.Cache)
+	}
 	if src.Tid != dst.Tid {
 		dst.Tid = src.Tid // the worker's
 	}
 	if end := src.TimeNs + src.DurationNs; end > dst.TimeNs+dst.DurationNs {
 		dst.DurationNs = end - dst.TimeNs
 	}
+}
+
+// noCacheHits clears the page-cache lookup of an O_DIRECT request: as for
+// a direct call (pageCache), nothing is requested from the cache, so
+// nothing hits or misses there. A part of the request that looked
+// buffered is one whose file was not known when it was sent (an io-wq
+// worker's part closed after the request's completion dropped its entry
+// in bpf/uring.c): its offset and length, not a cache lookup.
+func noCacheHits(c *record.Cache) {
+	c.PagesRequested, c.PagesHit, c.PagesMissed = 0, 0, 0
 }
 
 // aioOps names the iocb opcodes (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
@@ -386,6 +399,14 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		}
 	}
 	if s := r.seg; s != nil {
+		if s.Ino == 0 { // no part knew its file: the fd's last request's
+			if f, ok := e.async.files[pidFd{q.Pid, q.Fd}]; ok {
+				s.Path, s.Dev, s.Ino, s.FS, s.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
+			}
+		}
+		if s.Direct {
+			noCacheHits(&s.Cache)
+		}
 		q.Path, q.Dev, q.Ino, q.FS, q.Direct = s.Path, s.Dev, s.Ino, s.FS, s.Direct
 		q.Cache, q.Bios, q.DirtiedPages, q.BlockedNs = s.Cache, s.Bios, s.DirtiedPages, s.BlockedNs
 		q.InflightAtIssue = r.inflight
@@ -401,6 +422,7 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		default:
 			q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself
 		}
+		requestedByResult(q)
 	} else {
 		e.requestWithoutOp(q, r)
 	}
@@ -413,10 +435,32 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 	e.callAfter(q, c)
 }
 
+// requestedByResult makes a request's pages_requested the pages spanned by
+// the bytes it returned, as a call's (pagecache.go): its EV_OP was sent
+// before the result was known and counted the bytes asked for (bpf/aio.c,
+// bpf/uring.c). A read past EOF (0 bytes) or an error requests none; an
+// unknown result keeps the bytes asked for.
+func requestedByResult(q *record.Request) {
+	c := &q.Cache
+	if !q.Result.Known || c.PagesRequested == 0 {
+		return
+	}
+	c.PagesRequested = 0
+	if q.Result.Error == "" && q.Result.Bytes > 0 {
+		first, last := uint64(q.Offset)>>12, (uint64(q.Offset)+uint64(q.Result.Bytes)-1)>>12
+		c.PagesRequested = last - first + 1
+	}
+	c.PagesMissed = min(c.PagesMissed, c.PagesRequested)
+	c.PagesHit = c.PagesRequested - c.PagesMissed
+}
+
 // requestWithoutOp completes a request that has no EV_OP: io_submit
-// processed it without any marker naming it (bpf/aio.c). A buffered read
-// with no marker had no readahead and no page inserted: a cache hit, as an
-// untouched call is. A direct one's bios went to the request before it.
+// processed it without any marker naming it (bpf/aio.c). A buffered libaio
+// read with no marker had no readahead and no page inserted: a cache hit,
+// as an untouched call is. A direct one's bios went to the request before
+// it. An io_uring request always has a part where iopath follows it
+// (bpf/uring.c): without one (a registered file, lost events) its cache
+// is not known, never a hit.
 func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
 	q.Bios = []record.Bio{}
 	q.Cache.Readahead = []record.Readahead{}
@@ -426,8 +470,7 @@ func (e *Engine) requestWithoutOp(q *record.Request, r *asyncReq) {
 		return
 	}
 	q.Path, q.Dev, q.Ino, q.FS, q.Direct, r.kdev = f.path, f.dev, f.ino, f.fs, f.direct, f.kdev
-	read := q.Op == "read" || q.Op == "readv"
-	if q.Direct || !read {
+	if q.Direct || record.RequestClass(q.Op) != record.ClassRead || r.uring {
 		q.Unavailable = append(q.Unavailable, "cache", "bios")
 		return
 	}
@@ -447,21 +490,22 @@ func (e *Engine) accountRequest(q *record.Request, r *asyncReq) {
 			writeBytes += uint64(b.Bytes)
 		}
 	}
-	read := q.Op == "read" || q.Op == "readv"
+	class := record.RequestClass(q.Op)
 	add := func(t *record.Totals) {
 		t.Requests++
 		t.BytesRequested += q.RequestedBytes
 		if q.Result.Known && q.Result.Error == "" && q.Result.Bytes > 0 {
 			t.BytesReturned += uint64(q.Result.Bytes)
 		}
-		if read {
+		switch class {
+		case record.ClassRead:
 			t.ReadRequests++
 			t.ReadBytesReq += q.RequestedBytes
 			t.PagesHit += q.Cache.PagesHit
 			t.PagesMissed += q.Cache.PagesMissed
 			t.PagesAdded += q.Cache.PagesAdded
 			t.PagesPrefetched += q.Cache.PagesAdded - min(q.Cache.PagesMissed, q.Cache.PagesAdded)
-		} else if q.Op == "write" || q.Op == "writev" {
+		case record.ClassWrite:
 			t.WriteRequests++
 		}
 		t.DiskBytesRead += r.readB
@@ -531,13 +575,19 @@ func (e *Engine) HandleUringSubmit(ev *bpf.IopathUringSubmitEv) {
 	if r.punted {
 		worker = record.WorkerIOWQ
 	}
+	// With SQPOLL, ev.Tid is the iou-sqp thread: the request is charged to
+	// the ring's owner, the thread that set it up (bpf/uring.c), under the
+	// process's name; ev.Tid is the worker.
 	r.req = &record.Request{
 		Type: record.TypeRequest, Engine: record.EngineIOUring, Op: op, OpID: ev.OpId, SubmitOpID: ev.SubmitOpId,
-		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
+		UserData: ev.UserData, Pid: ev.Pid, Tid: ev.OwnerTid, Comm: e.comm(cBytes(ev.Comm[:])), WorkerTid: ev.Tid, Worker: worker,
 		Fd: int64(ev.Fd), Offset: ev.Offset, RequestedBytes: ev.Len, SubmitNs: ev.Ts,
 	}
 	if ev.SqThread != 0 {
 		r.req.SubmitOpID = 0
+		if ev.OwnerTid == 0 {
+			r.req.Unavailable = append(r.req.Unavailable, "tid")
+		}
 	}
 	e.callRequest(r.req.SubmitOpID, ev.Ts)
 	e.tryRequest(ev.OpId, r)

@@ -183,7 +183,7 @@ func contains(list []string, s string) bool {
 
 // uringSubmit is the EV_URING_SUBMIT of request id (a 4 KiB read at off).
 func uringSubmit(id, req, call uint64, off int64, ts uint64) *bpf.IopathUringSubmitEv {
-	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), Opcode: 22,
+	return &bpf.IopathUringSubmitEv{Type: uint32(bpf.IopathEvTypeEV_URING_SUBMIT), Pid: 100, Tid: uint32(id >> 32), OwnerTid: uint32(id >> 32), Opcode: 22,
 		Req: req, Ctx: ctx, UserData: id & 0xff, OpId: id, SubmitOpId: call, Ts: ts, Offset: off, Len: 4096, Fd: 3}
 }
 
@@ -261,5 +261,144 @@ func TestUringUnnamedPart(t *testing.T) {
 	if len(s.Requests()) != 0 || sum.UnattributedBios != 1 || sum.UnattributedCauses["io_uring_worker"].Bytes != 4096 ||
 		sum.Pids[0].Unattributed != 1 || sum.Pids[0].DiskBytesRead != 4096 {
 		t.Errorf("requests %+v, summary %+v", s.Requests(), sum)
+	}
+}
+
+// An O_DIRECT io_uring read forced to io-wq (IOSQE_ASYNC): its inline
+// part (the submitter's, direct, no IO) and the worker's part that ran the
+// IO, sent without its file because the request completed (and left
+// bpf/uring.c's map) before the worker moved on, so it looks buffered: one
+// page requested, none inserted. The request is direct and has no
+// page-cache hit, in either order of the parts, and the file is known.
+func TestUringDirectNoHits(t *testing.T) {
+	for _, workerFirst := range []bool{false, true} {
+		s := enginetest.NewStream()
+		call, id := uint64(100<<32|9), uint64(100<<32|10)
+		s.E.HandleUringSubmit(uringSubmit(id, 0xf00, call, 8192, 100))
+		inline := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 100, 110), "app", "/data/f")
+		inline.ReqId, inline.F_flags = id, 040000 // O_DIRECT
+		worker := enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 8192, 4096, 4096, 120, 390)
+		worker.Tid, worker.ReqId, worker.Ino, worker.Dev, worker.BiosQueued = 200, id, 0, 0, 1
+		s.E.HandleUringPunt(&bpf.IopathUringPuntEv{Type: uint32(bpf.IopathEvTypeEV_URING_PUNT), Pid: 100, Req: 0xf00, OpId: id, Ts: 110})
+		s.E.HandleUringEnter(enginetest.UringEnter(call, 1, 1, 0, 0, 90, 115)) // the call returns (asynccalls.go)
+		parts := []*bpf.IopathOp{inline, worker}
+		if workerFirst {
+			parts = []*bpf.IopathOp{worker, inline}
+		}
+		for _, o := range parts {
+			s.E.HandleOp(o)
+			if o == worker {
+				s.E.HandleIssue(dio(1, worker.OpId, 16, 130))
+				s.E.HandleComplete(enginetest.Done(1, 300, 0))
+			}
+		}
+		s.E.HandleUringComplete(uringComplete(id, 0xf00, 2, 4096, 400))
+		reqs := s.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("worker first %v: want 1 request, got %+v", workerFirst, reqs)
+		}
+		q := reqs[0]
+		if !q.Direct || q.Cache.PagesRequested != 0 || q.Cache.PagesHit != 0 || q.Cache.PagesMissed != 0 || q.Ino != 42 || q.Path != "/data/f" || len(q.Bios) != 1 {
+			t.Errorf("worker first %v: request %+v", workerFirst, q)
+		}
+		if tot := s.E.Summary().Pids[0]; tot.PagesHit != 0 || tot.Requests != 1 || tot.DiskBytesRead != 4096 {
+			t.Errorf("worker first %v: pid totals %+v", workerFirst, tot)
+		}
+	}
+}
+
+// An io_uring request with no part at all (its events lost) on a
+// buffered file: its cache is unavailable, not assumed a hit as a libaio
+// iocb no marker named is.
+func TestUringWithoutPartNoHit(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 9)
+	first, second := uint64(100<<32|10), uint64(100<<32|11)
+	s.E.HandleUringSubmit(uringSubmit(first, 0xf00, call, 0, 100))
+	o := enginetest.Named(enginetest.Op(first, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 100, 150), "app", "/data/f")
+	o.ReqId = first
+	s.E.HandleOp(o)
+	s.E.HandleUringComplete(uringComplete(first, 0xf00, 1, 4096, 160))
+	s.E.HandleUringSubmit(uringSubmit(second, 0xf08, call, 4096, 170))
+	s.E.HandleUringComplete(uringComplete(second, 0xf08, 0, 4096, 180))
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 2, 2, 0, 0, 90, 190))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	if q := reqs[1]; q.Cache.PagesHit != 0 || q.Cache.PagesRequested != 0 || !contains(q.Unavailable, "cache") || q.Ino != 42 {
+		t.Errorf("request without part %+v", q)
+	}
+}
+
+// An SQPOLL request: the iou-sqp thread (tid 300) submitted and ran it for
+// the ring's owner (thread 101 of process 100, "app"): the request and the
+// process's summary row are the owner's, the thread is the worker. Where
+// the kernel does not say who set the ring up, tid is unavailable, not
+// the worker's.
+func TestUringSQPollOwner(t *testing.T) {
+	for _, owner := range []uint32{101, 0} {
+		s := enginetest.NewStream()
+		id := uint64(300<<32 | 5)
+		sub := uringSubmit(id, 0xf00, 0, 0, 100)
+		sub.SqThread, sub.OwnerTid = 1, owner
+		copy(sub.Comm[:], []int8{'a', 'p', 'p'})
+		s.E.HandleUringSubmit(sub)
+		o := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 100, 150), "iou-sqp-101", "/data/f")
+		o.ReqId, o.Tid, o.F_flags = id, 300, 040000
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(uringComplete(id, 0xf00, 1, 4096, 160))
+		reqs := s.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("owner %d: want 1 request, got %+v", owner, reqs)
+		}
+		q := reqs[0]
+		if q.Tid != owner || q.WorkerTid != 300 || q.Comm != "app" || q.Worker != record.WorkerSQPoll || q.SubmitOpID != 0 ||
+			contains(q.Unavailable, "tid") != (owner == 0) {
+			t.Errorf("owner %d: request %+v", owner, q)
+		}
+		if ps := s.E.Summary().Pids[0]; ps.Comm != "app" {
+			t.Errorf("owner %d: pid row comm %q", owner, ps.Comm)
+		}
+	}
+}
+
+func TestUringReadFixedAndEOF(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 9)
+	for i, res := range []int64{4096, 0} {
+		id := call + 1 + uint64(i)
+		sub := uringSubmit(id, 0xf00+uint64(i), call, int64(i)*1<<20, 100)
+		sub.Opcode = 4 // IORING_OP_READ_FIXED
+		s.E.HandleUringSubmit(sub)
+		o := enginetest.Named(enginetest.Op(id, bpf.IopathOpSysSYS_URING_READ, uint64(i)<<20, 4096, 4096, 100, 150), "app", "/data/f")
+		o.ReqId = id
+		s.E.HandleOp(o)
+		s.E.HandleUringComplete(uringComplete(id, 0xf00+uint64(i), 1, res, 200))
+	}
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 2, 2, 0, 0, 90, 210))
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("want 2 requests, got %+v", reqs)
+	}
+	if c := reqs[0].Cache; reqs[0].Op != "read_fixed" || c.PagesRequested != 1 || c.PagesHit != 1 {
+		t.Errorf("hit request %+v", reqs[0])
+	}
+	if c := reqs[1].Cache; c.PagesRequested != 0 || c.PagesHit != 0 || c.PagesMissed != 0 {
+		t.Errorf("read past EOF: cache %+v", c)
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 2 || tot.ReadRequests != 2 || tot.PagesHit != 1 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}
+
+func TestUnattributedSyscallNamed(t *testing.T) {
+	s := enginetest.NewStream()
+	flags := uint32(bpf.IopathUnattributedCauseCAUSE_SYSCALL)<<uint32(bpf.IopathOwnFlagOWN_CAUSE_SHIFT) | 426<<uint32(bpf.IopathOwnFlagOWN_SYSNR_SHIFT)
+	s.E.HandleIssue(enginetest.Issue(1, 110, enginetest.FlRead, enginetest.Own{Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 100, Flags: flags}))
+	s.E.HandleComplete(enginetest.Done(1, 200, 0))
+	s.E.Flush()
+	if c := s.E.Summary().UnattributedCauses; c["syscall:io_uring_enter"].Bytes != 4096 {
+		t.Errorf("causes %+v", c)
 	}
 }

@@ -1,0 +1,79 @@
+package main
+
+// Privileged: libaio at the workload's deepest queue (issue 13's breaker
+// findings): io_submit calls of 256 iocbs and io_getevents calls of up to
+// 1024 events are reported whole, each request with exactly its bio.
+
+import (
+	"testing"
+
+	"github.com/iopath/iopath/record"
+)
+
+func TestTraceLibaioDeep(t *testing.T) {
+	for _, batch := range []string{"256", "1"} {
+		t.Run("batch"+batch, func(t *testing.T) { libaioDeep(t, batch) })
+	}
+}
+
+func libaioDeep(t *testing.T, batch string) {
+	const n = 8192
+	needRoot(t)
+	flags := []string{"--direct", "--engine", "libaio", "--iodepth", "1024", "--iodepth-batch", batch, "--count", "8192"}
+	args := append([]string{"trace", "--json", "--workload", "rand-read", "--", "--cold", "--size", "64m"}, flags...)
+	_, tr, wrs := runJSON(t, diskDir(t), args...)
+	if why := missingAsyncHooks(tr.summary.Attach, flags); why != "" {
+		t.Skip(why)
+	}
+	if len(wrs) != 1 {
+		t.Fatalf("want 1 workload record, got %d", len(wrs))
+	}
+	wr := wrs[0]
+	got, bad := 0, 0
+	for _, q := range tr.requests {
+		if q.Pid != wr.Pid {
+			continue // other processes do IO on this machine
+		}
+		got++
+		var bytes uint32
+		for _, b := range q.Bios {
+			bytes += b.Bytes
+		}
+		if len(q.Bios) != 1 || bytes != 4096 || q.Result != (record.Result{Bytes: 4096, Known: true}) {
+			if bad++; bad <= 5 {
+				t.Errorf("request %+v", q)
+			}
+		}
+	}
+	tot := pidTotals(t, tr.summary, wr.Pid)
+	if got != n || bad != 0 || tot.Unattributed != 0 || tot.Requests != n {
+		t.Errorf("%d request records for %d reads, %d wrong; pid totals: %d unattributed bios, %d requests", got, n, bad, tot.Unattributed, tot.Requests)
+	}
+	if c := tr.summary.Truncations; c["aio_iocbs"] != 0 || c["aio_events"] != 0 {
+		t.Errorf("truncations %v", c)
+	}
+	if wr.Amplification < 0.99 || wr.Amplification > 1.01 {
+		t.Errorf("amplification %.3f, want 1", wr.Amplification)
+	}
+}
+
+// `trace --workload … --numjobs 2` (processes): the workload record's disk
+// bytes are the job processes' (the parent only waits for them).
+func TestTraceWorkloadJobProcesses(t *testing.T) {
+	needRoot(t)
+	args := []string{"trace", "--json", "--workload", "rand-read", "--", "--cold", "--direct", "--size", "16m", "--count", "500",
+		"--engine", "libaio", "--iodepth", "8", "--numjobs", "2"}
+	_, tr, wrs := runJSON(t, diskDir(t), args...)
+	if len(wrs) != 1 {
+		t.Fatalf("want 1 workload record, got %d", len(wrs))
+	}
+	var jobs uint64
+	for _, p := range tr.summary.Pids {
+		if p.Pid != wrs[0].Pid && p.Requests > 0 {
+			jobs += p.DiskBytesRead
+		}
+	}
+	if wr := wrs[0]; wr.DiskBytesRead < 2*500*4096 || wr.DiskBytesRead != jobs+pidTotals(t, tr.summary, wr.Pid).DiskBytesRead {
+		t.Errorf("workload record: disk_bytes_read %d; the job processes read %d", wr.DiskBytesRead, jobs)
+	}
+}

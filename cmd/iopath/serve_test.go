@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestListenHints: a bad --listen names its cause, and the fix matches it
+// (a bad host is not told to pick a free port).
+func TestListenHints(t *testing.T) {
+	busy, err := listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for addr, want := range map[string]string{
+		"999.1.1.1:80":       "the host is neither an IP address nor a known name",
+		busy.Addr().String(): "the port is in use",
+		"192.0.2.1:9465":     "the host is not an address of this machine",
+		"127.0.0.1:99999":    "port of 0 to 65535",
+	} {
+		ln, err := listen(addr)
+		if err == nil {
+			ln.Close()
+			t.Errorf("--listen %s accepted", addr)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, want) || strings.Count(msg, "\n") > 0 {
+			t.Errorf("--listen %s: %q, want one line with %q", addr, msg, want)
+		}
+	}
+}
