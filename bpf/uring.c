@@ -194,15 +194,25 @@ static __always_inline void uring_begin(struct op *op, struct io_kiocb *req, str
 	uring_name(op, (__u64)req);
 }
 
-/* uring_sq_owner is the thread that set up an SQPOLL ring: sq_data's
- * task_pid (io_sq_offload_create, 5.12+; the iou-sqp-N thread is named
- * after it); 0 where the field does not exist. */
-static __always_inline __u32 uring_sq_owner(struct io_kiocb *req)
+/* uring_sq_owner is the thread that set up an SQPOLL ring, from the
+ * SQPOLL thread's name: io_sq_thread names itself "iou-sqp-<sq_data's
+ * task_pid>" (5.12+) before it resets task_pid to its own pid (for
+ * fdinfo), so the name is where the owner's tid stays; 0 if it is not
+ * that shape. */
+static __always_inline __u32 uring_sq_owner(void)
 {
-	struct io_sq_data *sqd = BPF_CORE_READ(req, ctx, sq_data);
-	if (!sqd || !bpf_core_field_exists(sqd->task_pid))
+	char c[16];
+	__u32 n = 0;
+	if (bpf_get_current_comm(c, sizeof(c)) || c[0] != 'i' || c[1] != 'o' || c[2] != 'u' || c[3] != '-' ||
+	    c[4] != 's' || c[5] != 'q' || c[6] != 'p' || c[7] != '-')
 		return 0;
-	return BPF_CORE_READ(sqd, task_pid);
+#pragma unroll
+	for (int i = 8; i < 16; i++) {
+		if (c[i] < '0' || c[i] > '9')
+			break;
+		n = n * 10 + (c[i] - '0');
+	}
+	return n;
 }
 
 static __always_inline int uring_submitted(struct io_kiocb *req)
@@ -253,7 +263,7 @@ static __always_inline int uring_submitted(struct io_kiocb *req)
 		if (ev->sq_thread) {
 			/* The SQPOLL thread submits for the ring's owner: charge
 			 * the owner's thread and name. */
-			ev->owner_tid = uring_sq_owner(req);
+			ev->owner_tid = uring_sq_owner();
 			BPF_CORE_READ_STR_INTO(&ev->comm, task, group_leader, comm);
 		} else {
 			bpf_get_current_comm(ev->comm, sizeof(ev->comm));
