@@ -29,7 +29,7 @@ func libaioDeep(t *testing.T, batch string) {
 		t.Fatalf("want 1 workload record, got %d", len(wrs))
 	}
 	wr := wrs[0]
-	got, bad := 0, 0
+	got, bad, unknown := 0, 0, 0
 	for _, q := range tr.requests {
 		if q.Pid != wr.Pid {
 			continue // other processes do IO on this machine
@@ -39,22 +39,32 @@ func libaioDeep(t *testing.T, batch string) {
 		for _, b := range q.Bios {
 			bytes += b.Bytes
 		}
-		if len(q.Bios) != 1 || bytes != 4096 || q.Result != (record.Result{Bytes: 4096, Known: true}) {
+		switch {
+		case len(q.Bios) != 1 || bytes != 4096 || (q.Result.Known && q.Result != record.Result{Bytes: 4096, Known: true}):
 			if bad++; bad <= 5 {
 				t.Errorf("request %+v", q)
 			}
+		case !q.Result.Known:
+			unknown++
 		}
 	}
+	// The full build reports up to 4096 iocbs and events per call; the 5.10
+	// compat build (bounded loops, no bpf_loop) 128. What a build cannot
+	// report is counted exactly: an iocb left out is a truncation and its
+	// bio unattributed, an event left out a truncation and that request's
+	// result unavailable (events of iocbs left out are counted too, so a
+	// request without result is one of them, not all).
+	c := tr.summary.Truncations
 	tot := pidTotals(t, tr.summary, wr.Pid)
-	if got != n || bad != 0 || tot.Unattributed != 0 || tot.Requests != n {
-		t.Errorf("%d request records for %d reads, %d wrong; pid totals: %d unattributed bios, %d requests", got, n, bad, tot.Unattributed, tot.Requests)
+	if bad != 0 || uint64(got)+c["aio_iocbs"] != n || tot.Unattributed != c["aio_iocbs"] || tot.Requests != uint64(got) ||
+		uint64(unknown) > c["aio_events"] {
+		t.Errorf("%d request records for %d reads, %d wrong, %d without result; pid totals: %d unattributed bios, %d requests; truncations %v",
+			got, n, bad, unknown, tot.Unattributed, tot.Requests, c)
 	}
-	if c := tr.summary.Truncations; c["aio_iocbs"] != 0 || c["aio_events"] != 0 {
-		t.Errorf("truncations %v", c)
-	}
-	if wr.Amplification < 0.99 || wr.Amplification > 1.01 {
+	if c["aio_iocbs"] == 0 && (wr.Amplification < 0.99 || wr.Amplification > 1.01) {
 		t.Errorf("amplification %.3f, want 1", wr.Amplification)
 	}
+	t.Logf("%d requests, %d without result; truncations %v", got, unknown, c)
 }
 
 // `trace --workload … --numjobs 2` (processes): the workload record's disk
