@@ -258,7 +258,7 @@ func TestTraceWorkloadSignals(t *testing.T) {
 // file open (so past catching its signals) and returns its pid.
 func workloadChild(t *testing.T, pid int, dir string) int {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(readyWait()); ; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no workload child of iopath %d with a file in %s open", pid, dir)
 		}

@@ -440,7 +440,7 @@ func TestTraceSIGINTCleansUp(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(readyWait())
 	for {
 		if _, err := os.Stat(ready); err == nil {
 			break
