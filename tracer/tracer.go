@@ -82,6 +82,8 @@ var (
 	ErrNotRoot  = errors.New("tracing needs root (CAP_BPF and CAP_PERFMON): run iopath with sudo")
 	ErrNoBTF    = errors.New("the kernel exposes no BTF (/sys/kernel/btf/vmlinux missing): iopath needs a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distro kernels since 5.x)")
 	ErrRequired = errors.New("a required hook could not be attached")
+	// ErrUnsupported: what was asked for cannot run on this kernel.
+	ErrUnsupported = errors.New("not supported on this kernel")
 )
 
 // Preflight checks privileges and BTF, the two causes of most failures.
@@ -167,6 +169,12 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
 	t.Compat = compat
+	if (opts.Agg || opts.AggOnly) && len(compat) > 0 {
+		// Measured on Debian 5.10 (2026-12-01): its verifier works ~290 s
+		// under TCG on the compat build's aggregate programs and then
+		// refuses them (over 1M instructions). Say so at once instead.
+		return nil, fmt.Errorf("%w: in-kernel aggregates (top, serve, trace --interval) need the full BPF build, and this kernel only loads the compat one (%s): use iopath trace without --interval", ErrUnsupported, strings.Join(compat, "; "))
+	}
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {

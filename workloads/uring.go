@@ -24,6 +24,9 @@ const (
 const (
 	uringFeatSingleMmap = 1 << 0 // 5.4: SQ and CQ rings share one mapping
 	uringFeatRWCurPos   = 1 << 3 // 5.6, the release that added IORING_OP_READ and IORING_OP_WRITE
+	// 5.11: an SQPOLL ring takes files that were not registered; before it
+	// the SQPOLL thread refuses them (and 5.10's left SQEs unconsumed).
+	uringFeatSQPollNonfixed = 1 << 7
 )
 
 const (
@@ -111,6 +114,10 @@ func newRing(entries, flags uint32) (*ring, error) {
 	if p.features&uringFeatRWCurPos == 0 {
 		r.close()
 		return nil, fmt.Errorf("this kernel's io_uring has no IORING_OP_READ/WRITE (they came with Linux 5.6, together with IORING_FEAT_RW_CUR_POS, which it lacks): use --engine libaio")
+	}
+	if flags&uringSetupSQPoll != 0 && p.features&uringFeatSQPollNonfixed == 0 {
+		r.close()
+		return nil, fmt.Errorf("this kernel's io_uring SQPOLL needs registered files (no IORING_FEAT_SQPOLL_NONFIXED, Linux 5.11): drop --sqpoll")
 	}
 	return r, nil
 }
