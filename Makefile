@@ -81,9 +81,9 @@ unit:
 VMTEST_KERNELS ?= 5.10 6.1 6.12
 VMTEST_JOBS    ?= 2
 VMTEST_PKGS    ?= ./cmd/iopath ./tracer/... ./internal/... ./workloads/...
-VMTEST_FLAGS   ?= -test.timeout=14m
+VMTEST_FLAGS   ?= -test.timeout=19m
 vmtest: build
-	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) -j $(VMTEST_JOBS) --smp 1 --disk-size 1536 -t 900 \
+	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) -j $(VMTEST_JOBS) --smp 1 --disk-size 1536 -t 1200 \
 		$(if $(VMTEST_ALL),-e IOPATH_VM_ALL=1) $(VMTEST_PKGS) -- $(VMTEST_FLAGS)
 
 ## bench: the benchmarks (docs/benchmarks.md).
