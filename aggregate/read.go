@@ -167,3 +167,20 @@ func (r *Reader) InflightBefore(ns uint64) (int, error) {
 	}
 	return n, nil
 }
+
+// Settled reads the aggregates once every request issued before now (ns,
+// CLOCK_MONOTONIC) has completed, waiting at most wait: a cold read returns
+// when its own folio is read, while the rest of its readahead may still be
+// in flight.
+func (r *Reader) Settled(now uint64, wait time.Duration) (*Snapshot, error) {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		n, err := r.InflightBefore(now)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return r.Read()
+}

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/iopath/iopath/internal/runtimetune"
 	"github.com/iopath/iopath/session"
 	"github.com/spf13/cobra"
 )
@@ -45,8 +46,8 @@ func main() {
 	// ignored: an ignored SIGPIPE would be inherited by the traced command,
 	// which must die of it as it would untraced.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	tuneGC()
-	stopProfile := startProfile()
+	runtimetune.GC()
+	stopProfile := runtimetune.StartProfile()
 	err := newRootCmd().Execute()
 	stopProfile()
 	if err == nil {

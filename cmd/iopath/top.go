@@ -227,7 +227,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 			}
 			interval(cur)
 		case e := <-end:
-			cur, rerr := settled(rd)
+			cur, rerr := rd.Settled(tracer.MonotonicNow(), 2*time.Second)
 			if rerr == nil {
 				interval(cur)
 				show("total", total, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
@@ -286,21 +286,4 @@ func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *top
 			p.Quit()
 			<-ran
 		}
-}
-
-// settled reads the aggregates once every request issued before now has
-// completed (at most 2 s): a cold read returns when its own folio is read,
-// while the rest of its readahead may still be in flight.
-func settled(rd *aggregate.Reader) (*aggregate.Snapshot, error) {
-	now := tracer.MonotonicNow()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		n, err := rd.InflightBefore(now)
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return rd.Read()
 }

@@ -1,4 +1,4 @@
-package main
+package runtimetune
 
 import (
 	"fmt"
@@ -6,12 +6,12 @@ import (
 	"runtime/pprof"
 )
 
-// startProfile writes a CPU profile of the whole run to the file named by
+// StartProfile writes a CPU profile of the whole run to the file named by
 // IOPATH_CPUPROFILE (a development aid for the overhead work, docs/benchmarks.md:
 // `go tool pprof iopath FILE`); the returned function ends it. Without the
 // variable it does nothing. Not a flag: users never need it, and a failed
 // profile must not change iopath's behaviour, so errors only go to stderr.
-func startProfile() func() {
+func StartProfile() func() {
 	path := os.Getenv("IOPATH_CPUPROFILE")
 	if path == "" {
 		return func() {}

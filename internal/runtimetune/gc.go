@@ -1,4 +1,7 @@
-package main
+// Package runtimetune holds iopath's Go runtime settings: the GC headroom
+// that keeps the collector off the per-record path, and the development
+// CPU profile (docs/benchmarks.md).
+package runtimetune
 
 import (
 	"os"
@@ -16,10 +19,10 @@ import (
 // larger already, and the peak RSS is what it was.
 const gcHeadroom = 32 << 20
 
-// tuneGC sets GOGC after every collection from the live heap it left, so
+// GC sets GOGC after every collection from the live heap it left, so
 // that the heap may grow by max(gcHeadroom, live heap) before the next one
 // (GOGC 100 to 800). A GOGC set in the environment is left alone.
-func tuneGC() {
+func GC() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
