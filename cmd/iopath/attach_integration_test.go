@@ -20,20 +20,20 @@ import (
 // kprobe candidates; readahead has fexit only.
 var functionHooks = []string{"vfs_read", "vfs_write", "filemap_get_pages", "do_writepages", "balance_dirty_pages"}
 
-func doctorJSON(t *testing.T, args ...string) *doctorReport {
+func doctorJSON(t *testing.T, args ...string) *tracer.DoctorReport {
 	t.Helper()
 	stdout, stderr, code := runIopath(t, os.TempDir(), append([]string{"doctor", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("doctor: exit %d, %s", code, stderr)
 	}
-	var r doctorReport
+	var r tracer.DoctorReport
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("doctor --json: %v\n%s", err, stdout)
 	}
 	return &r
 }
 
-func mechanisms(r *doctorReport) map[string]tracer.Mechanism {
+func mechanisms(r *tracer.DoctorReport) map[string]tracer.Mechanism {
 	m := map[string]tracer.Mechanism{}
 	for _, h := range r.Hooks {
 		m[h.Hook] = h.Mechanism
