@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/aggregate"
@@ -71,7 +68,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	// Listen before loading anything: a bad address or a port in use
 	// leaves nothing behind.
-	ln, err := listen(f.listen)
+	ln, err := metrics.Listen(f.listen)
 	if err != nil {
 		return err
 	}
@@ -121,34 +118,4 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		srv.Close()
 	}
 	return nil
-}
-
-// listen opens addr, or says in one line why not, with the fix that
-// matches the cause: a host that is no address of this machine, a port in
-// use, a privileged port, or a malformed HOST:PORT.
-func listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err == nil {
-		return ln, nil
-	}
-	cause := err
-	if u := errors.Unwrap(err); u != nil {
-		cause = u
-	}
-	hint := "give HOST:PORT, e.g. --listen 127.0.0.1:9465"
-	var dns *net.DNSError
-	var ae *net.AddrError
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		hint = "the port is in use: give a free port, e.g. --listen 127.0.0.1:9466"
-	case errors.Is(err, syscall.EADDRNOTAVAIL):
-		hint = "the host is not an address of this machine: give one of its addresses, or 0.0.0.0 for all"
-	case errors.Is(err, syscall.EACCES):
-		hint = "ports below 1024 need CAP_NET_BIND_SERVICE: give a port of 1024 or more"
-	case errors.As(err, &dns):
-		hint = "the host is neither an IP address nor a known name: give an address of this machine, e.g. --listen 127.0.0.1:9465"
-	case errors.As(err, &ae):
-		hint = "give HOST:PORT with a port of 0 to 65535, e.g. --listen 127.0.0.1:9465"
-	}
-	return nil, fmt.Errorf("--listen %s: %w: %s", addr, cause, hint)
 }

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func TestListenHints(t *testing.T) {
 	// In the VMs (no network configured) binding a documentation address
 	// was accepted: which addresses are this machine's is the host's question.
 	testutil.KernelIndependent(t)
-	busy, err := listen("127.0.0.1:0")
+	busy, err := Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestListenHints(t *testing.T) {
 		"192.0.2.1:9465":     "the host is not an address of this machine",
 		"127.0.0.1:99999":    "port of 0 to 65535",
 	} {
-		ln, err := listen(addr)
+		ln, err := Listen(addr)
 		if err == nil {
 			ln.Close()
 			t.Errorf("--listen %s accepted", addr)
