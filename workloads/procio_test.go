@@ -45,7 +45,7 @@ func TestUringKernelIOThreads(t *testing.T) {
 				t.Errorf("kernel_io %+v from %q, want read_bytes ≥ %d from %s", r.Kernel, r.KernelScope, 100*4096, processIO)
 			}
 			note := strings.Join(r.Notes, "\n")
-			if !strings.Contains(note, c.who) || !strings.Contains(note, "are in it") {
+			if !strings.Contains(note, c.who) || !strings.Contains(note, "are in them") {
 				t.Errorf("notes %q lack %q", note, c.who)
 			}
 		})

@@ -65,11 +65,12 @@ type Report struct {
 
 	// Syscalls are the calls the engine issued, counted by iopath.
 	Syscalls []SyscallCount `json:"syscalls"`
-	// Kernel is the kernel's count for the run's thread, or its process
-	// (KernelScope), to check Syscalls against; nil when the file is missing.
+	// Kernel is the kernel's count for the run: the system-call counters of
+	// the run's thread, to check Syscalls against, and the storage counters
+	// of the file KernelScope names; nil when a file is missing.
 	Kernel *ProcIO `json:"kernel_io,omitempty"`
-	// KernelScope is the file Kernel comes from: /proc/thread-self/io, or
-	// /proc/self/io for io_uring (procIOPath).
+	// KernelScope is the file Kernel's read_bytes and write_bytes come
+	// from: /proc/thread-self/io, or /proc/self/io for io_uring (procIOPath).
 	KernelScope string `json:"kernel_io_scope,omitempty"`
 	// Cache is the file's page-cache residency after --cold dropped it.
 	Cache *Residency `json:"cache_after_cold,omitempty"`
@@ -184,7 +185,7 @@ func kernelIONote(s *Spec) string {
 		who = "the SQPOLL thread (iou-sqp-*) and io-wq worker threads (iou-wrk-*)"
 	}
 	if procIOPath(s) == processIO {
-		return "kernel_io counts the whole process (/proc/self/io): io_uring requests carried out by " + who + " are in it"
+		return "kernel_io's read_bytes and write_bytes count the whole process (/proc/self/io): io_uring requests carried out by " + who + " are in them; its system-call counters are the job's own thread's"
 	}
 	return "kernel_io counts the job's own thread (/proc/thread-self/io): io_uring requests carried out by " + who + " are not in it"
 }

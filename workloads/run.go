@@ -73,7 +73,7 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 	}
 	offs := p.jobOffsets(index)
 	pioPath := procIOPath(&p.Spec)
-	pio, pioErr := openProcIO(pioPath)
+	pio, pioErr := openIOAccounting(&p.Spec)
 	if pio != nil {
 		defer pio.close()
 	}
@@ -90,10 +90,9 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 		runtime.GC() // so the collector has nothing to do during the run
 	}
 	var ru0, ru1 unix.Rusage
-	var io0, io1 ProcIO
-	var self int64
+	var io0, io1 ioSnapshot
 	if pio != nil {
-		io0, self, pioErr = pio.read()
+		io0, pioErr = pio.read()
 	}
 	unix.Getrusage(who, &ru0)
 	var err error
@@ -104,11 +103,11 @@ func (p *Prepared) runJob(ctx context.Context, j *job, index int, gate func()) (
 	}
 	unix.Getrusage(who, &ru1)
 	if pio != nil && pioErr == nil {
-		io1, _, pioErr = pio.read()
+		io1, pioErr = pio.read()
 	}
 	rep := p.report(j, st, &ru0, &ru1)
 	if pioErr == nil {
-		d := io1.delta(io0, self)
+		d := io1.delta(io0)
 		rep.Kernel, rep.KernelScope = &d, pioPath
 	} else {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no kernel IO accounting (%s): %v", pioPath, pioErr))
