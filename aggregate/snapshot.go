@@ -117,7 +117,11 @@ type Device struct {
 	Requests, Bytes, Errors uint64
 	D2CNs, Q2CNs            uint64 // sums
 	Q2CUnknown              uint64 // requests without a start time (queue without io accounting)
-	D2C, Q2C                Hist   // issue→complete, request start→complete
+	// Unseen: requests issued whose completion no BPF program saw (the
+	// kernel issued their address again); counted in Requests and Bytes,
+	// not in D2C/Q2C (docs/kernel-notes.md, "Completions BPF never sees").
+	Unseen   uint64
+	D2C, Q2C Hist // issue→complete, request start→complete
 }
 
 // Global is the run's histograms and loss counters.
@@ -293,6 +297,7 @@ func Delta(prev, cur *Snapshot) *Snapshot {
 			w.D2CNs = sub(v.D2CNs, o.D2CNs)
 			w.Q2CNs = sub(v.Q2CNs, o.Q2CNs)
 			w.Q2CUnknown = sub(v.Q2CUnknown, o.Q2CUnknown)
+			w.Unseen = sub(v.Unseen, o.Unseen)
 			w.D2C = v.D2C.Sub(&o.D2C)
 			w.Q2C = v.Q2C.Sub(&o.Q2C)
 		}
@@ -356,6 +361,7 @@ func (s *Snapshot) Accumulate(d *Snapshot) {
 		w.D2CNs += v.D2CNs
 		w.Q2CNs += v.Q2CNs
 		w.Q2CUnknown += v.Q2CUnknown
+		w.Unseen += v.Unseen
 		w.D2C.Add(&v.D2C)
 		w.Q2C.Add(&v.Q2C)
 	}
