@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer/engine/enginetest"
 )
 
@@ -21,21 +22,9 @@ func TestCompletionNotReceived(t *testing.T) {
 	// No completion of the first request reaches the stream.
 	s.E.HandleIssue(enginetest.Issue(rq, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
 	s.E.HandleComplete(enginetest.Done(rq, 5200, 0))
-	for _, id := range []uint64{a, b} {
-		o := enginetest.Op(id, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 900, 6000)
-		o.BiosQueued = 1
-		s.E.HandleOp(o)
-	}
-	calls := s.Syscalls()
-	if len(calls) != 2 {
-		t.Fatalf("%d calls released, want both at once", len(calls))
-	}
-	for _, c := range calls {
-		if len(c.Bios) != 1 {
-			t.Fatalf("call %x: bios %+v", c.OpID, c.Bios)
-		}
-		bio := c.Bios[0]
-		switch c.OpID {
+	bios := endWrites(t, s, a, b)
+	for id, bio := range bios {
+		switch id {
 		case a:
 			if bio.CompleteNs != 0 || bio.Sector != 8 || bio.Requeues != 0 {
 				t.Errorf("first call's bio %+v: want no completion (its own never came), no requeue", bio)
@@ -54,6 +43,29 @@ func TestCompletionNotReceived(t *testing.T) {
 	if s.E.Counters().Requeues != 0 {
 		t.Errorf("counted as a requeue")
 	}
+}
+
+// endWrites ends the 4 KiB pwrite64 calls ids, one bio queued each, and
+// returns each call's bio; all must be released now.
+func endWrites(t *testing.T, s *enginetest.Stream, ids ...uint64) map[uint64]record.Bio {
+	t.Helper()
+	for _, id := range ids {
+		o := enginetest.Op(id, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 900, 6000)
+		o.BiosQueued = 1
+		s.E.HandleOp(o)
+	}
+	calls := s.Syscalls()
+	if len(calls) != len(ids) {
+		t.Fatalf("%d calls released, want all %d at once", len(calls), len(ids))
+	}
+	bios := map[uint64]record.Bio{}
+	for _, c := range calls {
+		if len(c.Bios) != 1 {
+			t.Fatalf("call %x: bios %+v", c.OpID, c.Bios)
+		}
+		bios[c.OpID] = c.Bios[0]
+	}
+	return bios
 }
 
 func requeue(rq, ts uint64) *bpf.IopathRqDoneEv {
@@ -95,14 +107,7 @@ func TestCompletionLostForeignRequest(t *testing.T) {
 	s.E.HandleIssue(enginetest.Issue(0xa, 1000, enginetest.FlWrite, enginetest.Own{Op: a, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 990}))
 	s.E.HandleIssue(enginetest.Issue(0xa, 9000, enginetest.FlWrite))
 	s.E.HandleComplete(enginetest.Done(0xa, 9400, 0))
-	o := enginetest.Op(a, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 900, 2000)
-	o.BiosQueued = 1
-	s.E.HandleOp(o)
-	calls := s.Syscalls()
-	if len(calls) != 1 || len(calls[0].Bios) != 1 {
-		t.Fatalf("calls %+v", calls)
-	}
-	if b := calls[0].Bios[0]; b.CompleteNs != 0 || b.Requeues != 0 || b.D2CNs != 0 {
+	if b := endWrites(t, s, a)[a]; b.CompleteNs != 0 || b.Requeues != 0 || b.D2CNs != 0 {
 		t.Errorf("bio %+v: want no completion (its own never came), no requeue", b)
 	}
 	sum := s.E.Summary()
@@ -128,20 +133,8 @@ func TestCompletionLostAfterRequeue(t *testing.T) {
 	// No completion of it reaches the stream.
 	s.E.HandleIssue(enginetest.Issue(0xa, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
 	s.E.HandleComplete(enginetest.Done(0xa, 5300, 0))
-	for _, id := range []uint64{a, b} {
-		o := enginetest.Op(id, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 900, 6000)
-		o.BiosQueued = 1
-		s.E.HandleOp(o)
-	}
-	calls := s.Syscalls()
-	if len(calls) != 2 {
-		t.Fatalf("%d calls released, want both", len(calls))
-	}
-	for _, c := range calls {
-		if len(c.Bios) != 1 {
-			t.Fatalf("call %x: bios %+v", c.OpID, c.Bios)
-		}
-		switch bio := c.Bios[0]; c.OpID {
+	for id, bio := range endWrites(t, s, a, b) {
+		switch id {
 		case a:
 			if bio.CompleteNs != 0 || bio.Requeues != 1 {
 				t.Errorf("first call's bio %+v: want its requeue, no completion", bio)
