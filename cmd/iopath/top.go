@@ -1,18 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-	"github.com/iopath/iopath/aggregate"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/topview"
 	"github.com/iopath/iopath/tracer"
@@ -147,16 +142,8 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		return err
 	}
 	defer removeReadyFile(f.readyFile)
-	rd := aggregate.NewReader(s.T.AggMaps())
-	first, err := rd.Read()
-	if err != nil {
-		return err
-	}
 
-	stop := make(chan struct{})
-	var child *session.Child
-	started := make(chan struct{})
-	tr := session.Trace{Pids: f.pids, Duration: f.duration, Stop: stop}
+	tr := session.Trace{Pids: f.pids, Duration: f.duration}
 	if f.comm != "" {
 		tr.Pids = nil
 	}
@@ -167,81 +154,16 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		}
 		if shared != nil {
 			c.Stdout = shared.CommandStdout()
+			tr.Started = func(*session.Child) { shared.Started() }
 		}
 		tr.Command, tr.Pids = c, nil
-		tr.Started = func(ch *session.Child) {
-			child = ch
-			if shared != nil {
-				shared.Started()
-			}
-			close(started)
-		}
-	} else {
-		close(started)
 	}
-	var once sync.Once
-	quit := func() {
-		select {
-		case <-started:
-		default:
-			return // not running yet: Ctrl-C (a signal) still ends it
-		}
-		once.Do(func() {
-			if child != nil {
-				child.Interrupt(syscall.SIGTERM)
-			} else {
-				close(stop)
-			}
-		})
+	res, err := topview.Run(s, tr, topview.Options{Out: out, TTY: tty, Notes: errw, By: by, Sort: k, Rows: f.rows,
+		Interval: f.interval, Title: topTitle(f, args)})
+	if err != nil {
+		return err
 	}
-	title := topTitle(f, args)
-	show, done := topOutput(out, tty, by, k, f, title, quit)
-
-	type ended struct {
-		res session.Result
-		err error
-	}
-	end := make(chan ended, 1)
-	go func() {
-		res, err := s.Trace(tr)
-		end <- ended{res, err}
-	}()
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	prev, total := first, aggregate.NewInterval(first.At)
-	interval := func(cur *aggregate.Snapshot) {
-		d := aggregate.Delta(prev, cur)
-		total.Accumulate(d)
-		show("interval", d, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
-		prev = cur
-	}
-	for {
-		select {
-		case <-tick.C:
-			cur, err := rd.Read()
-			if err != nil {
-				quit()
-				<-end
-				done()
-				return err
-			}
-			interval(cur)
-		case e := <-end:
-			cur, rerr := rd.Settled(tracer.MonotonicNow(), 2*time.Second)
-			if rerr == nil {
-				interval(cur)
-				show("total", total, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
-			}
-			done()
-			if e.err != nil {
-				return e.err
-			}
-			if rerr != nil {
-				return rerr
-			}
-			return exitWith(errw, e.res.Code, e.res.Note())
-		}
-	}
+	return exitWith(errw, res.Code, res.Note())
 }
 
 func topTitle(f *topFlags, args []string) string {
@@ -254,36 +176,4 @@ func topTitle(f *topFlags, args []string) string {
 		return "comm " + f.comm
 	}
 	return "every process"
-}
-
-// topOutput returns how an interval is shown: JSON lines, or the terminal
-// UI (started here); done ends the UI.
-func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *topFlags, title string, quit func()) (
-	show func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64), done func()) {
-	if !tty {
-		enc := json.NewEncoder(out)
-		return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
-			if err := enc.Encode(topview.Build(typ, d, cur, k, f.rows, lost, missed)); err != nil && errors.Is(err, syscall.EPIPE) {
-				quit()
-			}
-		}, func() {}
-	}
-	m := topview.NewModel(by, k, title, f.interval, quit)
-	p := tea.NewProgram(m, tea.WithOutput(out))
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		if _, err := p.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "iopath: terminal UI:", err)
-		}
-		quit()
-	}()
-	return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
-			if typ == "interval" {
-				p.Send(&topview.Sample{D: d, Cur: cur, Lost: lost, Missed: missed})
-			}
-		}, func() {
-			p.Quit()
-			<-ran
-		}
 }
