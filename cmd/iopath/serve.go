@@ -57,7 +57,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	sig := session.Catch()
 	defer sig.Stop()
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return err
 		}
 	}
@@ -97,11 +97,12 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(errw, "iopath: serving metrics on http://%s/metrics\n", ln.Addr())
-	if err := readyFile(f.readyFile); err != nil {
+	removeReady, err := session.ReadyFile(f.readyFile)
+	if err != nil {
 		srv.Close()
 		return err
 	}
-	defer removeReadyFile(f.readyFile)
+	defer removeReady()
 	select {
 	case <-sig.Fired():
 		fmt.Fprintf(errw, "iopath: %s: stopping the server\n", sig.Signal())

@@ -89,7 +89,7 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
 	}
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return "", "", err
 		}
 	}
@@ -114,7 +114,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	}
 	var cmdPath string
 	if len(args) > 0 {
-		if cmdPath, err = lookCommand(args[0]); err != nil {
+		if cmdPath, err = session.LookCommand(args[0]); err != nil {
 			return err
 		}
 	}
@@ -138,10 +138,11 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		return err
 	}
 	defer s.Close()
-	if err := readyFile(f.readyFile); err != nil {
+	removeReady, err := session.ReadyFile(f.readyFile)
+	if err != nil {
 		return err
 	}
-	defer removeReadyFile(f.readyFile)
+	defer removeReady()
 
 	tr := session.Trace{Pids: f.pids, Duration: f.duration}
 	if f.comm != "" {

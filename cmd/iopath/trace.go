@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +25,7 @@ type traceFlags struct {
 	ringbuf       int
 	maxDirty      int
 	force         map[string]string
+	mechanisms    map[string]tracer.Mechanism // --force-mechanism, converted by checkTraceFlags
 	waitWriteback time.Duration
 	duration      time.Duration
 	readyFile     string
@@ -111,14 +111,14 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	var cmdPath string
 	if len(args) > 0 {
-		p, err := lookCommand(args[0])
+		p, err := session.LookCommand(args[0])
 		if err != nil {
 			return err
 		}
 		cmdPath = p
 	}
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return err
 		}
 	}
@@ -139,7 +139,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	defer end()
 	if len(f.pids) > 0 {
-		fmt.Fprintln(errw, pidNote(f.pids)) // -p follows only that process's future children
+		fmt.Fprintln(errw, session.PidNote(f.pids)) // -p follows only that process's future children
 	}
 
 	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
@@ -186,26 +186,11 @@ func exitWith(errw io.Writer, code int, note string) error {
 	return nil
 }
 
-// lookCommand finds the program of `-- CMD`, or says why it cannot run.
-func lookCommand(name string) (string, error) {
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p, nil
-	}
-	if st, serr := os.Stat(name); serr == nil && strings.Contains(name, "/") {
-		if st.IsDir() {
-			return "", fmt.Errorf("command %q is a directory: give the program to run", name)
-		}
-		return "", fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", name)
-	}
-	return "", fmt.Errorf("command %q not found: check the name or give its full path", name)
-}
-
 // openTrace loads the tracer for f (topts: what to trace) with out as its
 // output, says on errw how its hooks attached, and creates --ready-file;
 // end flushes out, removes the ready file and unloads the tracer.
 func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
-	force := forceMechanisms(f.force)
+	force := f.mechanisms
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
 	iv := newIntervals(f.interval, out, f.json) // trace_interval.go
 	topts.Agg = iv != nil
@@ -214,63 +199,14 @@ func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := readyFile(f.readyFile); err != nil {
+	removeReady, err := session.ReadyFile(f.readyFile)
+	if err != nil {
 		s.Close()
 		return nil, nil, err
 	}
 	return s, func() {
 		out.Flush()
-		removeReadyFile(f.readyFile)
+		removeReady()
 		s.Close()
 	}, nil
-}
-
-// forceMechanisms converts --force-mechanism's values (checked by checkForce).
-func forceMechanisms(force map[string]string) map[string]tracer.Mechanism {
-	m := map[string]tracer.Mechanism{}
-	for k, v := range force {
-		m[k] = tracer.Mechanism(v)
-	}
-	return m
-}
-
-// readyFile creates --ready-file (holding iopath's pid) once the hooks are
-// attached.
-func readyFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	rf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
-	}
-	fmt.Fprintln(rf, os.Getpid())
-	return rf.Close()
-}
-
-func removeReadyFile(path string) {
-	if path != "" {
-		os.Remove(path)
-	}
-}
-
-// checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
-func checkForce(force map[string]string) error {
-	hooks := map[string]bool{"*": true}
-	var names []string
-	for _, h := range tracer.Hooks() {
-		hooks[h.Name] = true
-		names = append(names, h.Name)
-	}
-	for k, v := range force {
-		if !hooks[k] {
-			return fmt.Errorf("--force-mechanism: unknown hook %q: use * or one of %s", k, strings.Join(names, ", "))
-		}
-		switch tracer.Mechanism(v) {
-		case tracer.Fentry, tracer.Kprobe, tracer.TPBTF, tracer.Tracepoint:
-		default:
-			return fmt.Errorf("--force-mechanism %s=%s: unknown mechanism: use fentry, kprobe, tp_btf or tracepoint", k, v)
-		}
-	}
-	return nil
 }

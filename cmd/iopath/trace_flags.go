@@ -5,19 +5,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/timeline"
+	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
 
-// checkTraceFlags refuses flag values that would trace nothing or wrongly.
-func checkTraceFlags(f *traceFlags) error {
+// checkTraceFlags refuses flag values that would trace nothing or wrongly,
+// and converts --force-mechanism.
+func checkTraceFlags(f *traceFlags) (err error) {
 	if f.ringbuf < 4096 || f.ringbuf > 1<<30 || f.ringbuf&(f.ringbuf-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two from 4096 to 1073741824 bytes: e.g. --ringbuf-size 8388608 (8 MiB, the default)", f.ringbuf)
 	}
@@ -42,7 +41,8 @@ func checkTraceFlags(f *traceFlags) error {
 			}
 		}
 	}
-	return checkForce(f.force)
+	f.mechanisms, err = tracer.ParseForce(f.force)
+	return err
 }
 
 // samePath says whether a and b name one file: the same cleaned absolute
@@ -56,51 +56,6 @@ func samePath(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-// checkPid refuses a -p that cannot be traced: no such process, a zombie, a
-// kernel thread (it makes no system calls) or iopath itself (whose own IO
-// is never traced).
-func checkPid(pid int) error {
-	if pid <= 0 || pid > 1<<22 || syscall.Kill(pid, 0) == syscall.ESRCH {
-		return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
-	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil // gone meanwhile, or hidden: the tracer says what it can
-	}
-	// pid (comm) state ppid pgrp session tty_nr tpgid flags ...
-	i := strings.LastIndexByte(string(st), ')')
-	fields := strings.Fields(string(st)[i+1:])
-	if len(fields) > 6 && fields[0] == "Z" {
-		return fmt.Errorf("pid %d is a zombie (exited, not yet reaped): it will do no more IO", pid)
-	}
-	const pfKthread = 0x00200000 // include/linux/sched.h
-	if len(fields) > 6 {
-		if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfKthread != 0 {
-			return fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; give the pid of a user process", pid)
-		}
-	}
-	if tgid(pid) == os.Getpid() {
-		return fmt.Errorf("pid %d is iopath itself, whose own IO is never traced: give the pid of another process", pid)
-	}
-	return nil
-}
-
-// tgid maps a thread id to its process id (pid itself if unknown).
-func tgid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return pid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
-	}
-	return pid
 }
 
 // traceOutput returns where iopath's records, stories and summary go: the
