@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracerun"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +35,7 @@ type traceFlags struct {
 	workload      string // trace_workload.go
 	output        string
 	timeline      timelineFlags
-	interval      time.Duration // trace_interval.go
+	interval      time.Duration
 }
 
 func newTraceCmd() *cobra.Command {
@@ -125,54 +125,23 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	errw := cmd.ErrOrStderr()
-	w, shared, closeOut, err := traceOutput(cmd, f.output, len(args) > 0)
+	w, shared, closeOut, err := session.Output(f.output, cmd.OutOrStdout(), len(args) > 0)
 	if err != nil {
 		return err
 	}
 	defer func() { closeOut(err) }()
-	out := render.NewPrinter(w, f.json, f.quiet)
-	setChunk(out, w, shared)
-	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
-	if err != nil {
-		return err
-	}
-	defer end()
-	if len(f.pids) > 0 {
-		fmt.Fprintln(errw, session.PidNote(f.pids)) // -p follows only that process's future children
-	}
-
-	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
+	var c *session.Command
 	if len(args) > 0 {
-		c := &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-			DeathSignal: syscall.SIGTERM}
+		c = &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, DeathSignal: syscall.SIGTERM}
 		if shared != nil {
 			c.Stdout = shared.CommandStdout()
-			tr.Started = func(*session.Child) { shared.Started() }
-		}
-		tr.Command = c
-		tr.Pids = nil
-	} else {
-		// Output closed (`iopath trace -p PID | head`): stop, as a
-		// command whose output is gone would. A traced command keeps
-		// running (traced, records dropped) until it exits.
-		broken := make(chan struct{})
-		out.OnBroken = func(err error) {
-			fmt.Fprintf(errw, "iopath: output closed (%v): stopping\n", err)
-			close(broken)
-		}
-		tr.Stop = broken
-		if f.comm != "" {
-			tr.Pids = nil // --comm: new processes may come; run until stopped
 		}
 	}
-	res, err := s.Trace(tr)
+	res, err := tracerun.Run(sig, runOptions(cmd, f, tracer.Options{Pids: f.pids, Comm: f.comm}, w, shared), c)
 	if err != nil {
 		return err
 	}
-	activeTimeline.Summary(res.Summary)
-	out.Summary(res.Summary)
-	return exitWith(errw, res.Code, res.Note())
+	return exitWith(cmd.ErrOrStderr(), res.Code, res.Note())
 }
 
 // exitWith prints note (if any) on errw and returns the exit status code.
@@ -186,27 +155,9 @@ func exitWith(errw io.Writer, code int, note string) error {
 	return nil
 }
 
-// openTrace loads the tracer for f (topts: what to trace) with out as its
-// output, says on errw how its hooks attached, and creates --ready-file;
-// end flushes out, removes the ready file and unloads the tracer.
-func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
-	force := f.mechanisms
-	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	iv := newIntervals(f.interval, out, f.json) // trace_interval.go
-	topts.Agg = iv != nil
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.Tee(out.Record), Idle: iv.idle(out.Flush), Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force); iv.start(t) }})
-	if err != nil {
-		return nil, nil, err
-	}
-	removeReady, err := session.ReadyFile(f.readyFile)
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	return s, func() {
-		out.Flush()
-		removeReady()
-		s.Close()
-	}, nil
+// runOptions are tracerun's options from f; topts says what to trace.
+func runOptions(cmd *cobra.Command, f *traceFlags, topts tracer.Options, out io.Writer, shared *session.SharedStdout) tracerun.Options {
+	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, f.mechanisms, f.noWriteback
+	return tracerun.Options{Tracer: topts, Out: out, Shared: shared, Notes: cmd.ErrOrStderr(), JSON: f.json, Quiet: f.quiet,
+		Interval: f.interval, Settle: f.settle, ReadyFile: f.readyFile, Timeline: activeTimeline, Duration: f.duration, WaitWriteback: f.waitWriteback}
 }

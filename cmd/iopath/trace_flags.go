@@ -2,16 +2,11 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/iopath/iopath/render"
-	"github.com/iopath/iopath/session"
-	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer"
-	"github.com/spf13/cobra"
 )
 
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
@@ -56,54 +51,4 @@ func samePath(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-// traceOutput returns where iopath's records, stories and summary go: the
-// -o file, stdout shared with the traced command (each record then starts
-// on a new line, see session.SharedStdout), or stdout. done closes it; a
-// file -o created is removed again when the run failed without output.
-func traceOutput(cmd *cobra.Command, path string, withCommand bool) (w io.Writer, shared *session.SharedStdout, done func(failed error), err error) {
-	if path != "" {
-		_, statErr := os.Stat(path)
-		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
-			return nil, nil, nil, err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)
-		}
-		return f, nil, func(failed error) {
-			fi, _ := f.Stat()
-			f.Close()
-			if failed != nil && os.IsNotExist(statErr) && fi != nil && fi.Size() == 0 {
-				os.Remove(path)
-			}
-		}, nil
-	}
-	out := cmd.OutOrStdout()
-	if f, ok := out.(*os.File); ok && withCommand && f == os.Stdout {
-		sh, err := session.ShareStdout(f)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return sh, sh, func(error) { sh.Close() }, nil
-	}
-	return out, nil, func(error) {}, nil
-}
-
-// regularFileChunk is the largest write of several records to a regular
-// file of iopath's own (render.Printer.SetChunk): the kernel keeps any
-// write to a file in one piece, so only pipes need PIPE_BUF-sized writes.
-const regularFileChunk = 64 << 10
-
-// setChunk lets out write larger batches when w (not shared with a traced
-// command) is a regular file.
-func setChunk(out *render.Printer, w io.Writer, shared *session.SharedStdout) {
-	f, ok := w.(*os.File)
-	if !ok || shared != nil {
-		return
-	}
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		out.SetChunk(regularFileChunk)
-	}
 }
