@@ -68,7 +68,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer ln.Close()
 	errw := cmd.ErrOrStderr()
-	s, err := aggSession(sig, errw, f.pids, f.comm, false)
+	s, err := session.OpenAggregates(sig, errw, f.pids, f.comm, false)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/topview"
-	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -96,15 +94,6 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 	return by, k, nil
 }
 
-// aggSession opens a tracer that only keeps the aggregates (top, serve):
-// of pids, comm, the command's process, or, with none, every process.
-func aggSession(sig *session.Signals, errw io.Writer, pids []int, comm string, withCommand bool) (*session.Session, error) {
-	return session.Open(sig, session.Options{
-		Tracer: tracer.Options{Pids: pids, Comm: comm, AggOnly: true, AllProcesses: len(pids) == 0 && comm == "" && !withCommand},
-		Notes:  errw, Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, nil) },
-	})
-}
-
 func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	sig := session.Catch()
 	defer sig.Stop()
@@ -133,7 +122,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		}
 		defer func() { closeOut(err) }()
 	}
-	s, err := aggSession(sig, errw, f.pids, f.comm, len(args) > 0)
+	s, err := session.OpenAggregates(sig, errw, f.pids, f.comm, len(args) > 0)
 	if err != nil {
 		return err
 	}

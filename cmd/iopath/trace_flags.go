@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer"
 )
 
@@ -27,28 +26,9 @@ func checkTraceFlags(f *traceFlags) (err error) {
 			return fmt.Errorf("%s %s is negative: give a duration of 0 or more, e.g. %s %s", d.flag, d.v, d.flag, d.example)
 		}
 	}
-	if f.output != "" {
-		// -o and --timeline/--report naming one file would leave only the
-		// last writer's output in it.
-		for _, x := range []struct{ flag, path string }{{"--timeline", f.timeline.trace}, {"--report", f.timeline.report}} {
-			if x.path != "" && samePath(f.output, x.path) {
-				return fmt.Errorf("-o and %s both name %s: give them different files", x.flag, f.output)
-			}
-		}
+	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
+		return err
 	}
 	f.mechanisms, err = tracer.ParseForce(f.force)
 	return err
-}
-
-// samePath says whether a and b name one file: the same cleaned absolute
-// path, or the same existing inode.
-func samePath(a, b string) bool {
-	aa, errA := filepath.Abs(a)
-	bb, errB := filepath.Abs(b)
-	if errA == nil && errB == nil && aa == bb {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

@@ -67,7 +67,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("reading the workload flags: %w", err) // a flag changed type in workload.go
 	}
-	if err := wf.parseSizes(); err != nil {
+	if err := s.SetSizes(wf.bs, wf.size); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
