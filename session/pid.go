@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/iopath/iopath/tracer"
 )
 
 // CheckPid refuses a -p that cannot be traced: no such process, a zombie, a
@@ -31,26 +33,10 @@ func CheckPid(pid int) error {
 			return fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; give the pid of a user process", pid)
 		}
 	}
-	if tgid(pid) == os.Getpid() {
+	if tracer.Tgid(pid) == os.Getpid() {
 		return fmt.Errorf("pid %d is iopath itself, whose own IO is never traced: give the pid of another process", pid)
 	}
 	return nil
-}
-
-// tgid maps a thread id to its process id (pid itself if unknown).
-func tgid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return pid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-				return n
-			}
-		}
-	}
-	return pid
 }
 
 // PidNote says on stderr what -p follows: the process, its threads and
