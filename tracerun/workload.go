@@ -1,7 +1,6 @@
 package tracerun
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/iopath/iopath/render"
@@ -42,9 +41,7 @@ func RunWorkload(sig *session.Signals, o Options, w Workload) (session.Result, e
 	t.out.Flush() // the records before the report
 	if res.Report != nil && !o.JSON {
 		if w.ReportJSON {
-			e := json.NewEncoder(o.Out)
-			e.SetIndent("", "  ")
-			e.Encode(res.Report)
+			res.Report.WriteJSON(o.Out)
 		} else {
 			res.Report.WriteText(o.Out)
 		}
