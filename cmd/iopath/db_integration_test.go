@@ -232,6 +232,10 @@ func TestTracePgbench(t *testing.T) {
 		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off", sock), "start"))
 	t.Cleanup(func() { asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").Run() })
 	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-i", "-s", "10", "-q", "postgres"))
+	// Finish the spread checkpoint pgbench -i's WAL started: its paced
+	// writes (read-before-write once the caches are dropped) would read
+	// between the trace's start and the kernel's first read_bytes snapshot.
+	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
 
 	// Trace while pgbench runs, then a checkpoint (its directory fsyncs).
 	ready := filepath.Join(dir, "ready")
