@@ -400,7 +400,7 @@ type IopathOp struct {
 	AroundPages       uint32
 	FaultFlags        uint32
 	Advice            uint32
-	FaultPad          uint32
+	MapPending        uint32
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
@@ -757,6 +757,8 @@ const (
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathProgFexitFilemapFault           = "fexit_filemap_fault"
+	IopathProgFexitFindVma                = "fexit_find_vma"
+	IopathProgFexitFindVmaPrev            = "fexit_find_vma_prev"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -844,6 +846,7 @@ const (
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathVarFilterComm                   = "filter_comm"
+	IopathVarMapCallHooked                = "map_call_hooked"
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
@@ -927,6 +930,8 @@ type IopathProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.ProgramSpec `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.ProgramSpec `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -1051,6 +1056,7 @@ type IopathVariableSpecs struct {
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
@@ -1160,6 +1166,7 @@ type IopathVariables struct {
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
@@ -1205,6 +1212,8 @@ type IopathPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.Program `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.Program `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -1309,6 +1318,8 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitFilemapFault,
+		p.FexitFindVma,
+		p.FexitFindVmaPrev,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,

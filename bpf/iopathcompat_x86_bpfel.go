@@ -210,7 +210,7 @@ type IopathCompatOp struct {
 	AroundPages       uint32
 	FaultFlags        uint32
 	Advice            uint32
-	FaultPad          uint32
+	MapPending        uint32
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
@@ -388,6 +388,8 @@ const (
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathCompatProgFexitFilemapFault           = "fexit_filemap_fault"
+	IopathCompatProgFexitFindVma                = "fexit_find_vma"
+	IopathCompatProgFexitFindVmaPrev            = "fexit_find_vma_prev"
 	IopathCompatProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathCompatProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathCompatProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -475,6 +477,7 @@ const (
 	IopathCompatVarEmitAll                      = "emit_all"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathCompatVarFilterComm                   = "filter_comm"
+	IopathCompatVarMapCallHooked                = "map_call_hooked"
 	IopathCompatVarNextSlot                     = "next_slot"
 	IopathCompatVarNrCpus                       = "nr_cpus"
 	IopathCompatVarPathSerial                   = "path_serial"
@@ -559,6 +562,8 @@ type IopathCompatProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.ProgramSpec `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.ProgramSpec `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -684,6 +689,7 @@ type IopathCompatVariableSpecs struct {
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
 	NrCpus             *ebpf.VariableSpec `ebpf:"nr_cpus"`
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
@@ -796,6 +802,7 @@ type IopathCompatVariables struct {
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
 	NrCpus             *ebpf.Variable `ebpf:"nr_cpus"`
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
@@ -842,6 +849,8 @@ type IopathCompatPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.Program `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.Program `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -946,6 +955,8 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitFilemapFault,
+		p.FexitFindVma,
+		p.FexitFindVmaPrev,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,

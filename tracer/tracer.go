@@ -205,6 +205,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
 		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
 	}
+	if err := spec.Variables["map_call_hooked"].Set(mapCallHooked(chosen)); err != nil {
+		return nil, fmt.Errorf("setting map_call_hooked: %w", err)
+	}
 	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
 	if err != nil {
 		var ve *ebpf.VerifierError

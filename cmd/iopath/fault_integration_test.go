@@ -456,8 +456,8 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 // every VM kernel (5.10 too: the VMA is an argument, no bpf_find_vma
 // needed), by page_fault_user's tp_btf here (no kprobes, fentry refused);
 // the perf page-fault events everywhere (x86); filemap_fault by fexit on
-// the VM kernels, by its tracepoint here. msync and madvise records need
-// bpf_find_vma (5.17+).
+// the VM kernels, by its tracepoint here. msync and madvise find their
+// file with bpf_find_vma (5.17+) or by fexit on find_vma (5.10).
 func TestFaultHooksPerKernel(t *testing.T) {
 	needRoot(t)
 	m := mechanisms(doctorJSON(t))
@@ -473,10 +473,16 @@ func TestFaultHooksPerKernel(t *testing.T) {
 	if m["filemap_fault"] != wantFilemap {
 		t.Errorf("filemap_fault uses %s, want %s", m["filemap_fault"], wantFilemap)
 	}
+	// msync/madvise find their file with bpf_find_vma (raw_syscalls'
+	// tp_btf), else at find_vma's return by fexit (5.10).
 	findVma := features.HaveProgramHelper(ebpf.Kprobe, asm.FnFindVma) == nil
+	wantCalls := tracer.TPBTF
+	if !findVma {
+		wantCalls = tracer.Fentry
+	}
 	for _, h := range []string{"msync", "advice"} {
-		if (m[h] != tracer.None) != findVma {
-			t.Errorf("%s uses %s with bpf_find_vma %v", h, m[h], findVma)
+		if m[h] != wantCalls {
+			t.Errorf("%s uses %s with bpf_find_vma %v, want %s", h, m[h], findVma, wantCalls)
 		}
 	}
 	t.Logf("fault hooks: entry %s, end %s, filemap_fault %s, fault_around %s, msync %s", m["fault_entry"], m["fault_end"], m["filemap_fault"], m["fault_around"], m["msync"])
