@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -221,6 +223,53 @@ func TestRingWriteAndError(t *testing.T) {
 			if m, err := bad.wait(1, out[:1]); m != 1 || err != nil || out[0].res != -int64(unix.EBADF) {
 				t.Errorf("completion %+v (%d, %v), want result -EBADF", out[0], m, err)
 			}
+		})
+	}
+}
+
+// A full SQ ring (its entries queued, none consumed): with SQPOLL, next
+// publishes them and waits until the kernel's thread took some (on
+// Debian 5.10 the thread moved the head only after the batch's completions
+// were reaped, and a nil SQE was a panic); without SQPOLL the caller queued
+// more than the ring holds, an error. The SQEs are zeroed: IORING_OP_NOP.
+func TestRingFullSQ(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		sqpoll, noWait bool // noWait: as before 5.11, no IORING_ENTER_SQ_WAIT (wake and read the head)
+	}{{"plain", false, false}, {"sqpoll", true, false}, {"sqpoll-wakeup", true, true}} {
+		sqpoll := c.sqpoll
+		var flags uint32
+		if sqpoll {
+			flags = uringSetupSQPoll
+		}
+		t.Run(c.name, func(t *testing.T) {
+			r, err := newRing(4, flags)
+			if err != nil {
+				t.Skipf("io_uring refused here: %v", err)
+			}
+			defer r.close()
+			if c.noWait {
+				r.features &^= uringFeatSQPollNonfixed
+			}
+			for i := range r.entries {
+				if _, err := r.next(); err != nil {
+					t.Fatalf("SQE %d of an empty ring of %d: %v", i, r.entries, err)
+				}
+			}
+			q, err := r.next()
+			if !sqpoll {
+				if q != nil || err == nil || !strings.Contains(err.Error(), "SQ ring full") {
+					t.Errorf("next on a full ring: %v, %v", q, err)
+				}
+				return
+			}
+			if q == nil || err != nil {
+				t.Fatalf("next on a full SQPOLL ring: %v, %v", q, err)
+			}
+			if h := atomic.LoadUint32(r.sqHead); h == 0 {
+				t.Errorf("SQ head %d after the wait", h)
+			}
+			t.Logf("waited with %d io_uring_enter calls (features %#x)", r.sqWaits, r.features)
 		})
 	}
 }
