@@ -247,11 +247,13 @@ static __always_inline bool agg_block_backed(struct op *op)
 /* agg_call folds the current thread's finished call into its process, its
  * file and the run's latency histogram. Counters of an untouched call are
  * stale (op_touch): such a call saw no page-cache insert, bio, sleep or
- * dirtying. A subprogram (verified apart from the many paths of the
- * syscall exit, which inlined hit the verifier's 1M-instruction limit)
- * without pointer arguments: 5.10's verifier takes none but the context
- * in a subprogram call, so it finds the thread's op itself. */
-static __noinline int agg_call(void)
+ * dirtying. A global function: the verifier checks it once, apart from
+ * the many paths of the syscall exit (inlined, they hit the verifier's
+ * 1M-instruction limit; as a static subprogram 5.10's verifier walked it
+ * again for every state reaching the call, past the limit after ~290 s
+ * under TCG). Without pointer arguments: 5.10's verifier takes none but
+ * the context in a global function, so it finds the thread's op itself. */
+__noinline int agg_call(void)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (!op)

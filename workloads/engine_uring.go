@@ -31,6 +31,9 @@ type uringEngine struct {
 type uringOpts struct {
 	async  bool // IOSQE_ASYNC on every SQE
 	sqpoll bool // IORING_SETUP_SQPOLL
+	// fixedFile registers the file even where SQPOLL takes unregistered
+	// ones (tests: the path of kernels before 5.11, IOSQE_FIXED_FILE).
+	fixedFile bool
 }
 
 func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
@@ -43,7 +46,7 @@ func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opt
 		return nil, err
 	}
 	e := &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}
-	if opts.sqpoll && r.features&uringFeatSQPollNonfixed == 0 {
+	if opts.sqpoll && (opts.fixedFile || r.features&uringFeatSQPollNonfixed == 0) {
 		// Before 5.11 the SQPOLL thread takes registered files only.
 		if err := r.registerFile(fd); err != nil {
 			r.close()

@@ -27,10 +27,10 @@ const (
 	uringFeatSingleMmap = 1 << 0 // 5.4: SQ and CQ rings share one mapping
 	uringFeatRWCurPos   = 1 << 3 // 5.6, the release that added IORING_OP_READ and IORING_OP_WRITE
 	// 5.11: an SQPOLL ring takes files that were not registered; before it
-	// the SQPOLL thread refuses them (and 5.10's left SQEs unconsumed), so
-	// the engine registers its file there (IOSQE_FIXED_FILE). Also where
-	// IORING_ENTER_SQ_WAIT is known to exist (it came in 5.10, with no
-	// feature bit of its own).
+	// the SQPOLL thread refuses them, so the engine registers its file there
+	// (IOSQE_FIXED_FILE). Also where IORING_ENTER_SQ_WAIT is known to exist
+	// (it came in 5.10, with no feature bit of its own). Debian's 5.10.223
+	// has it (features 0x7ff: io_uring backported to the stable series).
 	uringFeatSQPollNonfixed = 1 << 7
 )
 

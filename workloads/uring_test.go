@@ -67,6 +67,8 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 const (
 	uringAsync  = "io_uring-async"
 	uringSQPoll = "io_uring-sqpoll"
+	// SQPOLL on a registered file, as before 5.11 (IOSQE_FIXED_FILE).
+	uringSQPollFixed = "io_uring-sqpoll-fixed"
 )
 
 // newTestEngine builds the named async engine over f with depth slots of
@@ -79,9 +81,10 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring, uringAsync, uringSQPoll:
+	case EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll})
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync,
+			sqpoll: name == uringSQPoll || name == uringSQPollFixed, fixedFile: name == uringSQPollFixed})
 		if err == nil {
 			eng = e
 		}
@@ -113,7 +116,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)

@@ -416,7 +416,8 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 		}
 	}
 	if wf == nil {
-		t.Fatalf("no write fault dirtied a page: %+v", tr.faultsOn(ino))
+		t.Fatalf("no write fault dirtied a page: faults %+v; calls on the file %+v; pids %+v, files %+v; diagnostics %v, truncations %v, evictions %v",
+			tr.faultsOn(ino), tr.forIno(ino), tr.summary.Pids, tr.summary.Files, tr.summary.Diagnostics, tr.summary.Truncations, tr.summary.MapEvictions)
 	}
 	if wf.Index != 2 || wf.Major || len(wf.Bios) != 0 {
 		t.Errorf("write fault %+v", *wf)
