@@ -154,17 +154,34 @@ struct {
 static const struct agg_io agg_io_zero = {};
 static const struct agg_dev agg_dev_zero = {};
 
-/* agg_bucket returns floor(log2(ns)) capped at AGG_BUCKETS - 1 (0 for 0). */
+/* agg_bucket returns floor(log2(ns)) capped at AGG_BUCKETS - 1 (0 for 0),
+ * without a branch: each step's shift is 0 or its width, taken from the
+ * sign bit of a subtraction (ns < 2^63: durations and delays). With a
+ * branch per step, 5.10's verifier walked the rest of agg_call once per
+ * bucket value (the bucket indexes a histogram, so it stays precise and
+ * no two paths merge): past its 1M-instruction limit (measured, 5.10.223). */
 static __always_inline __u32 agg_bucket(__u64 ns)
 {
-	__u32 b = 0;
-	if (ns >> 32) { ns >>= 32; b += 32; }
-	if (ns >> 16) { ns >>= 16; b += 16; }
-	if (ns >> 8) { ns >>= 8; b += 8; }
-	if (ns >> 4) { ns >>= 4; b += 4; }
-	if (ns >> 2) { ns >>= 2; b += 2; }
-	if (ns >> 1) { b += 1; }
-	return b < AGG_BUCKETS ? b : AGG_BUCKETS - 1;
+	__u64 b = 0, s;
+	s = ((0xffffffffULL - ns) >> 63) << 5;
+	ns >>= s;
+	b += s;
+	s = ((0xffffULL - ns) >> 63) << 4;
+	ns >>= s;
+	b += s;
+	s = ((0xffULL - ns) >> 63) << 3;
+	ns >>= s;
+	b += s;
+	s = ((0xfULL - ns) >> 63) << 2;
+	ns >>= s;
+	b += s;
+	s = ((0x3ULL - ns) >> 63) << 1;
+	ns >>= s;
+	b += s;
+	b += (0x1ULL - ns) >> 63;
+	/* b ≤ 63: cap at AGG_BUCKETS - 1 the same way */
+	__u64 over = ((__u64)(AGG_BUCKETS - 1) - b) >> 63;
+	return b ^ ((b ^ (AGG_BUCKETS - 1)) & -over);
 }
 
 static __always_inline void agg_overflow(__u32 which)
