@@ -719,6 +719,7 @@ const (
 	IopathMapAggOther                     = "agg_other"
 	IopathMapAggProcs                     = "agg_procs"
 	IopathMapAggRqs                       = "agg_rqs"
+	IopathMapAggSink                      = "agg_sink"
 	IopathMapBioOwners                    = "bio_owners"
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
@@ -1025,6 +1026,7 @@ type IopathMapSpecs struct {
 	AggOther    *ebpf.MapSpec `ebpf:"agg_other"`
 	AggProcs    *ebpf.MapSpec `ebpf:"agg_procs"`
 	AggRqs      *ebpf.MapSpec `ebpf:"agg_rqs"`
+	AggSink     *ebpf.MapSpec `ebpf:"agg_sink"`
 	BioOwners   *ebpf.MapSpec `ebpf:"bio_owners"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
@@ -1105,6 +1107,7 @@ type IopathMaps struct {
 	AggOther    *ebpf.Map `ebpf:"agg_other"`
 	AggProcs    *ebpf.Map `ebpf:"agg_procs"`
 	AggRqs      *ebpf.Map `ebpf:"agg_rqs"`
+	AggSink     *ebpf.Map `ebpf:"agg_sink"`
 	BioOwners   *ebpf.Map `ebpf:"bio_owners"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
@@ -1134,6 +1137,7 @@ func (m *IopathMaps) Close() error {
 		m.AggOther,
 		m.AggProcs,
 		m.AggRqs,
+		m.AggSink,
 		m.BioOwners,
 		m.Counters,
 		m.DirtyPages,

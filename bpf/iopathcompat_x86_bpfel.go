@@ -349,6 +349,7 @@ const (
 	IopathCompatMapAggOther                     = "agg_other"
 	IopathCompatMapAggProcs                     = "agg_procs"
 	IopathCompatMapAggRqs                       = "agg_rqs"
+	IopathCompatMapAggSink                      = "agg_sink"
 	IopathCompatMapBioOwners                    = "bio_owners"
 	IopathCompatMapCompatSerials                = "compat_serials"
 	IopathCompatMapCounters                     = "counters"
@@ -657,6 +658,7 @@ type IopathCompatMapSpecs struct {
 	AggOther      *ebpf.MapSpec `ebpf:"agg_other"`
 	AggProcs      *ebpf.MapSpec `ebpf:"agg_procs"`
 	AggRqs        *ebpf.MapSpec `ebpf:"agg_rqs"`
+	AggSink       *ebpf.MapSpec `ebpf:"agg_sink"`
 	BioOwners     *ebpf.MapSpec `ebpf:"bio_owners"`
 	CompatSerials *ebpf.MapSpec `ebpf:"compat_serials"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
@@ -739,6 +741,7 @@ type IopathCompatMaps struct {
 	AggOther      *ebpf.Map `ebpf:"agg_other"`
 	AggProcs      *ebpf.Map `ebpf:"agg_procs"`
 	AggRqs        *ebpf.Map `ebpf:"agg_rqs"`
+	AggSink       *ebpf.Map `ebpf:"agg_sink"`
 	BioOwners     *ebpf.Map `ebpf:"bio_owners"`
 	CompatSerials *ebpf.Map `ebpf:"compat_serials"`
 	Counters      *ebpf.Map `ebpf:"counters"`
@@ -769,6 +772,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.AggOther,
 		m.AggProcs,
 		m.AggRqs,
+		m.AggSink,
 		m.BioOwners,
 		m.CompatSerials,
 		m.Counters,
