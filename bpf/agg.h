@@ -160,25 +160,23 @@ static const struct agg_dev agg_dev_zero = {};
  * branch per step, 5.10's verifier walked the rest of agg_call once per
  * bucket value (the bucket indexes a histogram, so it stays precise and
  * no two paths merge): past its 1M-instruction limit (measured, 5.10.223). */
+/* One step: w (its width in bits) if ns has a bit at w or above, else 0. */
+#define AGG_LOG2_STEP(w)                                                                           \
+	do {                                                                                       \
+		__u64 _s = ((((1ULL << (w)) - 1) - ns) >> 63) * (w);                              \
+		ns >>= _s;                                                                         \
+		b += _s;                                                                           \
+	} while (0)
+
 static __always_inline __u32 agg_bucket(__u64 ns)
 {
-	__u64 b = 0, s;
-	s = ((0xffffffffULL - ns) >> 63) << 5;
-	ns >>= s;
-	b += s;
-	s = ((0xffffULL - ns) >> 63) << 4;
-	ns >>= s;
-	b += s;
-	s = ((0xffULL - ns) >> 63) << 3;
-	ns >>= s;
-	b += s;
-	s = ((0xfULL - ns) >> 63) << 2;
-	ns >>= s;
-	b += s;
-	s = ((0x3ULL - ns) >> 63) << 1;
-	ns >>= s;
-	b += s;
-	b += (0x1ULL - ns) >> 63;
+	__u64 b = 0;
+	AGG_LOG2_STEP(32);
+	AGG_LOG2_STEP(16);
+	AGG_LOG2_STEP(8);
+	AGG_LOG2_STEP(4);
+	AGG_LOG2_STEP(2);
+	AGG_LOG2_STEP(1);
 	/* b ≤ 63: cap at AGG_BUCKETS - 1 the same way */
 	__u64 over = ((__u64)(AGG_BUCKETS - 1) - b) >> 63;
 	return b ^ ((b ^ (AGG_BUCKETS - 1)) & -over);
