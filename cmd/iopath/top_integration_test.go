@@ -53,16 +53,6 @@ func parseTop(t *testing.T, out string) *topRun {
 	return r
 }
 
-// skipWithoutAggregates skips a top test where iopath said at once that
-// this kernel cannot load the in-kernel aggregates (the compat build:
-// Debian 5.10; an open item of issue 16, in README's kernel table).
-func skipWithoutAggregates(t *testing.T, code int, stderr string) {
-	t.Helper()
-	if code != 0 && strings.Contains(stderr, "in-kernel aggregates (top, serve, trace --interval) need the full BPF build") {
-		t.Skipf("not on this kernel: %s", strings.TrimSpace(stderr))
-	}
-}
-
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
 
 // TestTopWorkloadRandReadCold: `iopath top --json -- iopath workload
@@ -78,7 +68,6 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--interval", "200ms", "--rows", "0", "--",
 		self, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--size", "32m",
 		"--count", "3000", "--dir", tmp, "--json")
-	skipWithoutAggregates(t, code, stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -242,7 +231,6 @@ func TestTopExec(t *testing.T) {
 	}
 	// dash's read builtin reads its input with read(2), a byte at a time.
 	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--rows", "0", "--", "sh", "-c", `read x < "$0"; exec cat "$0" >/dev/null`, f)
-	skipWithoutAggregates(t, code, stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -287,7 +275,6 @@ func TestTopDirectOutput(t *testing.T) {
 	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "-o", out, "--interval", "200ms", "--rows", "0", "--",
 		self, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--direct", "--size", "16m",
 		"--count", "500", "--dir", tmp, "--json")
-	skipWithoutAggregates(t, code, stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
