@@ -29,6 +29,7 @@ type uringEngine struct {
 type uringOpts struct {
 	async  bool // IOSQE_ASYNC on every SQE
 	sqpoll bool // IORING_SETUP_SQPOLL
+	fixed  bool // the file registered (IORING_REGISTER_FILES), SQEs name index 0 (IOSQE_FIXED_FILE)
 }
 
 func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
@@ -40,6 +41,12 @@ func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opt
 	if err != nil {
 		return nil, err
 	}
+	if opts.fixed {
+		if err := r.registerFiles([]int32{int32(fd)}); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
 	return &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}, nil
 }
 
@@ -50,12 +57,15 @@ func (e *uringEngine) prep(slot int, off int64) {
 		q.opcode = uringOpWrite
 	}
 	q.fd = int32(e.fd)
+	if e.opts.fixed {
+		q.fd, q.flags = 0, uringSQEFixedFile // index 0 of the registered files
+	}
 	q.off = uint64(off)
 	q.addr = uint64(uintptr(unsafe.Pointer(&e.buf[int64(slot)*e.stride])))
 	q.len = uint32(e.bs)
 	q.userData = uint64(slot)
 	if e.opts.async {
-		q.flags = uringSQEAsync
+		q.flags |= uringSQEAsync
 	}
 }
 

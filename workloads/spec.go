@@ -156,6 +156,10 @@ type Spec struct {
 	// the submission queue (fio's sqthread_poll).
 	UringAsync bool
 	SQPoll     bool
+	// UringFixed registers the job's file with its ring
+	// (IORING_REGISTER_FILES, 5.1+) and every SQE names it by its index 0
+	// with IOSQE_FIXED_FILE (fio's registerfiles): no fd lookup per request.
+	UringFixed bool
 
 	job jobRole // set in a job process started by Run (the hidden --job flag)
 }

@@ -31,7 +31,9 @@ const (
 
 const (
 	uringSetupSQPoll    = 1 << 1 // IORING_SETUP_SQPOLL: a kernel thread polls the SQ
+	uringSQEFixedFile   = 1 << 0 // IOSQE_FIXED_FILE: sqe->fd is an index into the registered files
 	uringSQEAsync       = 1 << 4 // IOSQE_ASYNC: punt the request to io-wq
+	uringRegisterFiles  = 2      // io_uring_register opcode IORING_REGISTER_FILES
 	uringEnterSQWakeup  = 1 << 1 // io_uring_enter: wake the SQPOLL thread
 	uringEnterGetEvents = 1 << 0 // io_uring_enter: wait for min_complete completions
 	uringOpRead         = 22     // IORING_OP_READ: like pread(2)
@@ -212,6 +214,16 @@ func (r *ring) reap(out []completion) int {
 	}
 	atomic.StoreUint32(r.cqHead, head)
 	return n
+}
+
+// registerFiles registers fds with the ring (IORING_REGISTER_FILES): SQEs
+// with IOSQE_FIXED_FILE then name them by their index in fds.
+func (r *ring) registerFiles(fds []int32) error {
+	_, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringRegisterFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0, 0)
+	if e != 0 {
+		return fmt.Errorf("registering the file with the io_uring (IORING_REGISTER_FILES): %w; drop --fixed-files", e)
+	}
+	return nil
 }
 
 // close unmaps the queues and closes the ring; the kernel cancels or waits

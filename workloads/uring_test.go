@@ -65,6 +65,7 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 const (
 	uringAsync  = "io_uring-async"
 	uringSQPoll = "io_uring-sqpoll"
+	uringFixed  = "io_uring-fixed" // --fixed-files
 )
 
 // newTestEngine builds the named async engine over f with depth slots of
@@ -77,9 +78,9 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring, uringAsync, uringSQPoll:
+	case EngineIOUring, uringAsync, uringSQPoll, uringFixed:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll})
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll, fixed: name == uringFixed})
 		if err == nil {
 			eng = e
 		}
@@ -111,7 +112,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringFixed, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)
