@@ -63,6 +63,7 @@ func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Re
 		}
 	}
 	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"))
+	logLosses(t, tr.summary)
 	return reqs, pidTotals(t, tr.summary, wr.Pid), wr, calls
 }
 
