@@ -399,6 +399,27 @@ int BPF_PROG(uring_file_get, struct io_kiocb *req, int fd)
  * leave uring_reqs, before the worker's segment closes (then uring_file
  * finds nothing, and a segment without its file's O_DIRECT looks
  * buffered). */
+/* uring_issued_inline starts req's inline segment where its direct IO
+ * begins in a thread that is not an io thread, if that thread's running
+ * segment is another's: a request issued after its submission there, not
+ * right at it. IOSQE_IO_LINK: a chain's head is issued after its last
+ * member's submission (io_submit_sqe queues the head then), and each
+ * member from task work once the one before it completed. Only when no
+ * call other than a segment is running: a segment's op_id is fresh, its
+ * req_id the request's. */
+static __always_inline void uring_issued_inline(struct op *op, struct kiocb *iocb, struct uring_req *v, __u64 key)
+{
+	if (!v->sys || (op->active && !uring_seg(op)) || (uring_seg(op) && op->uring_req == key))
+		return;
+	if (uring_seg(op))
+		uring_close(op);
+	if (!op_begin_in(op, v->sys, BPF_CORE_READ(iocb, ki_filp), v->fd, v->offset, v->len, FILE_PROBE))
+		return;
+	op->uring_req = 0;
+	op->uring_thread = 0;
+	uring_name(op, key);
+}
+
 SEC("tp_btf/iomap_dio_rw_begin")
 int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 {
@@ -406,6 +427,11 @@ int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
 	if (!v)
 		return 0;
+	struct op *cur = op_of((__u32)bpf_get_current_pid_tgid());
+	if (cur && !cur->uring_thread) {
+		uring_issued_inline(cur, iocb, v, key);
+		return 0;
+	}
 	uring_worker_names(key);
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (op && op->uring_thread && op->uring_req == key && !op->file) {

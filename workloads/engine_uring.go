@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"errors"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,7 @@ type uringOpts struct {
 	async  bool // IOSQE_ASYNC on every SQE
 	sqpoll bool // IORING_SETUP_SQPOLL
 	fixed  bool // the file registered (IORING_REGISTER_FILES), SQEs name index 0 (IOSQE_FIXED_FILE)
+	link   int  // > 0: chains of this many SQEs per submit call (IOSQE_IO_LINK)
 }
 
 func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
@@ -70,6 +72,9 @@ func (e *uringEngine) prep(slot int, off int64) {
 }
 
 func (e *uringEngine) submit(n int) (int, error) {
+	if e.opts.link > 0 {
+		e.linkChains(n)
+	}
 	var flags uint32
 	if e.opts.sqpoll {
 		// The polling thread takes the SQEs: io_uring_enter only wakes it
@@ -84,6 +89,20 @@ func (e *uringEngine) submit(n int) (int, error) {
 		}
 		e.bytes += int64(k) * e.bs
 		return k, err
+	}
+}
+
+// linkChains links the n SQEs this submit passes (the kernel takes them
+// from its SQ head on) into chains of opts.link: IOSQE_IO_LINK on each but
+// the last of a chain, and not on the last SQE, so that no chain continues
+// past this call.
+func (e *uringEngine) linkChains(n int) {
+	head := atomic.LoadUint32(e.r.sqHead)
+	for i := range n {
+		q := &e.r.sqes[(head+uint32(i))&e.r.sqMask]
+		if (i+1)%e.opts.link != 0 && i != n-1 {
+			q.flags |= uringSQELink
+		}
 	}
 }
 

@@ -242,6 +242,9 @@ func (s *Spec) jobArgs(path string, i int) []string {
 	if s.UringFixed {
 		a = append(a, "--fixed-files")
 	}
+	if s.UringLink > 0 {
+		a = append(a, "--uring-link", strconv.Itoa(s.UringLink))
+	}
 	if s.Duration > 0 {
 		a = append(a, "--duration", s.Duration.String())
 	}

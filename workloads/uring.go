@@ -32,6 +32,7 @@ const (
 const (
 	uringSetupSQPoll    = 1 << 1 // IORING_SETUP_SQPOLL: a kernel thread polls the SQ
 	uringSQEFixedFile   = 1 << 0 // IOSQE_FIXED_FILE: sqe->fd is an index into the registered files
+	uringSQELink        = 1 << 2 // IOSQE_IO_LINK: the next SQE starts after this one completed
 	uringSQEAsync       = 1 << 4 // IOSQE_ASYNC: punt the request to io-wq
 	uringRegisterFiles  = 2      // io_uring_register opcode IORING_REGISTER_FILES
 	uringEnterSQWakeup  = 1 << 1 // io_uring_enter: wake the SQPOLL thread

@@ -66,6 +66,7 @@ const (
 	uringAsync  = "io_uring-async"
 	uringSQPoll = "io_uring-sqpoll"
 	uringFixed  = "io_uring-fixed" // --fixed-files
+	uringLinked = "io_uring-link"  // --uring-link 2
 )
 
 // newTestEngine builds the named async engine over f with depth slots of
@@ -78,9 +79,13 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring, uringAsync, uringSQPoll, uringFixed:
+	case EngineIOUring, uringAsync, uringSQPoll, uringFixed, uringLinked:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll, fixed: name == uringFixed})
+		opts := uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll, fixed: name == uringFixed}
+		if name == uringLinked {
+			opts.link = 2
+		}
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, opts)
 		if err == nil {
 			eng = e
 		}
@@ -112,7 +117,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringFixed, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringFixed, uringLinked, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)

@@ -482,3 +482,16 @@ func checkExactDirect(t *testing.T, reqs []record.Request, tot record.Totals, wr
 		t.Errorf("disk bytes read attributed to pid %d: %d; the kernel's read_bytes: %+v", wr.Pid, tot.DiskBytesRead, k)
 	}
 }
+
+// Linked chains (IOSQE_IO_LINK, 4 requests a chain, 16 per io_uring_enter)
+// of O_DIRECT reads: a chain's head is issued after its last member's
+// submission and each member from task work after the one before it
+// completed, so no request is issued at its own submission. Each request
+// still has exactly its bio (before the fix: most bios unattributed, the
+// heads' charged to the chain's last member), named where its direct IO
+// begins.
+func TestTraceUringLinked(t *testing.T) {
+	const n = 400
+	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "io_uring", "--iodepth", "16", "--iodepth-batch", "16", "--uring-link", "4", "--count", "400")
+	checkExactDirect(t, reqs, tot, wr, n, record.WorkerInline)
+}
