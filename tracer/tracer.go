@@ -118,11 +118,14 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	ph := newPhases() // load.go: IOPATH_LOAD_TIMES
+	defer ph.done("ring buffer and engine")
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
+	ph.done("kernel BTF")
 	k, err := kernel.FromBTF(kspec)
 	if err != nil {
 		return nil, err
@@ -142,6 +145,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, err
 	}
 	statuses, chosen := pr.choose(Hooks(), opts.Force)
+	ph.done("probing hooks")
 	if !opts.All {
 		// Page lookups cost ~15% of the BPF time of a cached read and only
 		// feed cache.lookups: attached with --all.
@@ -169,6 +173,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
 	t.Compat = compat
+	ph.done("reading the BPF object")
 	if (opts.Agg || opts.AggOnly) && len(compat) > 0 {
 		// Measured on Debian 5.10 (2026-12-01): its verifier works ~290 s
 		// under TCG on the compat build's aggregate programs and then
@@ -201,11 +206,12 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := configure(spec, opts, sysMask); err != nil {
 		return nil, err
 	}
+	ph.done("configuring")
 	_, filemapFault := chosen["filemap_fault"]
 	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
 		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
 	}
-	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
+	t.coll, err = loadCollection(spec, cache) // load.go: programs in parallel
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -213,6 +219,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 		return nil, fmt.Errorf("loading BPF programs: %w", err)
 	}
+	ph.done("loading maps and programs")
 	t.targets = t.coll.Maps[bpf.IopathMapTargets]
 	t.events = t.coll.Maps[bpf.IopathMapEvents]
 	t.counter = t.coll.Maps[bpf.IopathMapCounters]
@@ -241,6 +248,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			t.links = append(t.links, ls...)
 		}
 	}
+	ph.done("attaching")
 	rd, err := ringbuf.NewReader(t.events)
 	if err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
