@@ -11,7 +11,31 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 )
+
+// specRead is readSpec's result.
+type specRead struct {
+	spec   *ebpf.CollectionSpec
+	compat []string
+	err    error
+}
+
+// readSpec parses the embedded BPF object on a goroutine of its own (~20 ms
+// of CPU for its ~100 programs), and scans the kernel's raw BTF for
+// RQF_FLUSH_SEQ (a few ms, cached for configure): New parses the kernel's
+// BTF and probes the hooks meanwhile, on another CPU when there is one.
+// loadSpec (compat.go) picks the compat build on kernels before 5.17
+// (kernels/issue 16).
+func readSpec() <-chan specRead {
+	c := make(chan specRead, 1)
+	go func() {
+		spec, compat, err := loadSpec()
+		_, _ = kernelRqfFlushSeq() // its error, if any, is configure's
+		c <- specRead{spec, compat, err}
+	}()
+	return c
+}
 
 // loadCollection creates spec's maps, then verifies and loads its programs
 // on up to GOMAXPROCS goroutines at once, largest first: the kernel's
@@ -53,6 +77,7 @@ func loadCollection(spec *ebpf.CollectionSpec, cache *btf.Cache) (_ *ebpf.Collec
 		name string
 		prog *ebpf.Program
 		took time.Duration
+		cpu  time.Duration // this thread's CPU time (with IOPATH_LOAD_TIMES)
 		err  error
 	}
 	jobs := make(chan string)
@@ -62,10 +87,13 @@ func loadCollection(spec *ebpf.CollectionSpec, cache *btf.Cache) (_ *ebpf.Collec
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if loadTimes {
+				runtime.LockOSThread() // threadCPU: the verifier runs on the loading thread
+			}
 			for name := range jobs {
-				t0 := time.Now()
+				t0, c0 := time.Now(), threadCPU()
 				p, err := loadProgram(spec, name, coll.Maps, cache)
-				results <- loaded{name, p, time.Since(t0), err}
+				results <- loaded{name, p, time.Since(t0), threadCPU() - c0, err}
 			}
 		}()
 	}
@@ -84,8 +112,8 @@ func loadCollection(spec *ebpf.CollectionSpec, cache *btf.Cache) (_ *ebpf.Collec
 		coll.Programs[r.name] = r.prog
 		if loadTimes {
 			vi, _ := programVerified(r.prog)
-			fmt.Fprintf(os.Stderr, "iopath: loaded %s in %.1f ms (%d instructions, %d verified)\n",
-				r.name, float64(r.took.Microseconds())/1000, len(spec.Programs[r.name].Instructions), vi)
+			fmt.Fprintf(os.Stderr, "iopath: loaded %s in %.1f ms, %.1f ms of CPU (%d instructions, %d verified)\n",
+				r.name, ms(r.took), ms(r.cpu), len(spec.Programs[r.name].Instructions), vi)
 		}
 	}
 	for _, name := range names {
@@ -146,6 +174,19 @@ func (p *phases) done(what string) {
 		return
 	}
 	now := time.Now()
-	fmt.Fprintf(os.Stderr, "iopath: %s: %.1f ms\n", what, float64(now.Sub(p.last).Microseconds())/1000)
+	fmt.Fprintf(os.Stderr, "iopath: %s: %.1f ms\n", what, ms(now.Sub(p.last)))
 	p.last = now
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// threadCPU is the calling thread's CPU time, with IOPATH_LOAD_TIMES (0
+// without).
+func threadCPU() time.Duration {
+	if !loadTimes {
+		return 0
+	}
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
 }

@@ -120,6 +120,10 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	}
 	ph := newPhases() // load.go: IOPATH_LOAD_TIMES
 	defer ph.done("ring buffer and engine")
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
+	}
+	specc := readSpec() // load.go: parsed while the kernel's BTF is
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
@@ -129,9 +133,6 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	k, err := kernel.FromBTF(kspec)
 	if err != nil {
 		return nil, err
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
 	}
 	t = &Tracer{K: k, opts: opts, out: out, started: time.Now()}
 	defer func() {
@@ -168,7 +169,8 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
-	spec, compat, err := loadSpec() // compat.go: the compat build on kernels before 5.17 (kernels/issue 16)
+	sr := <-specc
+	spec, compat, err := sr.spec, sr.compat, sr.err
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
