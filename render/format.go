@@ -16,9 +16,13 @@ func Safe(s string) string {
 	return strconv.Quote(s)
 }
 
+// needsQuote reports a control character (below 0x20, or DEL) in s. Bytes,
+// not runes: every byte of a multi-byte UTF-8 sequence (and U+FFFD, what an
+// invalid byte decodes to) is 0x80 or more, so the answer is the rune
+// loop's without the decoding (a path and a comm per story).
 func needsQuote(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
 			return true
 		}
 	}

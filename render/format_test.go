@@ -83,3 +83,21 @@ func TestAppendDurationExact(t *testing.T) {
 		}
 	}
 }
+
+// TestNeedsQuoteBytes: the byte loop answers as the rune loop did, invalid
+// UTF-8 and C1 controls (not quoted) included.
+func TestNeedsQuoteBytes(t *testing.T) {
+	runes := func(s string) bool {
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range []string{"", "plain", "tab\there", "del\x7f", "é\u0085x", "\xff\xfe", "日本\n", "\xc3", "a\x00b"} {
+		if got, want := needsQuote(s), runes(s); got != want {
+			t.Errorf("needsQuote(%q) = %v, the rune loop: %v", s, got, want)
+		}
+	}
+}
