@@ -17,6 +17,12 @@ func metric(kind, name, help string, labels ...string) *Metric {
 	return m
 }
 
+// perComm is a --per-comm counter: named iopath_process_NAME, with the
+// label comm first (the only per-process label: series stay bounded).
+func perComm(name, help string, labels ...string) *Metric {
+	return metric("counter", "process_"+name, help, append([]string{"comm"}, labels...)...)
+}
+
 var (
 	syscalls = metric("counter", "syscalls_total",
 		"Read, write and sync-family system calls completed by traced processes.", "op")
@@ -56,16 +62,16 @@ var (
 		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection, Linux 5.12+): what they would have counted is in no other metric.", "program")
 	noDisk = metric("counter", "disk_requests_unnamed_total",
 		"Block requests completed without a disk to name them by: not in iopath_disk_requests_total.")
-	procSyscalls = metric("counter", "process_syscalls_total",
-		"Calls of the processes with this comm (only comms given to --per-comm).", "comm", "op")
-	procBytes = metric("counter", "process_syscall_bytes_total",
-		"Bytes read and written by the calls of the processes with this comm (--per-comm).", "comm", "op")
-	procDiskBytes = metric("counter", "process_disk_bytes_total",
-		"Bytes of bios queued by the calls of the processes with this comm, plus the writeback of the pages they dirtied (--per-comm).", "comm", "op")
-	procPageCache = metric("counter", "process_page_cache_accesses_total",
-		"Page-cache hits and misses of the read calls of the processes with this comm (--per-comm).", "comm", "result")
-	procThrottle = metric("counter", "process_dirty_throttle_seconds_total",
-		"Time the processes with this comm spent throttled in balance_dirty_pages (--per-comm).", "comm")
+	procSyscalls = perComm("syscalls_total",
+		"Calls of the processes with this comm (only comms given to --per-comm).", "op")
+	procBytes = perComm("syscall_bytes_total",
+		"Bytes read and written by the calls of the processes with this comm (--per-comm).", "op")
+	procDiskBytes = perComm("disk_bytes_total",
+		"Bytes of bios queued by the calls of the processes with this comm, plus the writeback of the pages they dirtied (--per-comm).", "op")
+	procPageCache = perComm("page_cache_accesses_total",
+		"Page-cache hits and misses of the read calls of the processes with this comm (--per-comm).", "result")
+	procThrottle = perComm("dirty_throttle_seconds_total",
+		"Time the processes with this comm spent throttled in balance_dirty_pages (--per-comm).")
 	scrapeErr = metric("gauge", "scrape_error", "Reading the BPF maps failed.")
 )
 

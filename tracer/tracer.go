@@ -439,7 +439,7 @@ func (t *Tracer) AddPid(pid int) error {
 	if err := unix.Kill(pid, 0); err == unix.ESRCH {
 		return fmt.Errorf("no process with pid %d: check the pid with `ps -p %d`", pid, pid)
 	}
-	tgid := readTgid(pid)
+	tgid := Tgid(pid)
 	if err := t.targets.Put(uint32(tgid), uint8(1)); err != nil {
 		return err
 	}
@@ -447,24 +447,6 @@ func (t *Tracer) AddPid(pid int) error {
 	// made a call before it was added): a new generation voids the marks.
 	t.targetsGen++
 	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
-}
-
-// readTgid maps a thread id to its process id via /proc (a tid passed as -p
-// traces its whole process).
-func readTgid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return pid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			var tg int
-			if _, err := fmt.Sscan(strings.TrimSpace(v), &tg); err == nil && tg > 0 {
-				return tg
-			}
-		}
-	}
-	return pid
 }
 
 // Run reads events until ctx is done, then drains what the kernel has

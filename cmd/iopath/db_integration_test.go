@@ -9,8 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
@@ -222,10 +226,16 @@ func TestTracePgbench(t *testing.T) {
 	os.Mkdir(sock, 0o755)
 	run(exec.Command("chown", "postgres:postgres", data, sock))
 	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
+	// autovacuum=off: no background reader wakes between the kernel's
+	// read_bytes snapshots and the traced window's ends (pgbench -i vacuums).
 	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
-		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB", sock), "start"))
+		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off", sock), "start"))
 	t.Cleanup(func() { asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").Run() })
 	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-i", "-s", "10", "-q", "postgres"))
+	// Finish the spread checkpoint pgbench -i's WAL started: its paced
+	// writes (read-before-write once the caches are dropped) would read
+	// between the trace's start and the kernel's first read_bytes snapshot.
+	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
 
 	// Trace while pgbench runs, then a checkpoint (its directory fsyncs).
 	ready := filepath.Join(dir, "ready")
@@ -236,8 +246,18 @@ func TestTracePgbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, ready)
+	// Cold tables, so that the backends read from the disk; the kernel's
+	// read_bytes of the postmaster and its children before and after.
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		t.Fatal(err)
+	}
+	postmaster := postmasterPid(t, data)
+	read0, background := clusterReadBytes(t, postmaster, 0)
+	t0 := monotonicNs()
 	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-c", "4", "-T", "20", "postgres"))
 	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
+	t1 := monotonicNs()
+	read1, _ := clusterReadBytes(t, postmaster, background)
 	trace.Process.Signal(os.Interrupt)
 	trace.Wait()
 	if d := os.Getenv("IOPATH_TEST_DUMP"); d != "" {
@@ -291,6 +311,26 @@ func TestTracePgbench(t *testing.T) {
 	if dirSyncs == 0 {
 		t.Errorf("no directory fsync seen")
 	}
+	// Attributed disk reads of the cluster's processes = the kernel's
+	// read_bytes over the run (exited backends through the postmaster,
+	// which reaped them).
+	var traced uint64
+	for _, p := range tr.summary.Pids {
+		if p.Comm == "postgres" {
+			traced += p.DiskBytesRead
+		}
+	}
+	t.Logf("postgres: disk bytes read: iopath %d, the kernel's read_bytes %d", traced, read1-read0)
+	if traced != read1-read0 {
+		t.Errorf("postgres processes: iopath's disk bytes read %d, the kernel's read_bytes %d: want equal", traced, read1-read0)
+		for _, c := range tr.calls {
+			for _, b := range c.Bios {
+				if c.Comm == "postgres" && strings.HasPrefix(b.Rwbs, "R") && (b.QueueNs < t0 || b.QueueNs > t1) {
+					t.Logf("read bio outside the kernel's snapshots [%d, %d]: %+v of %s pid %d %s", t0, t1, b, c.Syscall, c.Pid, c.Path)
+				}
+			}
+		}
+	}
 	for _, f := range tr.summary.Files {
 		if strings.Contains(filepath.Base(f.Path), "xlogtemp.") {
 			if _, err := os.Stat(f.Path); err != nil {
@@ -298,4 +338,82 @@ func TestTracePgbench(t *testing.T) {
 			}
 		}
 	}
+}
+
+// monotonicNs is CLOCK_MONOTONIC, the clock of records' times.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// postmasterPid is the pid in the data directory's postmaster.pid.
+func postmasterPid(t *testing.T, data string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
+}
+
+// clusterReadBytes sums read_bytes of /proc/PID/io over the postmaster and
+// its children: the postmaster's count holds the children it reaped
+// (kernel/exit.c, wait_task_zombie adds the child's task_io_accounting to
+// its parent's signal struct). It first waits (up to 5 s) until the
+// postmaster has exactly its background children (settle of them; 0: any
+// number) and no zombie, so that no backend is half-way through exiting and
+// counted in both or neither. It returns the sum and the children counted.
+func clusterReadBytes(t *testing.T, postmaster, settle int) (uint64, int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		children, zombie := postmasterChildren(postmaster)
+		if (zombie || (settle != 0 && len(children) != settle)) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		var sum uint64
+		for _, pid := range append(children, postmaster) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+			if err != nil {
+				t.Fatalf("a postgres process changed while the cluster was idle: %v", err)
+			}
+			for line := range strings.Lines(string(b)) {
+				if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+					n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+					sum += n
+				}
+			}
+		}
+		return sum, len(children)
+	}
+}
+
+// postmasterChildren lists the postmaster's child processes and whether one
+// is a zombie.
+func postmasterChildren(postmaster int) (pids []int, zombie bool) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == postmaster {
+			continue
+		}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(postmaster) {
+			continue
+		}
+		zombie = zombie || f[0] == "Z"
+		pids = append(pids, pid)
+	}
+	return pids, zombie
 }
