@@ -101,3 +101,20 @@ func TestNeedsQuoteBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendUint: the digits strconv.AppendUint appends.
+func TestAppendUint(t *testing.T) {
+	vals := []uint64{0, 1, 9, 10, 99, 100, 1<<64 - 1, 1 << 63}
+	for p := uint64(1); p < 1e19; p *= 10 {
+		vals = append(vals, p-1, p, p+1)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		vals = append(vals, rng.Uint64()>>rng.UintN(64))
+	}
+	for _, v := range vals {
+		if got, want := string(appendUint([]byte("x"), v)), string(strconv.AppendUint([]byte("x"), v, 10)); got != want {
+			t.Fatalf("appendUint(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
