@@ -135,9 +135,9 @@ func TestProbeCacheKeyOfThisProcess(t *testing.T) {
 func TestProbeCacheSkipsTransient(t *testing.T) {
 	dir := t.TempDir()
 	savedCache(t, dir, testKey, map[string]error{
-		"fentry:a:":     fmt.Errorf("fentry/fexit a attach: %v", unix.ENOMEM),
-		"fentry:b:":     fmt.Errorf("fentry/fexit b: load program: %v", unix.EAGAIN),
-		"kprobe:c:":     fmt.Errorf("kprobe c: %v", unix.EBUSY),
+		"fentry:a:":     fmt.Errorf("fentry/fexit a attach: %w", unix.ENOMEM),
+		"fentry:b:":     fmt.Errorf("fentry/fexit b: load program: %w", unix.EAGAIN),
+		"kprobe:c:":     fmt.Errorf("kprobe c: %w", unix.EBUSY),
 		"helper:FnX":    errors.New("needs helper X: probe inconclusive: boom"),
 		"tp_btf:d:":     errors.New("no BTF tracepoint d on this kernel"),
 		"fentry:e:rq,*": nil,
