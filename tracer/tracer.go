@@ -107,6 +107,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	pr.disk.forget() // the diagnosis probes afresh (and refreshes the cache)
 	st, _ := pr.choose(Hooks(), force)
 	return st, nil
 }
