@@ -122,11 +122,11 @@ subprocess.run(["sync", %q], check=True)`, src, dst, inblock, dst))
 		tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
 	// Equal, or short by bios iopath counted as incomplete. Before
 	// 2026-12-01 about 1 run in 3 here was 4-28 KiB short with nothing
-	// counted: a request requeued, then ended without any BPF program
-	// seeing its block_rq_complete (the 6.18 host runs none on top of PID
-	// 1's threads: docs/kernel-notes.md), then its address issued for cp's
-	// bios, which the engine took for the requeued request's and dropped.
-	// A gap left is the kernel's unseen completions, never silent;
+	// counted; the likely path, closed since: a request requeued, then
+	// ended without any BPF program seeing its block_rq_complete (the 6.18
+	// host runs none on top of PID 1's threads: docs/kernel-notes.md),
+	// then its address issued for cp's bios, which the engine took for the
+	// requeued request's and dropped. A gap left must be counted;
 	// IOPATH_STRICT_IO=1 asks for equality.
 	gap := int64(kernelRead) - int64(cpRead)
 	counted := tr.summary.IncompleteBios > 0
