@@ -287,20 +287,22 @@ func TestTracePgbench(t *testing.T) {
 			dirSyncs++
 		}
 	}
-	t.Logf("postgres: %d fsync-family calls, %d with a device flush, %d of directories; incomplete bios %d %v; unattributed %d bios %d bytes %v",
-		syncs, flushed, dirSyncs, tr.summary.IncompleteBios, tr.summary.IncompleteCauses, tr.summary.UnattributedBios, tr.summary.UnattributedBytes, tr.summary.UnattributedCauses)
-	if c := tr.summary.IncompleteCauses; c["completion_not_received"]+c["never_issued"]+c["no_completion"] != tr.summary.IncompleteBios {
+	t.Logf("postgres: %d fsync-family calls, %d with a device flush, %d of directories; incomplete bios %d %v; completions unseen %d; unattributed %d bios %d bytes %v",
+		syncs, flushed, dirSyncs, tr.summary.IncompleteBios, tr.summary.IncompleteCauses, tr.summary.CompletionsUnseen, tr.summary.UnattributedBios, tr.summary.UnattributedBytes, tr.summary.UnattributedCauses)
+	if c := tr.summary.IncompleteCauses; c["never_issued"]+c["no_completion"] != tr.summary.IncompleteBios {
 		t.Errorf("incomplete causes %v do not add up to incomplete_bios %d", c, tr.summary.IncompleteBios)
 	}
-	// Known gap (issue 12, open): under fsync-heavy load about 1 request
-	// in 3,000 has its completion, or a call's bio its issue, never reach
-	// iopath (no ring loss, no BPF program recursion): the summary's
-	// incomplete_causes says which (completion_not_received: the request's
-	// address was issued again as a new request; never_issued). Measured
-	// here: 70-184 incomplete bios and 10-27 calls without a flush in
-	// 27-40 k fsync-family calls; 8 and 4 in 31.5 k on 2026-12-01. IOPATH_STRICT_PGBENCH=1 asks
-	// for the issue's target (0 and all); otherwise the test bounds the gap
-	// at 1 % so that a broken flush join still fails it.
+	// Known gap (issue 12, open), of this build host's kernel: no BPF
+	// program runs for a block_rq_complete in a softirq on top of a thread
+	// of the sandbox's PID 1 (docs/kernel-notes.md, "Completions BPF never
+	// sees"). A data request's unseen completion is inferred when its
+	// address is issued again (completions_unseen, not incomplete); a
+	// flush's is not: the caller's PREFLUSH request, ended by the flush
+	// machinery in that softirq, leaves its bio never_issued and the call
+	// without its device flush. Measured: 21 of 29 k fsync-family calls
+	// (2026-12-01). IOPATH_STRICT_PGBENCH=1 asks for the issue's target (0
+	// and all); otherwise the test bounds the gap at 1 % so that a broken
+	// flush join still fails it.
 	strict := os.Getenv("IOPATH_STRICT_PGBENCH") == "1"
 	if ev := tr.summary.MapEvictions["pending_calls"]; ev != 0 {
 		t.Errorf("pending_calls evictions %d", ev)
