@@ -44,7 +44,7 @@ func (a *IO) fields() fields {
 }
 
 func (v *Device) fields() fields {
-	return fields{n: []*uint64{&v.Requests, &v.Bytes, &v.Errors, &v.D2CNs, &v.Q2CNs, &v.Q2CUnknown}, h: []*Hist{&v.D2C, &v.Q2C}}
+	return fields{n: []*uint64{&v.Requests, &v.Bytes, &v.Errors, &v.D2CNs, &v.Q2CNs, &v.Q2CUnknown, &v.Unseen}, h: []*Hist{&v.D2C, &v.Q2C}}
 }
 
 func (g *Global) fields() fields {

@@ -117,7 +117,11 @@ type Device struct {
 	Requests, Bytes, Errors uint64
 	D2CNs, Q2CNs            uint64 // sums
 	Q2CUnknown              uint64 // requests without a start time (queue without io accounting)
-	D2C, Q2C                Hist   // issue→complete, request start→complete
+	// Unseen: requests issued whose completion no BPF program saw (the
+	// kernel issued their address again); counted in Requests and Bytes,
+	// not in D2C/Q2C (docs/kernel-notes.md, "Completions BPF never sees").
+	Unseen   uint64
+	D2C, Q2C Hist // issue→complete, request start→complete
 }
 
 // Global is the run's histograms and loss counters.

@@ -45,7 +45,7 @@ enum agg_overflow {
 	AGG_OV_FILES = 1, /* a file agg_files had no room for: agg_other[1] */
 	AGG_OV_RQS = 2,   /* a request agg_rqs had no room for: its D2C/Q2C not measured, its bytes still counted */
 	AGG_OV_DEVS = 3,  /* a disk agg_devs had no room for: its requests not counted */
-	AGG_OV_NODISK = 4, /* a request completed without a disk to name (no rq_disk / q->disk): not counted per disk */
+	AGG_OV_NODISK = 4, /* a request issued without a disk to name (no rq_disk / q->disk): not counted per disk */
 	AGG_OV_MAX = 5,
 };
 
@@ -81,16 +81,31 @@ struct agg_dev_key {
 	__u32 op;  /* enum agg_rq_op */
 };
 
-/* Every request completed on one disk and direction (whoever queued it). */
+/* Every request issued to one disk and direction (whoever queued it).
+ * Requests and bytes are counted at block_rq_issue, not at completion: on
+ * the 6.18 build host no BPF program runs for a block_rq_complete fired in
+ * a softirq on top of some tasks (docs/kernel-notes.md, "Completions BPF
+ * never sees"), and a total counted at completion came out short. */
 struct agg_dev {
-	__u64 requests;
-	__u64 bytes;    /* nr_bytes completed */
+	__u64 requests; /* issued (a requeued request once) */
+	__u64 bytes;    /* rq->__data_len at issue */
 	__u64 errors;   /* requests completed with an error status */
 	__u64 d2c_ns;   /* sum of issue→complete */
 	__u64 q2c_ns;   /* sum of request start (rq->start_time_ns)→complete */
 	__u64 q2c_unknown; /* requests without a start time (no io accounting on the queue) */
+	__u64 unseen;   /* issued requests whose completion no BPF program saw (their address issued again): no D2C/Q2C */
 	__u64 d2c[AGG_BUCKETS];
 	__u64 q2c[AGG_BUCKETS];
+};
+
+/* A request issued and not completed (agg_rqs). */
+struct agg_rq {
+	__u64 issue_ns;
+	__u64 bytes; /* counted in agg_devs at issue */
+	__u32 dev;
+	__u32 op;       /* enum agg_rq_op */
+	__u32 requeued; /* block_rq_requeue since the issue: the next issue is the same request's */
+	__u32 pad;
 };
 
 struct agg_global {
@@ -136,12 +151,12 @@ struct {
 	__type(value, struct agg_dev);
 } agg_devs SEC(".maps");
 
-/* Requests issued and not completed: struct request * → issue time. */
+/* Requests issued and not completed: struct request * → struct agg_rq. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct agg_rq);
 } agg_rqs SEC(".maps");
 
 struct {
@@ -154,17 +169,32 @@ struct {
 static const struct agg_io agg_io_zero = {};
 static const struct agg_dev agg_dev_zero = {};
 
-/* agg_bucket returns floor(log2(ns)) capped at AGG_BUCKETS - 1 (0 for 0). */
+/* agg_bucket returns floor(log2(ns)) capped at AGG_BUCKETS - 1 (0 for 0),
+ * without a branch: each step's shift is 0 or its width, taken from the
+ * sign bit of a subtraction (ns < 2^63: durations and delays). With a
+ * branch per step, 5.10's verifier walked the rest of agg_call once per
+ * bucket value (the bucket indexes a histogram, so it stays precise and
+ * no two paths merge): past its 1M-instruction limit (measured, 5.10.223). */
+/* One step: w (its width in bits) if ns has a bit at w or above, else 0. */
+#define AGG_LOG2_STEP(w)                                                                           \
+	do {                                                                                       \
+		__u64 _s = ((((1ULL << (w)) - 1) - ns) >> 63) * (w);                              \
+		ns >>= _s;                                                                         \
+		b += _s;                                                                           \
+	} while (0)
+
 static __always_inline __u32 agg_bucket(__u64 ns)
 {
-	__u32 b = 0;
-	if (ns >> 32) { ns >>= 32; b += 32; }
-	if (ns >> 16) { ns >>= 16; b += 16; }
-	if (ns >> 8) { ns >>= 8; b += 8; }
-	if (ns >> 4) { ns >>= 4; b += 4; }
-	if (ns >> 2) { ns >>= 2; b += 2; }
-	if (ns >> 1) { b += 1; }
-	return b < AGG_BUCKETS ? b : AGG_BUCKETS - 1;
+	__u64 b = 0;
+	AGG_LOG2_STEP(32);
+	AGG_LOG2_STEP(16);
+	AGG_LOG2_STEP(8);
+	AGG_LOG2_STEP(4);
+	AGG_LOG2_STEP(2);
+	AGG_LOG2_STEP(1);
+	/* b ≤ 63: cap at AGG_BUCKETS - 1 the same way */
+	__u64 over = ((__u64)(AGG_BUCKETS - 1) - b) >> 63;
+	return b ^ ((b ^ (AGG_BUCKETS - 1)) & -over);
 }
 
 static __always_inline void agg_overflow(__u32 which)
@@ -204,34 +234,14 @@ static __always_inline __u32 agg_class(__u32 sys)
 	return AGG_OPS; /* faults, madvise, fadvise64, readahead: not aggregated */
 }
 
-/* One finished call's numbers, computed once for both entries. */
-struct agg_call_v {
-	__u64 lat, bytes, hits, misses, ra, disk_read, disk_write, dirtied, throttle, nobdev, direct;
-	__u32 op, bucket, err;
-};
-
-/* agg_add adds one call to v. No branch per counter (an add of 0 costs less
- * than the verifier's paths through a dozen ifs in the syscall exit). */
-static __always_inline void agg_add(struct agg_io *v, struct agg_call_v *c)
-{
-	__u32 op = c->op;
-	if (op >= AGG_OPS)
-		return;
-	__sync_fetch_and_add(&v->calls[op], 1);
-	__sync_fetch_and_add(&v->latency_ns[op], c->lat);
-	__sync_fetch_and_add(&v->lat[op][c->bucket & (AGG_BUCKETS - 1)], 1);
-	__sync_fetch_and_add(&v->errors[op], c->err);
-	__sync_fetch_and_add(&v->bytes[op], c->bytes);
-	__sync_fetch_and_add(&v->hit_pages, c->hits);
-	__sync_fetch_and_add(&v->miss_pages, c->misses);
-	__sync_fetch_and_add(&v->ra_pages, c->ra);
-	__sync_fetch_and_add(&v->disk_read_bytes, c->disk_read);
-	__sync_fetch_and_add(&v->disk_write_bytes, c->disk_write);
-	__sync_fetch_and_add(&v->dirtied_pages, c->dirtied);
-	__sync_fetch_and_add(&v->throttle_ns, c->throttle);
-	__sync_fetch_and_add(&v->nobdev_pages, c->nobdev);
-	__sync_fetch_and_add(&v->direct_read_bytes, c->direct);
-}
+/* Where agg_call adds what has no entry of its own (a call without a
+ * file): per CPU, never read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agg_io);
+} agg_sink SEC(".maps");
 
 /* agg_block_backed says whether the call's file lives on a block device
  * (its superblock's s_bdev). Reads of /proc, sysfs, cgroup or tmpfs files
@@ -244,83 +254,97 @@ static __always_inline bool agg_block_backed(struct op *op)
 	return file && BPF_CORE_READ(file, f_inode, i_sb, s_bdev);
 }
 
+/* AGG_ADD2 adds val to field of both entries. */
+#define AGG_ADD2(p, f, field, val)                                                                 \
+	do {                                                                                       \
+		__u64 _v = (val);                                                                  \
+		__sync_fetch_and_add(&(p)->field, _v);                                             \
+		__sync_fetch_and_add(&(f)->field, _v);                                             \
+	} while (0)
+
 /* agg_call folds the current thread's finished call into its process, its
  * file and the run's latency histogram. Counters of an untouched call are
  * stale (op_touch): such a call saw no page-cache insert, bio, sleep or
- * dirtying. A subprogram (verified apart from the many paths of the
- * syscall exit, which inlined hit the verifier's 1M-instruction limit)
- * without pointer arguments: 5.10's verifier takes none but the context
- * in a subprogram call, so it finds the thread's op itself. */
-static __noinline int agg_call(void)
+ * dirtying. Each number is added to both entries as soon as it is known,
+ * with no branch per counter (an add of 0 costs less than the verifier's
+ * paths through a dozen ifs), so few values stay live: agg_call's stack
+ * plus the syscall exit's must fit 512 bytes, each rounded up to 32
+ * (5.10's check_max_stack_depth refused 368 + 144 when the numbers were
+ * computed first into a struct). A global function: the verifier checks
+ * it once, apart from the many paths of the syscall exit (inlined, they
+ * hit the verifier's 1M-instruction limit). Without pointer arguments:
+ * 5.10's verifier takes none but the context in a global function, so it
+ * finds the thread's op itself. */
+__noinline int agg_call(void)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (!op)
 		return 0;
-	struct agg_call_v c = {};
-	c.op = agg_class(op->sys);
-	if (c.op >= AGG_OPS)
+	__u32 cls = agg_class(op->sys);
+	if (cls >= AGG_OPS)
 		return 0;
-	c.lat = bpf_ktime_get_ns() - op->start_ns;
-	c.bucket = agg_bucket(c.lat);
-	__s64 ret = op->ret;
-	c.err = ret < 0;
-	if (ret > 0 && c.op != AGG_SYNC)
-		c.bytes = ret;
-	__u64 covered = 0;
-	if (c.op == AGG_READ && ret > 0 && (op->f_flags & O_DIRECT_FLAG))
-		c.direct = ret;
-	if (c.op == AGG_READ && ret > 0 && !(op->f_flags & O_DIRECT_FLAG)) {
-		__u64 first = op->offset >> PAGE_SHIFT;
-		__u64 last = (op->offset + ret - 1) >> PAGE_SHIFT;
-		covered = last - first + 1;
-	}
-	if (op->touched) {
-		c.misses = op->pages_in_range;
-		c.ra = op->pages_added > op->pages_in_range ? op->pages_added - op->pages_in_range : 0;
-		if (c.op == AGG_READ)
-			c.disk_read = op->bio_bytes;
-		else
-			c.disk_write = op->bio_bytes;
-		c.dirtied = op->dirtied_pages;
-		c.throttle = op->throttle_ns;
-	}
-	if (c.op == AGG_READ) {
-		if (c.misses > covered)
-			c.misses = covered; /* a short read (EOF) asked for more than it got */
-		c.hits = covered - c.misses;
-		if (covered && !agg_block_backed(op)) {
-			c.nobdev = covered;
-			c.hits = c.misses = 0;
-		}
-	} else {
-		c.misses = 0;
-	}
+	__u32 zero = 0;
+	struct agg_io *sink = bpf_map_lookup_elem(&agg_sink, &zero);
+	if (!sink)
+		return 0;
 	bool fresh = false;
 	struct agg_io *p = agg_entry(&agg_procs, &op->pid, 0, &fresh);
-	if (p) {
-		if (fresh)
-			bpf_get_current_comm(p->name, sizeof(p->name));
-		agg_add(p, &c);
-	}
+	if (!p)
+		p = sink;
+	else if (fresh)
+		bpf_get_current_comm(p->name, sizeof(p->name));
+	struct agg_io *f = sink;
 	if (op->ino) {
 		struct agg_file_key fk = {.ino = op->ino, .dev = op->dev};
 		fresh = false;
-		struct agg_io *f = agg_entry(&agg_files, &fk, 1, &fresh);
-		if (f) {
-			if (fresh) {
-				struct file *file = (struct file *)op->file;
-				bpf_probe_read_kernel_str(f->name, sizeof(f->name),
-							  BPF_CORE_READ(file, f_path.dentry, d_name.name));
-			}
-			agg_add(f, &c);
+		f = agg_entry(&agg_files, &fk, 1, &fresh);
+		if (!f) {
+			f = sink;
+		} else if (fresh) {
+			struct file *file = (struct file *)op->file;
+			bpf_probe_read_kernel_str(f->name, sizeof(f->name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 		}
 	}
-	__u32 zero = 0;
+	__u64 lat = bpf_ktime_get_ns() - op->start_ns;
+	__u32 bucket = agg_bucket(lat) & (AGG_BUCKETS - 1);
+	AGG_ADD2(p, f, calls[cls], 1);
+	AGG_ADD2(p, f, latency_ns[cls], lat);
+	AGG_ADD2(p, f, lat[cls][bucket], 1);
+	__s64 ret = op->ret;
+	AGG_ADD2(p, f, errors[cls], ret < 0);
+	bool read = cls == AGG_READ, direct = op->f_flags & O_DIRECT_FLAG;
+	if (ret > 0 && cls != AGG_SYNC)
+		AGG_ADD2(p, f, bytes[cls], ret);
+	if (read && ret > 0 && direct)
+		AGG_ADD2(p, f, direct_read_bytes, ret);
+	bool touched = op->touched;
+	if (touched) {
+		__u32 added = op->pages_added, in_range = op->pages_in_range;
+		AGG_ADD2(p, f, ra_pages, added > in_range ? added - in_range : 0);
+		if (read)
+			AGG_ADD2(p, f, disk_read_bytes, op->bio_bytes);
+		else
+			AGG_ADD2(p, f, disk_write_bytes, op->bio_bytes);
+		AGG_ADD2(p, f, dirtied_pages, op->dirtied_pages);
+		AGG_ADD2(p, f, throttle_ns, op->throttle_ns);
+	}
+	if (read && ret > 0 && !direct) {
+		__u64 covered = ((op->offset + ret - 1) >> PAGE_SHIFT) - (op->offset >> PAGE_SHIFT) + 1;
+		__u64 misses = touched ? op->pages_in_range : 0;
+		if (misses > covered)
+			misses = covered; /* a short read (EOF) asked for more than it got */
+		if (agg_block_backed(op)) {
+			AGG_ADD2(p, f, hit_pages, covered - misses);
+			AGG_ADD2(p, f, miss_pages, misses);
+		} else {
+			AGG_ADD2(p, f, nobdev_pages, covered);
+		}
+	}
 	struct agg_global *g = bpf_map_lookup_elem(&agg_g, &zero);
 	if (g) {
-		__u32 miss = (op->touched && (op->pages_in_range || op->bios_queued)) ? 1 : 0;
-		__sync_fetch_and_add(&g->syscall_lat[c.op][miss][c.bucket & (AGG_BUCKETS - 1)], 1);
-		__sync_fetch_and_add(&g->syscall_lat_ns[c.op][miss], c.lat);
+		__u32 miss = (touched && (op->pages_in_range || op->bios_queued)) ? 1 : 0;
+		__sync_fetch_and_add(&g->syscall_lat[cls][miss][bucket], 1);
+		__sync_fetch_and_add(&g->syscall_lat_ns[cls][miss], lat);
 	}
 	return 0;
 }
@@ -418,29 +442,28 @@ static __always_inline __u32 agg_rq_op(__u32 cmd_flags)
 	return AGG_RQ_DISCARD; /* discard (3), secure erase (5), write zeroes (9) and the rest */
 }
 
-/* agg_rq_issue remembers a request's issue time (every request: the
- * per-disk numbers are the disk's, like iostat's). */
-static __always_inline void agg_rq_issue(struct request *rq)
+/* agg_dev_of returns the entry of disk dev and direction op, created if
+ * there is room (else counted in AGG_OV_DEVS). */
+static __always_inline struct agg_dev *agg_dev_of(__u32 dev, __u32 op)
 {
-	if (!agg_on)
-		return;
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&agg_rqs, &key, &now, BPF_ANY))
-		agg_overflow(AGG_OV_RQS);
+	struct agg_dev_key dk = {.dev = dev, .op = op};
+	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
+	if (d)
+		return d;
+	bpf_map_update_elem(&agg_devs, &dk, &agg_dev_zero, BPF_NOEXIST);
+	d = bpf_map_lookup_elem(&agg_devs, &dk);
+	if (!d)
+		agg_overflow(AGG_OV_DEVS);
+	return d;
 }
 
-static __always_inline void agg_rq_requeue(struct request *rq)
-{
-	if (!agg_on)
-		return;
-	__u64 key = (__u64)rq;
-	bpf_map_delete_elem(&agg_rqs, &key);
-}
-
-/* agg_rq_done counts a completion of nr_bytes on the request's disk: a
- * request ends with the completion that covers its remaining bytes
- * (blk_update_request reports before it advances __data_len). */
-static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_status_t error, unsigned int nr_bytes)
+/* agg_rq_issue counts a request issued to disk dev (every request: the
+ * per-disk numbers are the disk's, like iostat's) and remembers it until
+ * its completion. The address still in agg_rqs without a requeue in
+ * between means the previous request there ended without any of our
+ * programs seeing its block_rq_complete: counted as unseen (its requests
+ * and bytes were counted at its issue). */
+static __always_inline void agg_rq_issue(struct request *rq, __u32 dev)
 {
 	if (!agg_on)
 		return;
@@ -448,31 +471,66 @@ static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_statu
 		agg_overflow(AGG_OV_NODISK);
 		return;
 	}
-	struct agg_dev_key dk = {.dev = dev, .op = agg_rq_op(rq->cmd_flags)};
-	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
-	if (!d) {
-		bpf_map_update_elem(&agg_devs, &dk, &agg_dev_zero, BPF_NOEXIST);
-		d = bpf_map_lookup_elem(&agg_devs, &dk);
-		if (!d) {
-			agg_overflow(AGG_OV_DEVS);
-			return;
-		}
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	struct agg_rq *old = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (old && old->requeued) {
+		old->issue_ns = now; /* the same request again: counted at its first issue */
+		old->requeued = 0;
+		return;
 	}
-	__sync_fetch_and_add(&d->bytes, nr_bytes);
+	if (old) {
+		struct agg_dev *od = agg_dev_of(old->dev, old->op);
+		if (od)
+			__sync_fetch_and_add(&od->unseen, 1);
+	}
+	struct agg_rq r = {.issue_ns = now, .bytes = rq->__data_len, .dev = dev, .op = agg_rq_op(rq->cmd_flags)};
+	struct agg_dev *d = agg_dev_of(dev, r.op);
+	if (!d)
+		return;
+	__sync_fetch_and_add(&d->requests, 1);
+	__sync_fetch_and_add(&d->bytes, r.bytes);
+	if (bpf_map_update_elem(&agg_rqs, &key, &r, BPF_ANY))
+		agg_overflow(AGG_OV_RQS);
+}
+
+/* agg_rq_requeue: the request goes back to the queue and will be issued
+ * again as itself (counted once). */
+static __always_inline void agg_rq_requeue(struct request *rq)
+{
+	if (!agg_on)
+		return;
+	__u64 key = (__u64)rq;
+	struct agg_rq *r = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (r)
+		r->requeued = 1;
+}
+
+/* agg_rq_done takes the completion of a request counted at issue: its
+ * D2C/Q2C and error. A request ends with the completion that covers its
+ * remaining bytes (blk_update_request reports before it advances
+ * __data_len). A completion without an agg_rqs entry (issued before iopath
+ * attached; a flush-sequence request that ends again after its post-flush,
+ * or never issued: flush.c) adds nothing: its device work was counted, or
+ * not, at issue. */
+static __always_inline void agg_rq_done(struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	if (!agg_on)
+		return;
 	if (nr_bytes < rq->__data_len)
 		return; /* a partial completion: the request goes on */
-	__sync_fetch_and_add(&d->requests, 1);
+	__u64 key = (__u64)rq;
+	struct agg_rq *r = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (!r)
+		return;
+	__u64 now = bpf_ktime_get_ns(), d2c = now - r->issue_ns;
+	struct agg_dev *d = agg_dev_of(r->dev, r->op);
+	bpf_map_delete_elem(&agg_rqs, &key);
+	if (!d)
+		return;
 	if (error)
 		__sync_fetch_and_add(&d->errors, 1);
-	__u64 now = bpf_ktime_get_ns();
-	__u64 key = (__u64)rq;
-	__u64 *issued = bpf_map_lookup_elem(&agg_rqs, &key);
-	if (issued) {
-		__u64 d2c = now - *issued;
-		bpf_map_delete_elem(&agg_rqs, &key);
-		__sync_fetch_and_add(&d->d2c[agg_bucket(d2c) & (AGG_BUCKETS - 1)], 1);
-		__sync_fetch_and_add(&d->d2c_ns, d2c);
-	}
+	__sync_fetch_and_add(&d->d2c[agg_bucket(d2c) & (AGG_BUCKETS - 1)], 1);
+	__sync_fetch_and_add(&d->d2c_ns, d2c);
 	__u64 start = rq->start_time_ns;
 	if (start && start <= now) {
 		__u64 q2c = now - start;
@@ -492,6 +550,7 @@ struct agg_contract {
 	struct agg_io io;
 	struct agg_dev_key dev_key;
 	struct agg_dev dev;
+	struct agg_rq rq;
 	struct agg_global global;
 };
 const struct agg_contract *unused_agg_contract __attribute__((unused));

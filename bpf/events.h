@@ -237,7 +237,7 @@ struct op {
 	__u32 around_pages; /* pages of that window (0: no fault-around) */
 	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
 	__u32 advice;       /* madvise/fadvise64: the advice argument */
-	__u32 fault_pad;
+	__u32 map_pending; /* msync/madvise whose file find_vma's fexit will give: its op_sys (bpf/fault.c) */
 	__u64 req_id;       /* issue 13: SYS_AIO_* / SYS_URING_*: the request this op is (part of) */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];

@@ -109,16 +109,88 @@ static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
 #endif
 }
 
+/* Set by the loader when the msync/madvise calls find their file at
+ * find_vma's return (fexit) instead of with bpf_find_vma (5.17+). */
+const volatile __u8 map_call_hooked = 0;
+
+/* map_call_open opens sys, an msync(addr, len, flags) or madvise(addr, len,
+ * advice) call, on file, whose page index maps addr (the call's offset:
+ * addr's place in the file). */
+static __always_inline void map_call_open(struct op *op, __u32 sys, struct file *file, __u64 index, __u64 addr,
+					  __u64 len, __u32 arg)
+{
+	__u64 off = (index << PAGE_SHIFT) | (addr & ((1 << PAGE_SHIFT) - 1));
+	if (op_begin_in(op, sys, file, -1, off, len, FILE_PROBE))
+		op->advice = arg;
+}
+
 /* map_call_begin starts an msync(addr, len, flags) or madvise(addr, len,
- * advice) call on the file mapped at addr (its offset: addr's place in the
- * mapping). A range over several mappings is named by its first; an
- * anonymous mapping is not traced. */
+ * advice) call on the file mapped at addr. A range over several mappings
+ * is named by its first; an anonymous mapping is not traced. Without
+ * bpf_find_vma (map_call_hooked) the call waits in the thread's op
+ * (map_pending, with addr, len and arg) for the kernel's own lookup of
+ * addr: msync and madvise call find_vma(mm, start) first (5.10:
+ * mm/msync.c, and find_vma_prev in mm/madvise.c), before any IO. */
 static __always_inline void map_call_begin(struct op *op, __u32 sys, __u64 addr, __u64 len, __u64 arg)
 {
+	if (map_call_hooked) {
+		op->map_pending = sys;
+		op->fault_addr = addr;
+		op->count = len;
+		op->advice = arg;
+		return;
+	}
 	__u64 index = 0;
 	struct file *file = vma_file(addr, &index);
-	if (file && op_begin_in(op, sys, file, -1, (index << PAGE_SHIFT) | (addr & ((1 << PAGE_SHIFT) - 1)), len, FILE_PROBE))
-		op->advice = arg;
+	if (file)
+		map_call_open(op, sys, file, index, addr, len, arg);
+}
+
+/* map_call_vma: the kernel's lookup of addr returned vma (NULL: nothing at
+ * or above addr). The thread's first lookup of the address its waiting
+ * msync/madvise named opens that call, as bpf_find_vma would have: on the
+ * mapping that contains addr, if it maps a file. Lookups of other
+ * addresses (and of other threads) pass. */
+static __always_inline void map_call_vma(__u64 addr, struct vm_area_struct *vma)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->map_pending || op->active || op->fault_addr != addr)
+		return;
+	__u32 sys = op->map_pending;
+	op->map_pending = 0;
+	if (!vma)
+		return;
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+	__u64 start = BPF_CORE_READ(vma, vm_start);
+	if (file && start <= addr)
+		map_call_open(op, sys, file, ((addr - start) >> PAGE_SHIFT) + BPF_CORE_READ(vma, vm_pgoff), addr, op->count,
+			      op->advice);
+}
+
+/* map_call_exit ends a call still waiting for its file (an early error,
+ * an unmapped range). */
+static __always_inline void map_call_exit(void)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (op)
+		op->map_pending = 0;
+}
+
+SEC("fexit/find_vma")
+int BPF_PROG(fexit_find_vma, struct mm_struct *mm, unsigned long addr, struct vm_area_struct *ret)
+{
+	map_call_vma(addr, ret);
+	return 0;
+}
+
+/* madvise's lookup (5.10 do_madvise); find_vma_prev calls find_vma, which
+ * the compiler may inline there. */
+SEC("fexit/find_vma_prev")
+int BPF_PROG(fexit_find_vma_prev, struct mm_struct *mm, unsigned long addr, struct vm_area_struct **pprev,
+	     struct vm_area_struct *ret)
+{
+	map_call_vma(addr, ret);
+	return 0;
 }
 
 /* fault_pass returns the thread's slot for a fault at addr, or NULL when

@@ -21,6 +21,7 @@ type IopathAggDev struct {
 	D2cNs      uint64
 	Q2cNs      uint64
 	Q2cUnknown uint64
+	Unseen     uint64
 	D2c        [32]uint64
 	Q2c        [32]uint64
 }
@@ -87,6 +88,16 @@ const (
 	IopathAggOverflowAGG_OV_NODISK IopathAggOverflow = 4
 	IopathAggOverflowAGG_OV_MAX    IopathAggOverflow = 5
 )
+
+type IopathAggRq struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	Bytes    uint64
+	Dev      uint32
+	Op       uint32
+	Requeued uint32
+	Pad      uint32
+}
 
 type IopathAggRqOp uint32
 
@@ -400,7 +411,7 @@ type IopathOp struct {
 	AroundPages       uint32
 	FaultFlags        uint32
 	Advice            uint32
-	FaultPad          uint32
+	MapPending        uint32
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
@@ -719,6 +730,7 @@ const (
 	IopathMapAggOther                     = "agg_other"
 	IopathMapAggProcs                     = "agg_procs"
 	IopathMapAggRqs                       = "agg_rqs"
+	IopathMapAggSink                      = "agg_sink"
 	IopathMapBioOwners                    = "bio_owners"
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
@@ -757,6 +769,8 @@ const (
 	IopathProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathProgFexitFilemapFault           = "fexit_filemap_fault"
+	IopathProgFexitFindVma                = "fexit_find_vma"
+	IopathProgFexitFindVmaPrev            = "fexit_find_vma_prev"
 	IopathProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -844,6 +858,7 @@ const (
 	IopathVarEmitAll                      = "emit_all"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathVarFilterComm                   = "filter_comm"
+	IopathVarMapCallHooked                = "map_call_hooked"
 	IopathVarNextSlot                     = "next_slot"
 	IopathVarPathSerial                   = "path_serial"
 	IopathVarRawSysMask                   = "raw_sys_mask"
@@ -927,6 +942,8 @@ type IopathProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.ProgramSpec `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.ProgramSpec `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -1020,6 +1037,7 @@ type IopathMapSpecs struct {
 	AggOther    *ebpf.MapSpec `ebpf:"agg_other"`
 	AggProcs    *ebpf.MapSpec `ebpf:"agg_procs"`
 	AggRqs      *ebpf.MapSpec `ebpf:"agg_rqs"`
+	AggSink     *ebpf.MapSpec `ebpf:"agg_sink"`
 	BioOwners   *ebpf.MapSpec `ebpf:"bio_owners"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
@@ -1051,6 +1069,7 @@ type IopathVariableSpecs struct {
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
 	RawSysMask         *ebpf.VariableSpec `ebpf:"raw_sys_mask"`
@@ -1099,6 +1118,7 @@ type IopathMaps struct {
 	AggOther    *ebpf.Map `ebpf:"agg_other"`
 	AggProcs    *ebpf.Map `ebpf:"agg_procs"`
 	AggRqs      *ebpf.Map `ebpf:"agg_rqs"`
+	AggSink     *ebpf.Map `ebpf:"agg_sink"`
 	BioOwners   *ebpf.Map `ebpf:"bio_owners"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
@@ -1128,6 +1148,7 @@ func (m *IopathMaps) Close() error {
 		m.AggOther,
 		m.AggProcs,
 		m.AggRqs,
+		m.AggSink,
 		m.BioOwners,
 		m.Counters,
 		m.DirtyPages,
@@ -1160,6 +1181,7 @@ type IopathVariables struct {
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
 	RawSysMask         *ebpf.Variable `ebpf:"raw_sys_mask"`
@@ -1205,6 +1227,8 @@ type IopathPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.Program `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.Program `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -1309,6 +1333,8 @@ func (p *IopathPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitFilemapFault,
+		p.FexitFindVma,
+		p.FexitFindVmaPrev,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,

@@ -21,6 +21,7 @@ type IopathCompatAggDev struct {
 	D2cNs      uint64
 	Q2cNs      uint64
 	Q2cUnknown uint64
+	Unseen     uint64
 	D2c        [32]uint64
 	Q2c        [32]uint64
 }
@@ -66,6 +67,16 @@ type IopathCompatAggIo struct {
 	DirectReadBytes uint64
 	Lat             [3][32]uint64
 	Name            [48]int8
+}
+
+type IopathCompatAggRq struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	Bytes    uint64
+	Dev      uint32
+	Op       uint32
+	Requeued uint32
+	Pad      uint32
 }
 
 type IopathCompatBioOwner struct {
@@ -210,7 +221,7 @@ type IopathCompatOp struct {
 	AroundPages       uint32
 	FaultFlags        uint32
 	Advice            uint32
-	FaultPad          uint32
+	MapPending        uint32
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {
@@ -349,6 +360,7 @@ const (
 	IopathCompatMapAggOther                     = "agg_other"
 	IopathCompatMapAggProcs                     = "agg_procs"
 	IopathCompatMapAggRqs                       = "agg_rqs"
+	IopathCompatMapAggSink                      = "agg_sink"
 	IopathCompatMapBioOwners                    = "bio_owners"
 	IopathCompatMapCompatSerials                = "compat_serials"
 	IopathCompatMapCounters                     = "counters"
@@ -388,6 +400,8 @@ const (
 	IopathCompatProgFentryVfsWrite              = "fentry_vfs_write"
 	IopathCompatProgFexitBalanceDirtyPages      = "fexit_balance_dirty_pages"
 	IopathCompatProgFexitFilemapFault           = "fexit_filemap_fault"
+	IopathCompatProgFexitFindVma                = "fexit_find_vma"
+	IopathCompatProgFexitFindVmaPrev            = "fexit_find_vma_prev"
 	IopathCompatProgFexitPageCacheAsyncRa       = "fexit_page_cache_async_ra"
 	IopathCompatProgFexitPageCacheAsyncRaRa     = "fexit_page_cache_async_ra_ra"
 	IopathCompatProgFexitPageCacheSyncRa        = "fexit_page_cache_sync_ra"
@@ -475,6 +489,7 @@ const (
 	IopathCompatVarEmitAll                      = "emit_all"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathCompatVarFilterComm                   = "filter_comm"
+	IopathCompatVarMapCallHooked                = "map_call_hooked"
 	IopathCompatVarNextSlot                     = "next_slot"
 	IopathCompatVarNrCpus                       = "nr_cpus"
 	IopathCompatVarPathSerial                   = "path_serial"
@@ -559,6 +574,8 @@ type IopathCompatProgramSpecs struct {
 	FentryVfsWrite              *ebpf.ProgramSpec `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.ProgramSpec `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.ProgramSpec `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.ProgramSpec `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.ProgramSpec `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.ProgramSpec `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.ProgramSpec `ebpf:"fexit_page_cache_sync_ra"`
@@ -652,6 +669,7 @@ type IopathCompatMapSpecs struct {
 	AggOther      *ebpf.MapSpec `ebpf:"agg_other"`
 	AggProcs      *ebpf.MapSpec `ebpf:"agg_procs"`
 	AggRqs        *ebpf.MapSpec `ebpf:"agg_rqs"`
+	AggSink       *ebpf.MapSpec `ebpf:"agg_sink"`
 	BioOwners     *ebpf.MapSpec `ebpf:"bio_owners"`
 	CompatSerials *ebpf.MapSpec `ebpf:"compat_serials"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
@@ -684,6 +702,7 @@ type IopathCompatVariableSpecs struct {
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.VariableSpec `ebpf:"next_slot"`
 	NrCpus             *ebpf.VariableSpec `ebpf:"nr_cpus"`
 	PathSerial         *ebpf.VariableSpec `ebpf:"path_serial"`
@@ -733,6 +752,7 @@ type IopathCompatMaps struct {
 	AggOther      *ebpf.Map `ebpf:"agg_other"`
 	AggProcs      *ebpf.Map `ebpf:"agg_procs"`
 	AggRqs        *ebpf.Map `ebpf:"agg_rqs"`
+	AggSink       *ebpf.Map `ebpf:"agg_sink"`
 	BioOwners     *ebpf.Map `ebpf:"bio_owners"`
 	CompatSerials *ebpf.Map `ebpf:"compat_serials"`
 	Counters      *ebpf.Map `ebpf:"counters"`
@@ -763,6 +783,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.AggOther,
 		m.AggProcs,
 		m.AggRqs,
+		m.AggSink,
 		m.BioOwners,
 		m.CompatSerials,
 		m.Counters,
@@ -796,6 +817,7 @@ type IopathCompatVariables struct {
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
+	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`
 	NextSlot           *ebpf.Variable `ebpf:"next_slot"`
 	NrCpus             *ebpf.Variable `ebpf:"nr_cpus"`
 	PathSerial         *ebpf.Variable `ebpf:"path_serial"`
@@ -842,6 +864,8 @@ type IopathCompatPrograms struct {
 	FentryVfsWrite              *ebpf.Program `ebpf:"fentry_vfs_write"`
 	FexitBalanceDirtyPages      *ebpf.Program `ebpf:"fexit_balance_dirty_pages"`
 	FexitFilemapFault           *ebpf.Program `ebpf:"fexit_filemap_fault"`
+	FexitFindVma                *ebpf.Program `ebpf:"fexit_find_vma"`
+	FexitFindVmaPrev            *ebpf.Program `ebpf:"fexit_find_vma_prev"`
 	FexitPageCacheAsyncRa       *ebpf.Program `ebpf:"fexit_page_cache_async_ra"`
 	FexitPageCacheAsyncRaRa     *ebpf.Program `ebpf:"fexit_page_cache_async_ra_ra"`
 	FexitPageCacheSyncRa        *ebpf.Program `ebpf:"fexit_page_cache_sync_ra"`
@@ -946,6 +970,8 @@ func (p *IopathCompatPrograms) Close() error {
 		p.FentryVfsWrite,
 		p.FexitBalanceDirtyPages,
 		p.FexitFilemapFault,
+		p.FexitFindVma,
+		p.FexitFindVmaPrev,
 		p.FexitPageCacheAsyncRa,
 		p.FexitPageCacheAsyncRaRa,
 		p.FexitPageCacheSyncRa,

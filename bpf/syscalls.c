@@ -204,6 +204,8 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 		uring_exit(ret);
 		return 0;
 	}
+	if (sys == SYS_MSYNC || sys == SYS_MADVISE)
+		map_call_exit(); /* bpf/fault.c */
 	op_end_in(ret, access);
 	return 0;
 }

@@ -36,9 +36,11 @@ func faultHooks() []Hook {
 			{mech: PerfEvent, attach: []attachment{fn(bpf.IopathProgPerfFaultMajor, akPerfEvent, perfFaultsMaj),
 				fn(bpf.IopathProgPerfFaultMinor, akPerfEvent, perfFaultsMin)}},
 		}},
-		{Name: "msync", Loses: "msync calls", candidates: []candidate{vmaCalls(bpf.IopathOpSysSYS_MSYNC)}},
+		{Name: "msync", Loses: "msync calls", candidates: []candidate{vmaCalls(bpf.IopathOpSysSYS_MSYNC),
+			vmaLookupCalls(bpf.IopathOpSysSYS_MSYNC)}},
 		{Name: "advice", Loses: "madvise/fadvise64/readahead calls", candidates: []candidate{
-			vmaCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD)}},
+			vmaCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD),
+			vmaLookupCalls(bpf.IopathOpSysSYS_MADVISE, bpf.IopathOpSysSYS_FADVISE64, bpf.IopathOpSysSYS_READAHEAD)}},
 		{Name: "filemap_fault", Loses: "retried of fault records (filemap:mm_filemap_fault, 6.11+)", candidates: []candidate{
 			{mech: Fentry, variant: "VM_FAULT_RETRY of each pass", attach: []attachment{fn(bpf.IopathProgFexitFilemapFault, akFexit, "filemap_fault")}},
 			{mech: Kprobe, variant: "VM_FAULT_RETRY of each pass", attach: []attachment{fn(bpf.IopathProgKretprobeFilemapFault, akKretprobe, "filemap_fault")}},
@@ -224,4 +226,30 @@ func vmaCalls(sys ...bpf.IopathOpSys) candidate {
 	c := rawSyscalls(sys...)
 	c.needs = append(c.needs, asm.FnFindVma)
 	return c
+}
+
+// vmaLookupCalls: the same calls where the kernel has no bpf_find_vma
+// (before 5.17): msync and madvise take their file from the kernel's own
+// lookup of their address, find_vma's (and find_vma_prev's) return by
+// fexit (map_call_vma in bpf/fault.c); fadvise64 and readahead name an fd.
+func vmaLookupCalls(sys ...bpf.IopathOpSys) candidate {
+	c := rawSyscalls(sys...)
+	c.mech = Fentry
+	c.variant += "; msync/madvise find their file at find_vma's return (no bpf_find_vma)"
+	c.attach = append(c.attach, fn(bpf.IopathProgFexitFindVma, akFexit, "find_vma"),
+		fn(bpf.IopathProgFexitFindVmaPrev, akFexit, "find_vma_prev"))
+	return c
+}
+
+// mapCallHooked says whether a chosen msync/advice candidate finds the file
+// at find_vma's return (the BPF side's map_call_hooked).
+func mapCallHooked(chosen map[string]candidate) bool {
+	for _, h := range []string{"msync", "advice"} {
+		for _, a := range chosen[h].attach {
+			if a.prog == bpf.IopathProgFexitFindVma {
+				return true
+			}
+		}
+	}
+	return false
 }

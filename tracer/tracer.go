@@ -107,6 +107,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	pr.disk.forget() // the diagnosis probes afresh (and refreshes the cache)
 	st, _ := pr.choose(Hooks(), force)
 	return st, nil
 }
@@ -176,12 +177,6 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	}
 	t.Compat = compat
 	ph.done("reading the BPF object")
-	if (opts.Agg || opts.AggOnly) && len(compat) > 0 {
-		// Measured on Debian 5.10 (2026-12-01): its verifier works ~290 s
-		// under TCG on the compat build's aggregate programs and then
-		// refuses them (over 1M instructions). Say so at once instead.
-		return nil, fmt.Errorf("%w: in-kernel aggregates (top, serve, trace --interval) need the full BPF build, and this kernel only loads the compat one (%s): use iopath trace without --interval", ErrUnsupported, strings.Join(compat, "; "))
-	}
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {
@@ -212,6 +207,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	_, filemapFault := chosen["filemap_fault"]
 	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
 		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
+	}
+	if err := spec.Variables["map_call_hooked"].Set(mapCallHooked(chosen)); err != nil {
+		return nil, fmt.Errorf("setting map_call_hooked: %w", err)
 	}
 	t.coll, err = loadCollection(spec, cache) // load.go: programs in parallel
 	if err != nil {

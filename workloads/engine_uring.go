@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"errors"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -23,12 +24,18 @@ type uringEngine struct {
 	waits   int64 // io_uring_enter calls that waited
 	bytes   int64 // bytes submitted
 	opts    uringOpts
+	fixed   bool  // the file is registered (--fixed-files, or SQPOLL before 5.11): SQEs name index 0
+	prepErr error // an SQE prep could not get (the SQ ring stayed full): submit returns it
 }
 
 // uringOpts are the ring's and its requests' options (--uring-async, --sqpoll).
 type uringOpts struct {
 	async  bool // IOSQE_ASYNC on every SQE
 	sqpoll bool // IORING_SETUP_SQPOLL
+	// fixed registers the file and names it by index 0 (--fixed-files;
+	// tests: the SQPOLL path of kernels before 5.11).
+	fixed bool
+	link  int // > 0: chains of this many SQEs per submit call (IOSQE_IO_LINK)
 }
 
 func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
@@ -40,26 +47,58 @@ func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opt
 	if err != nil {
 		return nil, err
 	}
-	return &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}, nil
+	e := &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}
+	switch {
+	case opts.fixed:
+		err = r.registerFiles([]int32{int32(fd)}, "--fixed-files; drop it")
+	case opts.sqpoll && r.features&uringFeatSQPollNonfixed == 0:
+		// Before 5.11 the SQPOLL thread takes registered files only.
+		err = r.registerFiles([]int32{int32(fd)}, "needed for --sqpoll on kernels without IORING_FEAT_SQPOLL_NONFIXED, before 5.11")
+	}
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	e.fixed = opts.fixed || (opts.sqpoll && r.features&uringFeatSQPollNonfixed == 0)
+	return e, nil
 }
 
+// prep fills the next SQE. The loop has at most depth ≤ entries requests
+// out, but with SQPOLL the ring can still look full for a moment (waitSQ);
+// an SQE it cannot get is kept as an error for submit.
 func (e *uringEngine) prep(slot int, off int64) {
-	q := e.r.next() // never nil: the loop has at most depth ≤ entries requests out
+	if e.prepErr != nil {
+		return
+	}
+	q, err := e.r.next()
+	if err != nil {
+		e.prepErr = err
+		return
+	}
 	q.opcode = uringOpRead
 	if e.write {
 		q.opcode = uringOpWrite
 	}
 	q.fd = int32(e.fd)
+	if e.fixed {
+		q.fd, q.flags = 0, uringSQEFixedFile // registered file 0
+	}
 	q.off = uint64(off)
 	q.addr = uint64(uintptr(unsafe.Pointer(&e.buf[int64(slot)*e.stride])))
 	q.len = uint32(e.bs)
 	q.userData = uint64(slot)
 	if e.opts.async {
-		q.flags = uringSQEAsync
+		q.flags |= uringSQEAsync
 	}
 }
 
 func (e *uringEngine) submit(n int) (int, error) {
+	if e.prepErr != nil {
+		return 0, e.prepErr
+	}
+	if e.opts.link > 0 {
+		e.linkChains(n)
+	}
 	var flags uint32
 	if e.opts.sqpoll {
 		// The polling thread takes the SQEs: io_uring_enter only wakes it
@@ -74,6 +113,20 @@ func (e *uringEngine) submit(n int) (int, error) {
 		}
 		e.bytes += int64(k) * e.bs
 		return k, err
+	}
+}
+
+// linkChains links the n SQEs this submit passes (the kernel takes them
+// from its SQ head on) into chains of opts.link: IOSQE_IO_LINK on each but
+// the last of a chain, and not on the last SQE, so that no chain continues
+// past this call.
+func (e *uringEngine) linkChains(n int) {
+	head := atomic.LoadUint32(e.r.sqHead)
+	for i := range n {
+		q := &e.r.sqes[(head+uint32(i))&e.r.sqMask]
+		if (i+1)%e.opts.link != 0 && i != n-1 {
+			q.flags |= uringSQELink
+		}
 	}
 }
 
@@ -92,13 +145,18 @@ func (e *uringEngine) wait(min int, out []completion) (int, error) {
 
 func (e *uringEngine) reset(raw bool) {
 	e.raw, e.submits, e.waits, e.bytes, e.fsyncs, e.fdatasyncs = raw, 0, 0, 0, 0, 0
+	e.r.sqWaits = 0
 }
 
 func (e *uringEngine) calls() []SyscallCount {
-	return append([]SyscallCount{
+	c := []SyscallCount{
 		{Name: "io_uring_enter (submit)", Calls: e.submits, Bytes: e.bytes},
 		{Name: "io_uring_enter (wait)", Calls: e.waits},
-	}, e.counts()...)
+	}
+	if e.r.sqWaits > 0 { // SQPOLL: waits for a free SQ entry (ring.waitSQ)
+		c = append(c, SyscallCount{Name: "io_uring_enter (sq wait)", Calls: e.r.sqWaits})
+	}
+	return append(c, e.counts()...)
 }
 
 func (e *uringEngine) close() error { return e.r.close() }

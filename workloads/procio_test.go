@@ -2,7 +2,6 @@ package workloads
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 )
@@ -22,11 +21,6 @@ func TestUringKernelIOThreads(t *testing.T) {
 		who           string
 	}{{"async", true, false, "io-wq worker threads (iou-wrk-*)"}, {"sqpoll", false, true, "the SQPOLL thread (iou-sqp-*)"}} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.sqpoll && os.Getenv("IOPATH_VM") == "1" {
-				// Open (2026-12-01): on Debian 5.10 the SQPOLL workload found its
-				// SQ ring full (nil SQE in prep: a panic); the host covers SQPOLL.
-				t.Skip("known open issue: SQPOLL workload on the VM kernels")
-			}
 			s := Spec{Kind: KindRandRead, Direct: true, FileSize: 1 << 20, Count: 100, Dir: dir, Engine: EngineIOUring, IODepth: 8,
 				UringAsync: c.async, SQPoll: c.sqpoll}
 			p, err := Prepare(s)
@@ -35,9 +29,6 @@ func TestUringKernelIOThreads(t *testing.T) {
 			}
 			defer p.Cleanup()
 			r, err := p.Run(context.Background())
-			if err != nil && strings.Contains(err.Error(), "needs registered files") {
-				t.Skipf("not on this kernel: %v", err) // SQPOLL before 5.11
-			}
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}

@@ -1,8 +1,10 @@
 package workloads
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,15 +27,23 @@ const (
 	uringFeatSingleMmap = 1 << 0 // 5.4: SQ and CQ rings share one mapping
 	uringFeatRWCurPos   = 1 << 3 // 5.6, the release that added IORING_OP_READ and IORING_OP_WRITE
 	// 5.11: an SQPOLL ring takes files that were not registered; before it
-	// the SQPOLL thread refuses them (and 5.10's left SQEs unconsumed).
+	// the SQPOLL thread refuses them, so the engine registers its file there
+	// (IOSQE_FIXED_FILE). Also where IORING_ENTER_SQ_WAIT is known to exist
+	// (it came in 5.10, with no feature bit of its own). Debian's 5.10.223
+	// has it (features 0x7ff: io_uring backported to the stable series).
 	uringFeatSQPollNonfixed = 1 << 7
 )
 
 const (
 	uringSetupSQPoll    = 1 << 1 // IORING_SETUP_SQPOLL: a kernel thread polls the SQ
+	uringSQEFixedFile   = 1 << 0 // IOSQE_FIXED_FILE: sqe->fd is an index into the registered files
+	uringSQELink        = 1 << 2 // IOSQE_IO_LINK: the next SQE starts after this one completed
 	uringSQEAsync       = 1 << 4 // IOSQE_ASYNC: punt the request to io-wq
 	uringEnterSQWakeup  = 1 << 1 // io_uring_enter: wake the SQPOLL thread
 	uringEnterGetEvents = 1 << 0 // io_uring_enter: wait for min_complete completions
+	uringEnterSQWait    = 1 << 2 // io_uring_enter: wait until the SQ ring has a free entry (SQPOLL)
+	uringSQNeedWakeup   = 1 << 0 // SQ ring flags: the SQPOLL thread went idle and must be woken
+	uringRegisterFiles  = 2      // io_uring_register: IORING_REGISTER_FILES
 	uringOpRead         = 22     // IORING_OP_READ: like pread(2)
 	uringOpWrite        = 23     // IORING_OP_WRITE: like pwrite(2)
 )
@@ -93,8 +103,11 @@ type ring struct {
 	cqHead, cqTail    *uint32
 	cqMask            uint32
 	cqes              []uringCQE
-	tail              uint32 // our SQ tail: SQEs filled in, published to the kernel by submit
+	sqFlags           *uint32 // IORING_SQ_NEED_WAKEUP
+	tail              uint32  // our SQ tail: SQEs filled in, published to the kernel by submit
 	features          uint32
+	sqpoll            bool  // IORING_SETUP_SQPOLL: the kernel's thread moves the SQ head
+	sqWaits           int64 // io_uring_enter calls of waitSQ
 }
 
 // newRing sets up a ring with at least entries submission entries (the
@@ -115,10 +128,7 @@ func newRing(entries, flags uint32) (*ring, error) {
 		r.close()
 		return nil, fmt.Errorf("this kernel's io_uring has no IORING_OP_READ/WRITE (they came with Linux 5.6, together with IORING_FEAT_RW_CUR_POS, which it lacks): use --engine libaio")
 	}
-	if flags&uringSetupSQPoll != 0 && p.features&uringFeatSQPollNonfixed == 0 {
-		r.close()
-		return nil, fmt.Errorf("this kernel's io_uring SQPOLL needs registered files (no IORING_FEAT_SQPOLL_NONFIXED, Linux 5.11): drop --sqpoll")
-	}
+	r.sqpoll = flags&uringSetupSQPoll != 0
 	return r, nil
 }
 
@@ -153,6 +163,7 @@ func (r *ring) mapQueues(p *uringParams) error {
 	u32 := func(m []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&m[off])) }
 	r.sqHead, r.sqTail = u32(r.sqMem, p.sqOff.head), u32(r.sqMem, p.sqOff.tail)
 	r.sqMask, r.entries = *u32(r.sqMem, p.sqOff.ringMask), p.sqEntries
+	r.sqFlags = u32(r.sqMem, p.sqOff.flags)
 	r.cqHead, r.cqTail = u32(r.cqMem, p.cqOff.head), u32(r.cqMem, p.cqOff.tail)
 	r.cqMask = *u32(r.cqMem, p.cqOff.ringMask)
 	r.sqes = unsafe.Slice((*uringSQE)(unsafe.Pointer(&r.sqe[0])), p.sqEntries)
@@ -166,16 +177,63 @@ func (r *ring) mapQueues(p *uringParams) error {
 	return nil
 }
 
-// next returns the SQE at our tail, zeroed, and advances the tail; nil when
-// the SQ is full (the kernel has not consumed enough entries yet).
-func (r *ring) next() *uringSQE {
-	if r.tail-atomic.LoadUint32(r.sqHead) >= r.entries {
-		return nil
+// next returns the SQE at our tail, zeroed, and advances the tail. With
+// SQPOLL a full SQ ring is waited out (waitSQ); without it the ring is only
+// full if the caller queued more requests than it has entries, an error.
+func (r *ring) next() (*uringSQE, error) {
+	if r.full() {
+		if !r.sqpoll {
+			return nil, fmt.Errorf("io_uring SQ ring full (%d entries, none consumed): more requests queued than the ring holds", r.entries)
+		}
+		if err := r.waitSQ(); err != nil {
+			return nil, err
+		}
 	}
 	e := &r.sqes[r.tail&r.sqMask]
 	*e = uringSQE{}
 	r.tail++
-	return e
+	return e, nil
+}
+
+func (r *ring) full() bool { return r.tail-atomic.LoadUint32(r.sqHead) >= r.entries }
+
+// sqWaitLimit bounds waitSQ: an SQPOLL thread that takes no entry for this
+// long is not coming back.
+const sqWaitLimit = 10 * time.Second
+
+// waitSQ waits until the SQPOLL thread took an entry of the full SQ ring.
+// The thread advances the SQ head only after it submitted its batch, so the
+// completions of that batch can be reaped (and their slots offered again)
+// while the ring still looks full (seen on Debian 5.10 under TCG). Where
+// the kernel has IORING_FEAT_SQPOLL_NONFIXED (5.11, so IORING_ENTER_SQ_WAIT
+// of 5.10 too) io_uring_enter(SQ_WAIT) sleeps until an entry is free;
+// otherwise the thread is woken if it went idle (IORING_SQ_NEED_WAKEUP) and
+// the head read again.
+func (r *ring) waitSQ() error {
+	atomic.StoreUint32(r.sqTail, r.tail) // everything queued is the thread's to take
+	deadline := time.Now().Add(sqWaitLimit)
+	for r.full() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("io_uring SQ ring full for %v: the SQPOLL thread took none of its %d entries", sqWaitLimit, r.entries)
+		}
+		var flags uint32
+		if atomic.LoadUint32(r.sqFlags)&uringSQNeedWakeup != 0 {
+			flags |= uringEnterSQWakeup // an idle thread would never free an entry
+		}
+		if r.features&uringFeatSQPollNonfixed != 0 {
+			flags |= uringEnterSQWait
+		}
+		if flags != 0 {
+			r.sqWaits++
+			if _, err := r.enter(0, 0, flags, false); err != nil && !errors.Is(err, unix.EINTR) {
+				return fmt.Errorf("waiting for a free io_uring SQ entry: %w", err)
+			}
+		}
+		if flags&uringEnterSQWait == 0 {
+			time.Sleep(50 * time.Microsecond) // the thread runs (or was woken): read the head again soon
+		}
+	}
+	return nil
 }
 
 // enter publishes the filled SQEs (a store-release of the SQ tail: the
@@ -212,6 +270,17 @@ func (r *ring) reap(out []completion) int {
 	}
 	atomic.StoreUint32(r.cqHead, head)
 	return n
+}
+
+// registerFiles registers fds with the ring (IORING_REGISTER_FILES, 5.1+):
+// SQEs with IOSQE_FIXED_FILE then name them by their index in fds. why is
+// what needs it, for the error's line.
+func (r *ring) registerFiles(fds []int32, why string) error {
+	_, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringRegisterFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0, 0)
+	if e != 0 {
+		return fmt.Errorf("registering the file with the io_uring (IORING_REGISTER_FILES, %s): %w", why, e)
+	}
+	return nil
 }
 
 // close unmaps the queues and closes the ring; the kernel cancels or waits

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -65,6 +67,10 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 const (
 	uringAsync  = "io_uring-async"
 	uringSQPoll = "io_uring-sqpoll"
+	uringFixed  = "io_uring-fixed" // --fixed-files
+	uringLinked = "io_uring-link"  // --uring-link 2
+	// SQPOLL on a registered file, as before 5.11 (IOSQE_FIXED_FILE).
+	uringSQPollFixed = "io_uring-sqpoll-fixed"
 )
 
 // newTestEngine builds the named async engine over f with depth slots of
@@ -77,9 +83,14 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring, uringAsync, uringSQPoll:
+	case EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, uringFixed, uringLinked:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll})
+		opts := uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll || name == uringSQPollFixed,
+			fixed: name == uringFixed || name == uringSQPollFixed}
+		if name == uringLinked {
+			opts.link = 2
+		}
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, opts)
 		if err == nil {
 			eng = e
 		}
@@ -111,7 +122,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, uringFixed, uringLinked, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)
@@ -221,6 +232,53 @@ func TestRingWriteAndError(t *testing.T) {
 			if m, err := bad.wait(1, out[:1]); m != 1 || err != nil || out[0].res != -int64(unix.EBADF) {
 				t.Errorf("completion %+v (%d, %v), want result -EBADF", out[0], m, err)
 			}
+		})
+	}
+}
+
+// A full SQ ring (its entries queued, none consumed): with SQPOLL, next
+// publishes them and waits until the kernel's thread took some (on
+// Debian 5.10 the thread moved the head only after the batch's completions
+// were reaped, and a nil SQE was a panic); without SQPOLL the caller queued
+// more than the ring holds, an error. The SQEs are zeroed: IORING_OP_NOP.
+func TestRingFullSQ(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		sqpoll, noWait bool // noWait: as before 5.11, no IORING_ENTER_SQ_WAIT (wake and read the head)
+	}{{"plain", false, false}, {"sqpoll", true, false}, {"sqpoll-wakeup", true, true}} {
+		sqpoll := c.sqpoll
+		var flags uint32
+		if sqpoll {
+			flags = uringSetupSQPoll
+		}
+		t.Run(c.name, func(t *testing.T) {
+			r, err := newRing(4, flags)
+			if err != nil {
+				t.Skipf("io_uring refused here: %v", err)
+			}
+			defer r.close()
+			if c.noWait {
+				r.features &^= uringFeatSQPollNonfixed
+			}
+			for i := range r.entries {
+				if _, err := r.next(); err != nil {
+					t.Fatalf("SQE %d of an empty ring of %d: %v", i, r.entries, err)
+				}
+			}
+			q, err := r.next()
+			if !sqpoll {
+				if q != nil || err == nil || !strings.Contains(err.Error(), "SQ ring full") {
+					t.Errorf("next on a full ring: %v, %v", q, err)
+				}
+				return
+			}
+			if q == nil || err != nil {
+				t.Fatalf("next on a full SQPOLL ring: %v, %v", q, err)
+			}
+			if h := atomic.LoadUint32(r.sqHead); h == 0 {
+				t.Errorf("SQ head %d after the wait", h)
+			}
+			t.Logf("waited with %d io_uring_enter calls (features %#x)", r.sqWaits, r.features)
 		})
 	}
 }

@@ -120,16 +120,23 @@ subprocess.run(["sync", %q], check=True)`, src, dst, inblock, dst))
 	}
 	t.Logf("cp: iopath's disk bytes read %d, the kernel's read_bytes %d; incomplete bios %d %v", cpRead, kernelRead,
 		tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
-	// Known gap (issue 12, open): in about 1 run of 3 here the kernel
-	// counted 4-28 KiB more than iopath saw (bios of cp never seen, beside
-	// the 200 MiB of the source, which always matched). Never more, never
-	// the other way; IOPATH_STRICT_IO=1 asks for equality.
+	// Equal, or short by bios iopath counted as incomplete. Before
+	// 2026-12-01 about 1 run in 3 here was 4-28 KiB short with nothing
+	// counted; the likely path, closed since: a request requeued, then
+	// ended without any BPF program seeing its block_rq_complete (the 6.18
+	// host runs none on top of PID 1's threads: docs/kernel-notes.md),
+	// then its address issued for cp's bios, which the engine took for the
+	// requeued request's and dropped. A gap left must be counted;
+	// IOPATH_STRICT_IO=1 asks for equality.
 	gap := int64(kernelRead) - int64(cpRead)
-	if strict := os.Getenv("IOPATH_STRICT_IO") == "1"; cps != 1 || gap < 0 || gap > 64<<10 || (strict && gap != 0) {
-		t.Errorf("cp (%d rows): iopath's disk bytes read %d, the kernel's read_bytes (wait4 ru_inblock × 512) %d: want equal (bound: %s)",
-			cps, cpRead, kernelRead, map[bool]string{true: "0", false: "iopath ≤ the kernel ≤ iopath + 64 KiB"}[strict])
+	counted := tr.summary.IncompleteBios > 0
+	if strict := os.Getenv("IOPATH_STRICT_IO") == "1"; cps != 1 || gap < 0 || (gap != 0 && (strict || !counted)) {
+		t.Errorf("cp (%d rows): iopath's disk bytes read %d, the kernel's read_bytes (wait4 ru_inblock × 512) %d, incomplete bios %d %v: want equal%s",
+			cps, cpRead, kernelRead, tr.summary.IncompleteBios, tr.summary.IncompleteCauses,
+			map[bool]string{true: "", false: " or short by counted incomplete bios"}[strict])
 	} else if gap != 0 {
-		t.Logf("known gap (issue 12): the kernel counted %d bytes of cp's reads iopath did not see", gap)
+		t.Logf("the kernel counted %d bytes of cp's reads more than iopath, which counted %d incomplete bios %v", gap,
+			tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
 	}
 	const size, pages = 200 << 20, 200 << 20 / 4096
 	var srcRow, dstRow *record.FileSummary
