@@ -191,7 +191,7 @@ func appendRangesJSON(b []byte, rs []record.PageRange) []byte {
 }
 
 func appendUintField(b []byte, key string, v uint64) []byte {
-	return appendUint(append(b, key...), v)
+	return strconv.AppendUint(append(b, key...), v, 10)
 }
 
 func appendStringField(b []byte, key, s string) []byte {
