@@ -78,13 +78,17 @@ unit:
 ## 7.2 is left out of the default until its async attribution is fixed (2026-12-01: libaio
 ## and io_uring O_DIRECT requests lose a few bios there: TestTraceUringDirect 4 KiB short of
 ## read_bytes, TestTraceWorkloadJobProcesses 88 KiB short); `make vmtest VMTEST_KERNELS=7.2`.
+## -test.v: CI logs show each test's time and each kernel's slowest tests; the run fails unless
+## TestDoctorGolden passed on every kernel (testdata/doctor-SERIES.txt; VMTEST_REQUIRE= drops the
+## check). The summary gives per kernel its boot, wall and qemu CPU seconds (docs/tests.md).
 VMTEST_KERNELS ?= 5.10 6.1 6.12
 VMTEST_JOBS    ?= 2
 VMTEST_PKGS    ?= ./cmd/iopath ./tracer/... ./internal/... ./workloads/...
-VMTEST_FLAGS   ?= -test.timeout=19m
+VMTEST_FLAGS   ?= -test.v -test.timeout=19m
+VMTEST_REQUIRE ?= $(if $(filter ./cmd/iopath ./...,$(VMTEST_PKGS)),TestDoctorGolden)
 vmtest: build
 	scripts/vmtest-go.sh $(addprefix -k ,$(VMTEST_KERNELS)) -j $(VMTEST_JOBS) --smp 1 --disk-size 1536 -t 1200 \
-		$(if $(VMTEST_ALL),-e IOPATH_VM_ALL=1) $(VMTEST_PKGS) -- $(VMTEST_FLAGS)
+		$(if $(VMTEST_ALL),-e IOPATH_VM_ALL=1) $(addprefix --require ,$(VMTEST_REQUIRE)) $(VMTEST_PKGS) -- $(VMTEST_FLAGS)
 
 ## bench: the benchmarks (docs/benchmarks.md).
 bench: build

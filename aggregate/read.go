@@ -106,7 +106,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 	for dit.Next(&dk, &dv) {
 		k := DevKey{Dev: dk.Dev, Op: RqOp(dk.Op)}
 		s.Devices[k] = &Device{DevKey: k, Requests: dv.Requests, Bytes: dv.Bytes, Errors: dv.Errors, D2CNs: dv.D2cNs,
-			Q2CNs: dv.Q2cNs, Q2CUnknown: dv.Q2cUnknown, D2C: dv.D2c, Q2C: dv.Q2c}
+			Q2CNs: dv.Q2cNs, Q2CUnknown: dv.Q2cUnknown, Unseen: dv.Unseen, D2C: dv.D2c, Q2C: dv.Q2c}
 	}
 	if err := dit.Err(); err != nil {
 		return nil, fmt.Errorf("reading agg_devs: %w", err)
@@ -154,11 +154,12 @@ func cString(b []int8) string {
 // InflightBefore counts the requests in flight that were issued before
 // ns (CLOCK_MONOTONIC).
 func (r *Reader) InflightBefore(ns uint64) (int, error) {
-	var rq, issued uint64
+	var rq uint64
+	var v bpf.IopathAggRq
 	n := 0
 	it := r.M.Rqs.Iterate()
-	for it.Next(&rq, &issued) {
-		if issued < ns {
+	for it.Next(&rq, &v) {
+		if v.IssueNs < ns {
 			n++
 		}
 	}

@@ -45,7 +45,7 @@ enum agg_overflow {
 	AGG_OV_FILES = 1, /* a file agg_files had no room for: agg_other[1] */
 	AGG_OV_RQS = 2,   /* a request agg_rqs had no room for: its D2C/Q2C not measured, its bytes still counted */
 	AGG_OV_DEVS = 3,  /* a disk agg_devs had no room for: its requests not counted */
-	AGG_OV_NODISK = 4, /* a request completed without a disk to name (no rq_disk / q->disk): not counted per disk */
+	AGG_OV_NODISK = 4, /* a request issued without a disk to name (no rq_disk / q->disk): not counted per disk */
 	AGG_OV_MAX = 5,
 };
 
@@ -81,16 +81,31 @@ struct agg_dev_key {
 	__u32 op;  /* enum agg_rq_op */
 };
 
-/* Every request completed on one disk and direction (whoever queued it). */
+/* Every request issued to one disk and direction (whoever queued it).
+ * Requests and bytes are counted at block_rq_issue, not at completion: on
+ * the 6.18 build host no BPF program runs for a block_rq_complete fired in
+ * a softirq on top of some tasks (docs/kernel-notes.md, "Completions BPF
+ * never sees"), and a total counted at completion came out short. */
 struct agg_dev {
-	__u64 requests;
-	__u64 bytes;    /* nr_bytes completed */
+	__u64 requests; /* issued (a requeued request once) */
+	__u64 bytes;    /* rq->__data_len at issue */
 	__u64 errors;   /* requests completed with an error status */
 	__u64 d2c_ns;   /* sum of issue→complete */
 	__u64 q2c_ns;   /* sum of request start (rq->start_time_ns)→complete */
 	__u64 q2c_unknown; /* requests without a start time (no io accounting on the queue) */
+	__u64 unseen;   /* issued requests whose completion no BPF program saw (their address issued again): no D2C/Q2C */
 	__u64 d2c[AGG_BUCKETS];
 	__u64 q2c[AGG_BUCKETS];
+};
+
+/* A request issued and not completed (agg_rqs). */
+struct agg_rq {
+	__u64 issue_ns;
+	__u64 bytes; /* counted in agg_devs at issue */
+	__u32 dev;
+	__u32 op;       /* enum agg_rq_op */
+	__u32 requeued; /* block_rq_requeue since the issue: the next issue is the same request's */
+	__u32 pad;
 };
 
 struct agg_global {
@@ -136,12 +151,12 @@ struct {
 	__type(value, struct agg_dev);
 } agg_devs SEC(".maps");
 
-/* Requests issued and not completed: struct request * → issue time. */
+/* Requests issued and not completed: struct request * → struct agg_rq. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, __u64);
+	__type(value, struct agg_rq);
 } agg_rqs SEC(".maps");
 
 struct {
@@ -427,29 +442,28 @@ static __always_inline __u32 agg_rq_op(__u32 cmd_flags)
 	return AGG_RQ_DISCARD; /* discard (3), secure erase (5), write zeroes (9) and the rest */
 }
 
-/* agg_rq_issue remembers a request's issue time (every request: the
- * per-disk numbers are the disk's, like iostat's). */
-static __always_inline void agg_rq_issue(struct request *rq)
+/* agg_dev_of returns the entry of disk dev and direction op, created if
+ * there is room (else counted in AGG_OV_DEVS). */
+static __always_inline struct agg_dev *agg_dev_of(__u32 dev, __u32 op)
 {
-	if (!agg_on)
-		return;
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&agg_rqs, &key, &now, BPF_ANY))
-		agg_overflow(AGG_OV_RQS);
+	struct agg_dev_key dk = {.dev = dev, .op = op};
+	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
+	if (d)
+		return d;
+	bpf_map_update_elem(&agg_devs, &dk, &agg_dev_zero, BPF_NOEXIST);
+	d = bpf_map_lookup_elem(&agg_devs, &dk);
+	if (!d)
+		agg_overflow(AGG_OV_DEVS);
+	return d;
 }
 
-static __always_inline void agg_rq_requeue(struct request *rq)
-{
-	if (!agg_on)
-		return;
-	__u64 key = (__u64)rq;
-	bpf_map_delete_elem(&agg_rqs, &key);
-}
-
-/* agg_rq_done counts a completion of nr_bytes on the request's disk: a
- * request ends with the completion that covers its remaining bytes
- * (blk_update_request reports before it advances __data_len). */
-static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_status_t error, unsigned int nr_bytes)
+/* agg_rq_issue counts a request issued to disk dev (every request: the
+ * per-disk numbers are the disk's, like iostat's) and remembers it until
+ * its completion. The address still in agg_rqs without a requeue in
+ * between means the previous request there ended without any of our
+ * programs seeing its block_rq_complete: counted as unseen (its requests
+ * and bytes were counted at its issue). */
+static __always_inline void agg_rq_issue(struct request *rq, __u32 dev)
 {
 	if (!agg_on)
 		return;
@@ -457,31 +471,66 @@ static __always_inline void agg_rq_done(struct request *rq, __u32 dev, blk_statu
 		agg_overflow(AGG_OV_NODISK);
 		return;
 	}
-	struct agg_dev_key dk = {.dev = dev, .op = agg_rq_op(rq->cmd_flags)};
-	struct agg_dev *d = bpf_map_lookup_elem(&agg_devs, &dk);
-	if (!d) {
-		bpf_map_update_elem(&agg_devs, &dk, &agg_dev_zero, BPF_NOEXIST);
-		d = bpf_map_lookup_elem(&agg_devs, &dk);
-		if (!d) {
-			agg_overflow(AGG_OV_DEVS);
-			return;
-		}
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	struct agg_rq *old = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (old && old->requeued) {
+		old->issue_ns = now; /* the same request again: counted at its first issue */
+		old->requeued = 0;
+		return;
 	}
-	__sync_fetch_and_add(&d->bytes, nr_bytes);
+	if (old) {
+		struct agg_dev *od = agg_dev_of(old->dev, old->op);
+		if (od)
+			__sync_fetch_and_add(&od->unseen, 1);
+	}
+	struct agg_rq r = {.issue_ns = now, .bytes = rq->__data_len, .dev = dev, .op = agg_rq_op(rq->cmd_flags)};
+	struct agg_dev *d = agg_dev_of(dev, r.op);
+	if (!d)
+		return;
+	__sync_fetch_and_add(&d->requests, 1);
+	__sync_fetch_and_add(&d->bytes, r.bytes);
+	if (bpf_map_update_elem(&agg_rqs, &key, &r, BPF_ANY))
+		agg_overflow(AGG_OV_RQS);
+}
+
+/* agg_rq_requeue: the request goes back to the queue and will be issued
+ * again as itself (counted once). */
+static __always_inline void agg_rq_requeue(struct request *rq)
+{
+	if (!agg_on)
+		return;
+	__u64 key = (__u64)rq;
+	struct agg_rq *r = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (r)
+		r->requeued = 1;
+}
+
+/* agg_rq_done takes the completion of a request counted at issue: its
+ * D2C/Q2C and error. A request ends with the completion that covers its
+ * remaining bytes (blk_update_request reports before it advances
+ * __data_len). A completion without an agg_rqs entry (issued before iopath
+ * attached; a flush-sequence request that ends again after its post-flush,
+ * or never issued: flush.c) adds nothing: its device work was counted, or
+ * not, at issue. */
+static __always_inline void agg_rq_done(struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	if (!agg_on)
+		return;
 	if (nr_bytes < rq->__data_len)
 		return; /* a partial completion: the request goes on */
-	__sync_fetch_and_add(&d->requests, 1);
+	__u64 key = (__u64)rq;
+	struct agg_rq *r = bpf_map_lookup_elem(&agg_rqs, &key);
+	if (!r)
+		return;
+	__u64 now = bpf_ktime_get_ns(), d2c = now - r->issue_ns;
+	struct agg_dev *d = agg_dev_of(r->dev, r->op);
+	bpf_map_delete_elem(&agg_rqs, &key);
+	if (!d)
+		return;
 	if (error)
 		__sync_fetch_and_add(&d->errors, 1);
-	__u64 now = bpf_ktime_get_ns();
-	__u64 key = (__u64)rq;
-	__u64 *issued = bpf_map_lookup_elem(&agg_rqs, &key);
-	if (issued) {
-		__u64 d2c = now - *issued;
-		bpf_map_delete_elem(&agg_rqs, &key);
-		__sync_fetch_and_add(&d->d2c[agg_bucket(d2c) & (AGG_BUCKETS - 1)], 1);
-		__sync_fetch_and_add(&d->d2c_ns, d2c);
-	}
+	__sync_fetch_and_add(&d->d2c[agg_bucket(d2c) & (AGG_BUCKETS - 1)], 1);
+	__sync_fetch_and_add(&d->d2c_ns, d2c);
 	__u64 start = rq->start_time_ns;
 	if (start && start <= now) {
 		__u64 q2c = now - start;
@@ -501,6 +550,7 @@ struct agg_contract {
 	struct agg_io io;
 	struct agg_dev_key dev_key;
 	struct agg_dev dev;
+	struct agg_rq rq;
 	struct agg_global global;
 };
 const struct agg_contract *unused_agg_contract __attribute__((unused));

@@ -428,7 +428,7 @@ static __always_inline int rq_issue(struct request *rq)
 	LOOP(MAX_RQ_BIOS, COMPAT_RQ_BIOS, rq_bio_step, &w); /* compat.h */
 	if (w.bio)
 		count_event(CNT_RQ_CHAIN_TRUNC);
-	agg_rq_issue(rq); /* agg.h */
+	agg_rq_issue(rq, rq_dev(rq)); /* agg.h */
 	if (agg_only)
 		return 0; /* top, serve: the walk only forgets the owned bios */
 	__u64 rqk = (__u64)rq;
@@ -456,7 +456,7 @@ static __always_inline int rq_issue(struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	agg_rq_done(rq, rq_dev(rq), error, nr_bytes); /* agg.h */
+	agg_rq_done(rq, error, nr_bytes); /* agg.h */
 	__u64 key = (__u64)rq;
 	if (bpf_map_delete_elem(&inflight, &key))
 		return 0; /* not a request we reported at issue */

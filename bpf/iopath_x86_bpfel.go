@@ -21,6 +21,7 @@ type IopathAggDev struct {
 	D2cNs      uint64
 	Q2cNs      uint64
 	Q2cUnknown uint64
+	Unseen     uint64
 	D2c        [32]uint64
 	Q2c        [32]uint64
 }
@@ -87,6 +88,16 @@ const (
 	IopathAggOverflowAGG_OV_NODISK IopathAggOverflow = 4
 	IopathAggOverflowAGG_OV_MAX    IopathAggOverflow = 5
 )
+
+type IopathAggRq struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	Bytes    uint64
+	Dev      uint32
+	Op       uint32
+	Requeued uint32
+	Pad      uint32
+}
 
 type IopathAggRqOp uint32
 

@@ -21,6 +21,7 @@ type IopathCompatAggDev struct {
 	D2cNs      uint64
 	Q2cNs      uint64
 	Q2cUnknown uint64
+	Unseen     uint64
 	D2c        [32]uint64
 	Q2c        [32]uint64
 }
@@ -66,6 +67,16 @@ type IopathCompatAggIo struct {
 	DirectReadBytes uint64
 	Lat             [3][32]uint64
 	Name            [48]int8
+}
+
+type IopathCompatAggRq struct {
+	_        structs.HostLayout
+	IssueNs  uint64
+	Bytes    uint64
+	Dev      uint32
+	Op       uint32
+	Requeued uint32
+	Pad      uint32
 }
 
 type IopathCompatBioOwner struct {

@@ -148,6 +148,62 @@ static __always_inline void uring_file(struct op *op, struct uring_req *v)
 		uring_set_file(op, f, v);
 }
 
+/* The registered-file table (IORING_REGISTER_FILES) in two shapes, told
+ * apart by CO-RE: 6.13+ has ctx->file_table.data.nodes[i]->file_ptr (the
+ * running kernel's vmlinux.h); 5.10 to 6.12 ctx->file_table.files[i].file_ptr
+ * with ctx->nr_user_files entries (flavors below). file_ptr's low bits are
+ * flags (FFS_*: at most 3 of them, 5.10). */
+struct io_fixed_file___files {
+	unsigned long file_ptr;
+} __attribute__((preserve_access_index));
+
+struct io_file_table___files {
+	struct io_fixed_file___files *files;
+} __attribute__((preserve_access_index));
+
+struct io_ring_ctx___files {
+	struct io_file_table___files file_table;
+	unsigned int nr_user_files;
+} __attribute__((preserve_access_index));
+
+#define URING_FFS_MASK (~7UL)
+
+/* uring_fixed_file is the file at index idx of req's ring's registered
+ * files (an IOSQE_FIXED_FILE request's sqe->fd, in req->cqe.fd), NULL if
+ * out of range. Read at submission: the file is assigned to req->file only
+ * when it is issued (io_assign_file), and no event names it then. */
+static __always_inline struct file *uring_fixed_file(struct io_kiocb *req, __u32 idx)
+{
+	struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
+	unsigned long ptr = 0;
+	if (bpf_core_field_exists(ctx->file_table.data)) {
+		if (idx >= BPF_CORE_READ(ctx, file_table.data.nr))
+			return NULL;
+		struct io_rsrc_node **nodes = BPF_CORE_READ(ctx, file_table.data.nodes);
+		struct io_rsrc_node *node = NULL;
+		if (!nodes || bpf_probe_read_kernel(&node, sizeof(node), &nodes[idx]) || !node)
+			return NULL;
+		ptr = BPF_CORE_READ(node, file_ptr);
+	} else {
+		struct io_ring_ctx___files *old = (void *)ctx;
+		if (idx >= BPF_CORE_READ(old, nr_user_files))
+			return NULL;
+		struct io_fixed_file___files *files = BPF_CORE_READ(old, file_table.files);
+		if (!files || bpf_probe_read_kernel(&ptr, sizeof(ptr), &files[idx].file_ptr))
+			return NULL;
+	}
+	return (struct file *)(ptr & URING_FFS_MASK);
+}
+
+/* uring_req_file is the file req will run on: its registered file, or the
+ * submitting task's fd. */
+static __always_inline struct file *uring_req_file(struct io_kiocb *req, struct uring_req *v)
+{
+	if (BPF_CORE_READ(req, flags) & IOSQE_FIXED_FILE)
+		return uring_fixed_file(req, (__u32)v->fd);
+	return fd_file(v->fd, FILE_PROBE);
+}
+
 /* uring_close sends the thread's running segment (if it is one and is
  * named), then, in a PF_IO_WORKER thread, starts a new unnamed one. */
 static __always_inline void uring_close(struct op *op)
@@ -176,18 +232,18 @@ static __always_inline void uring_begin(struct op *op, struct io_kiocb *req, str
 			uring_close(op);
 		uring_name(op, (__u64)req);
 		uring_file(op, v);
-		if (!op->file && !(BPF_CORE_READ(req, flags) & IOSQE_FIXED_FILE)) {
-			struct file *f = fd_file(v->fd, FILE_PROBE);
+		if (!op->file) {
+			struct file *f = uring_req_file(req, v);
 			if (f)
 				uring_set_file(op, f, v);
 		}
 		return;
 	}
-	if (!v->sys || (BPF_CORE_READ(req, flags) & IOSQE_FIXED_FILE))
-		return; /* a registered file: its IO is not followed inline */
+	if (!v->sys)
+		return;
 	/* op_begin_in numbers the op seq + 1: the request's own op_id. */
 	op->seq = (__u32)v->op_id - 1;
-	if (!op_begin_in(op, v->sys, fd_file(v->fd, FILE_PROBE), v->fd, v->offset, v->len, FILE_PROBE))
+	if (!op_begin_in(op, v->sys, uring_req_file(req, v), v->fd, v->offset, v->len, FILE_PROBE))
 		return;
 	op->uring_req = 0;
 	op->uring_thread = 0;
@@ -343,6 +399,27 @@ int BPF_PROG(uring_file_get, struct io_kiocb *req, int fd)
  * leave uring_reqs, before the worker's segment closes (then uring_file
  * finds nothing, and a segment without its file's O_DIRECT looks
  * buffered). */
+/* uring_issued_inline starts req's inline segment where its direct IO
+ * begins in a thread that is not an io thread, if that thread's running
+ * segment is another's: a request issued after its submission there, not
+ * right at it. IOSQE_IO_LINK: a chain's head is issued after its last
+ * member's submission (io_submit_sqe queues the head then), and each
+ * member from task work once the one before it completed. Only when no
+ * call other than a segment is running: a segment's op_id is fresh, its
+ * req_id the request's. */
+static __always_inline void uring_issued_inline(struct op *op, struct kiocb *iocb, struct uring_req *v, __u64 key)
+{
+	if (!v->sys || (op->active && !uring_seg(op)) || (uring_seg(op) && op->uring_req == key))
+		return;
+	if (uring_seg(op))
+		uring_close(op);
+	if (!op_begin_in(op, v->sys, BPF_CORE_READ(iocb, ki_filp), v->fd, v->offset, v->len, FILE_PROBE))
+		return;
+	op->uring_req = 0;
+	op->uring_thread = 0;
+	uring_name(op, key);
+}
+
 SEC("tp_btf/iomap_dio_rw_begin")
 int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 {
@@ -350,6 +427,11 @@ int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
 	if (!v)
 		return 0;
+	struct op *cur = op_of((__u32)bpf_get_current_pid_tgid());
+	if (cur && !cur->uring_thread) {
+		uring_issued_inline(cur, iocb, v, key);
+		return 0;
+	}
 	uring_worker_names(key);
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
 	if (op && op->uring_thread && op->uring_req == key && !op->file) {

@@ -14,12 +14,9 @@ func init() {
 		Short: "4 KiB random O_DIRECT reads with libaio at iodepth 1 to 64: IOPS, requests at the device, latency, Little's law"})
 }
 
-// Sizes of the iodepth demo.
-const (
-	ioDepthFileSize = 64 << 20 // the file the reads go to (written with data first)
-	ioDepthBS       = 4 << 10  // bytes per read
-	ioDepthCount    = 8192     // reads per depth: 32 MiB
-)
+// ioDepthCount is the reads per depth (of queueBS bytes: 32 MiB, on a
+// file of queueFileSize bytes).
+const ioDepthCount = 8192
 
 // ioDepths are the depths of the sweep, doubling.
 var ioDepths = []int{1, 2, 4, 8, 16, 32, 64}
@@ -145,7 +142,7 @@ func iopsDips(runs []*QueueRun) string {
 
 func runIODepth(o *Options) error {
 	ws, err := setupFiles(o, "its reads never reach a disk",
-		workloads.Spec{Kind: workloads.KindRandRead, FileSize: ioDepthFileSize})
+		workloads.Spec{Kind: workloads.KindRandRead, FileSize: queueFileSize})
 	if err != nil {
 		return err
 	}
@@ -153,13 +150,13 @@ func runIODepth(o *Options) error {
 	var runs []*session.WorkloadRun
 	var labels []string
 	for _, d := range ioDepths {
-		runs = append(runs, &session.WorkloadRun{File: ws.files[0], Args: []string{workloads.KindRandRead, "--direct",
-			fmt.Sprintf("--bs=%d", ioDepthBS), fmt.Sprintf("--count=%d", ioDepthCount), "--engine=libaio", fmt.Sprintf("--iodepth=%d", d)}})
+		runs = append(runs, &session.WorkloadRun{File: ws.files[0],
+			Args: queueArgs(workloads.KindRandRead, ioDepthCount, "--engine=libaio", fmt.Sprintf("--iodepth=%d", d))})
 		labels = append(labels, fmt.Sprintf("iodepth %d", d))
 	}
 	return runQueueDemo(o, ws, queueDemo{runs: runs, labels: labels,
 		title: fmt.Sprintf("iopath demo iodepth: %d random %s O_DIRECT reads with libaio at each iodepth from %d to %d",
-			ioDepthCount, render.Bytes(ioDepthBS), ioDepths[0], ioDepths[len(ioDepths)-1]),
-		fileSize: ioDepthFileSize, files: 1, hooks: []string{"block_bio_queue", "block_rq_issue", "block_rq_complete"},
+			ioDepthCount, render.Bytes(queueBS), ioDepths[0], ioDepths[len(ioDepths)-1]),
+		fileSize: queueFileSize, files: 1, hooks: []string{"block_bio_queue", "block_rq_issue", "block_rq_complete"},
 		table: IODepthTable, why: IODepthWhy})
 }

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
-	"github.com/iopath/iopath/tracer/kernel"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -17,74 +15,12 @@ func init() {
 		Short: "the same 4 KiB random O_DIRECT writes with pwrite(2) and with libaio at iodepth 32: calls per request, requests at the device, IOPS, latency"})
 }
 
-// Sizes of the sync-vs-async demo.
+// The sync-vs-async demo's writes (of queueBS bytes, on files of
+// queueFileSize bytes).
 const (
-	syncAsyncFileSize = 64 << 20 // the file the writes go to (written with data first)
-	syncAsyncBS       = 4 << 10  // bytes per write
-	syncAsyncCount    = 4096     // writes per run: 16 MiB
-	syncAsyncDepth    = 32       // libaio's requests in flight
+	syncAsyncCount = 4096 // writes per run: 16 MiB
+	syncAsyncDepth = 32   // libaio's requests in flight
 )
-
-// QueueRun is one traced run of a queue-depth demo: its workload record
-// (with the workload's report) and what its requests did at the device.
-type QueueRun struct {
-	Label string
-	Rec   *record.Workload
-	Queue DeviceQueue
-	// TracedCalls are the run's read/write syscall records on its file: the
-	// pwrite64/pread64 calls iopath followed per call.
-	TracedCalls int
-	// Sources says where its bios were found.
-	Sources BioSources
-}
-
-// Syscalls is the workload's own count of the system calls its IO took,
-// all of them (pwrite64; io_submit + io_getevents).
-func (r *QueueRun) Syscalls() int64 {
-	var n int64
-	for _, c := range r.Rec.Report.Syscalls {
-		n += c.Calls
-	}
-	return n
-}
-
-// SyscallsPerRequest is Syscalls over the requests the workload completed.
-func (r *QueueRun) SyscallsPerRequest() float64 {
-	return fdiv(float64(r.Syscalls()), float64(r.Rec.Report.Ops))
-}
-
-// syscallCell lists the workload's calls, e.g. "4096 io_submit + 3070 io_getevents".
-func (r *QueueRun) syscallCell() string {
-	var p []string
-	for _, c := range r.Rec.Report.Syscalls {
-		if c.Calls > 0 {
-			p = append(p, fmt.Sprintf("%d %s", c.Calls, c.Name))
-		}
-	}
-	return strings.Join(p, " + ")
-}
-
-// queueRuns builds the QueueRun of each traced run, its bios picked by pid
-// (runBios). A run without a traced request is an error.
-func queueRuns(tr *traced, res *session.WorkloadRunsResult, runs []*session.WorkloadRun, labels []string, write bool) ([]*QueueRun, []*record.Workload, error) {
-	out := make([]*QueueRun, len(runs))
-	wrecs := make([]*record.Workload, len(runs))
-	for i, r := range runs {
-		wrecs[i] = res.Record(r, nil)
-		bios, src := runBios(tr, r.Pid, kernel.Dev(r.File.Dev), r.File.Ino, write)
-		q := &QueueRun{Label: labels[i], Rec: wrecs[i], Queue: DeviceQueueOf(bios), Sources: src}
-		for _, c := range tr.recs {
-			if s, ok := c.(*record.Syscall); ok && s.Pid == r.Pid && s.Ino == r.File.Ino && (record.IsRead(s.Syscall) || record.IsWrite(s.Syscall)) {
-				q.TracedCalls++
-			}
-		}
-		if len(q.Queue.D2CNs) == 0 {
-			return nil, nil, fmt.Errorf("saw no completed bio of the %s run (pid %d; lost events: %d): run `iopath doctor`", labels[i], r.Pid, tr.sum.LostEvents)
-		}
-		out[i] = q
-	}
-	return out, wrecs, nil
-}
 
 // latCell is a latency summary's mean and p99, or "—" when the engine has none.
 func latCell(l *workloads.Latency) string {
@@ -188,13 +124,12 @@ func SyncAsyncWhy(runs []*QueueRun) string {
 func runSyncAsync(o *Options) error {
 	// One file per run, alike (the same size, the same seed: the same
 	// offsets), so each run's workload record counts only its own calls.
-	spec := workloads.Spec{Kind: workloads.KindRandWrite, FileSize: syncAsyncFileSize}
+	spec := workloads.Spec{Kind: workloads.KindRandWrite, FileSize: queueFileSize}
 	ws, err := setupFiles(o, "its writes never reach a disk", spec, spec, spec)
 	if err != nil {
 		return err
 	}
 	defer ws.close()
-	common := []string{workloads.KindRandWrite, "--direct", fmt.Sprintf("--bs=%d", syncAsyncBS), fmt.Sprintf("--count=%d", syncAsyncCount)}
 	depth := fmt.Sprintf("--iodepth=%d", syncAsyncDepth)
 	args := [][]string{
 		{"--engine=psync"},
@@ -204,11 +139,11 @@ func runSyncAsync(o *Options) error {
 	labels := []string{"psync", fmt.Sprintf("libaio, iodepth %d", syncAsyncDepth), fmt.Sprintf("libaio, iodepth %d, batches", syncAsyncDepth)}
 	var runs []*session.WorkloadRun
 	for i, a := range args {
-		runs = append(runs, &session.WorkloadRun{Args: append(append([]string(nil), common...), a...), File: ws.files[i]})
+		runs = append(runs, &session.WorkloadRun{Args: queueArgs(workloads.KindRandWrite, syncAsyncCount, a...), File: ws.files[i]})
 	}
 	return runQueueDemo(o, ws, queueDemo{runs: runs, labels: labels, write: true, topts: tracer.Options{All: true},
 		title: fmt.Sprintf("iopath demo sync-vs-async: %d random %s O_DIRECT writes, with pwrite(2) and with libaio at iodepth %d",
-			syncAsyncCount, render.Bytes(syncAsyncBS), syncAsyncDepth),
-		fileSize: syncAsyncFileSize, files: len(runs), hooks: []string{"vfs_write", "block_rq_issue", "block_rq_complete"},
+			syncAsyncCount, render.Bytes(queueBS), syncAsyncDepth),
+		fileSize: queueFileSize, files: len(runs), hooks: []string{"vfs_write", "block_rq_issue", "block_rq_complete"},
 		table: SyncAsyncTable, why: SyncAsyncWhy})
 }

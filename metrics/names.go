@@ -17,6 +17,12 @@ func metric(kind, name, help string, labels ...string) *Metric {
 	return m
 }
 
+// perComm is a --per-comm counter: named iopath_process_NAME, with the
+// label comm first (the only per-process label: series stay bounded).
+func perComm(name, help string, labels ...string) *Metric {
+	return metric("counter", "process_"+name, help, append([]string{"comm"}, labels...)...)
+}
+
 var (
 	syscalls = metric("counter", "syscalls_total",
 		"Read, write and sync-family system calls completed by traced processes.", "op")
@@ -41,11 +47,13 @@ var (
 	dirtyToDisk = metric("histogram", "dirty_to_disk_seconds",
 		"Time from a page turning dirty to the queueing of the writeback bio that carries it, per 4 KiB page. Log2 buckets.")
 	diskBytes = metric("counter", "disk_bytes_total",
-		"Bytes of completed block requests per disk, whoever queued them (as iostat counts).", "device", "op")
+		"Bytes of block requests issued per disk, whoever queued them (as iostat counts; a requeued request once).", "device", "op")
 	diskRequests = metric("counter", "disk_requests_total",
-		"Completed block requests per disk and op (read, write, flush, discard).", "device", "op")
+		"Block requests issued per disk and op (read, write, flush, discard; a requeued request once).", "device", "op")
 	diskErrors = metric("counter", "disk_request_errors_total",
 		"Block requests completed with an error status.", "device", "op")
+	diskUnseen = metric("counter", "disk_completions_unseen_total",
+		"Block requests issued whose completion no BPF program saw (the kernel ran none for it): in disk_requests_total and disk_bytes_total, not in bio_latency_seconds.", "device", "op")
 	bioLatency = metric("histogram", "bio_latency_seconds",
 		"Block request latency per disk: stage d2c from issue to the device to completion, q2c from the request's start (its first bio entering blk-mq) to completion. Log2 buckets.", "device", "op", "stage")
 	lostEvents = metric("counter", "lost_events_total",
@@ -56,20 +64,20 @@ var (
 		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection, Linux 5.12+): what they would have counted is in no other metric.", "program")
 	noDisk = metric("counter", "disk_requests_unnamed_total",
 		"Block requests completed without a disk to name them by: not in iopath_disk_requests_total.")
-	procSyscalls = metric("counter", "process_syscalls_total",
-		"Calls of the processes with this comm (only comms given to --per-comm).", "comm", "op")
-	procBytes = metric("counter", "process_syscall_bytes_total",
-		"Bytes read and written by the calls of the processes with this comm (--per-comm).", "comm", "op")
-	procDiskBytes = metric("counter", "process_disk_bytes_total",
-		"Bytes of bios queued by the calls of the processes with this comm, plus the writeback of the pages they dirtied (--per-comm).", "comm", "op")
-	procPageCache = metric("counter", "process_page_cache_accesses_total",
-		"Page-cache hits and misses of the read calls of the processes with this comm (--per-comm).", "comm", "result")
-	procThrottle = metric("counter", "process_dirty_throttle_seconds_total",
-		"Time the processes with this comm spent throttled in balance_dirty_pages (--per-comm).", "comm")
+	procSyscalls = perComm("syscalls_total",
+		"Calls of the processes with this comm (only comms given to --per-comm).", "op")
+	procBytes = perComm("syscall_bytes_total",
+		"Bytes read and written by the calls of the processes with this comm (--per-comm).", "op")
+	procDiskBytes = perComm("disk_bytes_total",
+		"Bytes of bios queued by the calls of the processes with this comm, plus the writeback of the pages they dirtied (--per-comm).", "op")
+	procPageCache = perComm("page_cache_accesses_total",
+		"Page-cache hits and misses of the read calls of the processes with this comm (--per-comm).", "result")
+	procThrottle = perComm("dirty_throttle_seconds_total",
+		"Time the processes with this comm spent throttled in balance_dirty_pages (--per-comm).")
 	scrapeErr = metric("gauge", "scrape_error", "Reading the BPF maps failed.")
 )
 
 // All lists every metric family, in the README's order.
 var All = []*Metric{syscalls, syscallErrors, syscallBytes, syscallDuration, pageCache, readahead, callDiskBytes,
-	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, bioLatency, lostEvents, mapFull,
+	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, diskUnseen, bioLatency, lostEvents, mapFull,
 	missedRuns, noDisk, procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}

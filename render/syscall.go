@@ -36,7 +36,7 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		}
 		b = appendBytes(b, r.RequestedBytes)
 		b = append(b, " of a mapping, from file offset "...)
-		b = strconv.AppendUint(b, r.Offset, 10)
+		b = appendUint(b, r.Offset)
 	case "fadvise64":
 		b = appendRangeArgs(b, r, "POSIX_FADV_"+strings.ToUpper(r.Advice)+", ")
 	case "sync":
@@ -57,14 +57,14 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = append(b, "dev "...)
 		b = append(b, r.Dev...)
 		b = append(b, " ino "...)
-		b = strconv.AppendUint(b, r.Ino, 10)
+		b = appendUint(b, r.Ino)
 	}
 	b = append(b, " ["...)
 	b = appendSafe(b, r.Comm)
 	b = append(b, " pid "...)
-	b = strconv.AppendUint(b, uint64(r.Pid), 10)
+	b = appendUint(b, uint64(r.Pid))
 	b = append(b, " tid "...)
-	b = strconv.AppendUint(b, uint64(r.Tid), 10)
+	b = appendUint(b, uint64(r.Tid))
 	b = append(b, "] -> "...)
 	if r.Error != "" {
 		b = append(b, r.Error...)
@@ -98,9 +98,9 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = append(b, "  page cache: "...)
 		b = appendCount(b, c.PagesRequested, "page")
 		b = append(b, " requested: "...)
-		b = strconv.AppendUint(b, c.PagesHit, 10)
+		b = appendUint(b, c.PagesHit)
 		b = append(b, " hit, "...)
-		b = strconv.AppendUint(b, c.PagesMissed, 10)
+		b = appendUint(b, c.PagesMissed)
 		b = append(b, " missed"...)
 		if c.PagesAdded > 0 {
 			b = append(b, "; "...)
@@ -117,10 +117,10 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = append(b, ", window "...)
 		b = appendCount(b, uint64(ra.Pages), "page")
 		b = append(b, " from index "...)
-		b = strconv.AppendUint(b, ra.StartIndex, 10)
+		b = appendUint(b, ra.StartIndex)
 		if ra.AsyncPages > 0 {
 			b = append(b, " (next async readahead when "...)
-			b = strconv.AppendUint(b, uint64(ra.AsyncPages), 10)
+			b = appendUint(b, uint64(ra.AsyncPages))
 			b = append(b, " remain)"...)
 		}
 		if ra.Source == record.SourceDerived {
@@ -222,7 +222,7 @@ func appendRangeArgs(b []byte, r *record.Syscall, extra string) []byte {
 	b = append(b, extra...)
 	b = appendAsked(b, r.RequestedBytes)
 	b = append(b, " at offset "...)
-	return strconv.AppendUint(b, r.Offset, 10)
+	return appendUint(b, r.Offset)
 }
 
 // appendAsked appends a call's requested size; cp asks copy_file_range for
@@ -279,7 +279,7 @@ func appendBioLine(b []byte, bio *record.Bio) []byte {
 		b = append(b, ' ')
 		b = appendBytes(b, uint64(bio.Bytes))
 		b = append(b, " at sector "...)
-		b = strconv.AppendUint(b, bio.Sector, 10)
+		b = appendUint(b, bio.Sector)
 		b = append(b, " on "...)
 		b = append(b, bio.Dev...)
 	}
@@ -289,6 +289,11 @@ func appendBioLine(b []byte, bio *record.Bio) []byte {
 		b = append(b, ", "...)
 		b = strconv.AppendInt(b, int64(bio.RequestBios), 10)
 		b = append(b, " bios)"...)
+	}
+	if bio.CompleteNs == 0 && bio.CompletedBeforeNs != 0 {
+		b = append(b, ": completed within "...)
+		b = appendDuration(b, sub(bio.CompletedBeforeNs, bio.IssueNs))
+		return append(b, " of issue (its request was reused; no BPF program saw the completion: no device time)"...)
 	}
 	if bio.CompleteNs == 0 {
 		return append(b, ": completion not seen"...)

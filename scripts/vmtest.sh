@@ -43,7 +43,10 @@
 # /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
 #
 # Output: the programs' stdout+stderr go to stdout (per kernel, with === header lines); one
-# verdict line per kernel and a summary go to stderr.
+# verdict line per kernel and a summary go to stderr: per kernel its boot time, wall time, qemu's
+# CPU time and the guest's idle time (waits: sleeps, RCU grace periods, timers; TCG uses no host
+# CPU then), and the total. On a loaded host the wall time grows but CPU + idle stays about what
+# the kernel takes on an idle core of its own.
 # Exit status: 0 all passed; 1 a program failed (non-zero exit or timed out) on some kernel;
 #              3 a kernel failed to boot / the guest died / qemu hit the time limit; 2 usage
 #              or host setup error (missing tool, package not downloadable).
@@ -229,6 +232,7 @@ vmtest_run() { # INDEX DIR PROG [ARG]...
 	[ $st = exit ] || RC=124
 }
 . $V/run.sh
+head -n1 /proc/stat > $V/res/stat   # the guest's idle time: TCG burns no host CPU then
 dmesg > $V/res/dmesg.log
 sync
 umount /mnt/disk || say "umount /mnt/disk failed"
@@ -353,12 +357,21 @@ DEADLINE=$((TIMEOUT - 20))
 } > "$SHARE/guest.env"
 
 # ---- boot each kernel ---------------------------------------------------------------------------------
+# child_cpu BEFORE AFTER: user+system seconds of the children waited for between two outputs of
+# the `times` builtin (its second line: children's user and system time, as 1m2.345s). Under TCG
+# this is qemu's CPU time: on a loaded host it stays what the boot costs while the wall time grows.
+child_cpu() {
+	awk 'function s(x, m) { m = x; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", x); sub(/s$/, "", x); return m * 60 + x }
+		FNR == 2 { t[FILENAME == ARGV[1]] = s($1) + s($2) }
+		END { printf "%.1f", t[0] - t[1] }' "$1" "$2"
+}
+
 # boot_one I: boots kernel I with its own share, disks and logs under $WORK, runs the programs and
 # leaves in $WORK/k$I/: out (the programs' output block), msgs (verdict, console tail, warnings
 # for stderr), line (the summary line) and code (0 pass, 1 program failed, 3 boot/guest error).
 boot_one() {
 	local i=$1 kver=${KVERS[$1]} d=$WORK/k$1 share disk stack console accel boot_how t0 qrc wall res boot
-	local verdict code why panic line last tpid=
+	local verdict code why panic line last tpid= cpu idle
 	rm -rf "$d"; mkdir -p "$d"
 	share=$d/share; mkdir -p "$share/res"; : > "$share/res/out.log"
 	cp -al "$SHARE/bin" "$share/bin"; cp "$SHARE/run.sh" "$SHARE/guest.env" "$share/"
@@ -372,6 +385,7 @@ boot_one() {
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
 	msg "booting ${KPKGS[$i]} ($boot_how, $ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
 	t0=$(now)
+	times > "$d/times0"   # this shell's children's CPU so far (a builtin: no subshell)
 	# no_timer_check: under TCG on a loaded host the guest's IO-APIC timer
 	# check can fail (5.10 panicked "IO-APIC + timer doesn't work!" at load 8);
 	# it only checks the timer, it enables nothing.
@@ -394,6 +408,8 @@ boot_one() {
 	rm -f "$d/qpid"
 	if [ -n "$tpid" ]; then sleep 0.3; kill "$tpid" 2>/dev/null; wait "$tpid" 2>/dev/null || true; fi
 	wall=$(secs "$t0" "$(now)")
+	times > "$d/times1"
+	cpu=$(child_cpu "$d/times0" "$d/times1")
 	res=$share/res boot=?
 	[ -f "$res/booted" ] && boot=$(awk '{printf "%.1f", $1}' "$res/booted")
 	: > "$d/out"
@@ -426,7 +442,10 @@ boot_one() {
 		if [ $qrc = 124 ] || [ $qrc = 137 ]; then why="time limit ${TIMEOUT}s hit while programs ran (no rc file; last finished run: ${last:-none})"
 		else why="guest died while programs ran: ${panic:-qemu exited with status $qrc} (no rc file)"; fi
 	fi
-	line="$verdict $kver (boot ${boot}s, wall ${wall}s)"; [ -n "$why" ] && line+=": $why"
+	idle=?
+	# cpu user nice system idle iowait ... in USER_HZ (100 on Debian's kernels)
+	[ -f "$res/stat" ] && idle=$(awk '{printf "%.1f", ($5 + $6) / 100}' "$res/stat")
+	line="$verdict $kver (boot ${boot}s, wall ${wall}s, qemu CPU ${cpu}s, guest idle ${idle}s)"; [ -n "$why" ] && line+=": $why"
 	{
 		echo "vmtest: $line"
 		if [ $code != 0 ]; then
@@ -450,6 +469,7 @@ report() { cat "$WORK/k$1/out"; cat "$WORK/k$1/msgs" >&2; }
 
 # Kernels boot JOBS at a time (-j); each one's output is printed when it ends, whole.
 declare -A RUNNING=()   # background pid -> kernel index
+T_ALL=$(now)
 reap() { # waits for one boot job to end and reports every job that has ended
 	local p
 	wait -n "${!RUNNING[@]}" 2>/dev/null || true
@@ -465,7 +485,7 @@ for i in "${!KVERS[@]}"; do
 done
 while [ ${#RUNNING[@]} -gt 0 ]; do reap; done
 OVERALL=0
-msg "summary:"
+msg "summary: ${#KVERS[@]} kernel(s), $JOBS at a time, $(secs "$T_ALL" "$(now)")s wall in all:"
 for i in "${!KVERS[@]}"; do
 	d=$WORK/k$i
 	if [ -f "$d/code" ]; then code=$(cat "$d/code"); line=$(cat "$d/line")

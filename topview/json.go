@@ -83,6 +83,9 @@ type DeviceJSON struct {
 	Q2CP50Ns  *float64 `json:"q2c_p50_ns"`
 	Q2CP99Ns  *float64 `json:"q2c_p99_ns"`
 	Q2CUnknwn uint64   `json:"q2c_unknown,omitempty"`
+	// Unseen: requests whose completion no BPF program saw (counted in
+	// requests and bytes, not in the D2C/Q2C percentiles).
+	Unseen uint64 `json:"completions_unseen,omitempty"`
 }
 
 func ptr(v float64, ok bool) *float64 {
@@ -160,7 +163,7 @@ func Devices(d *aggregate.Snapshot) []DeviceJSON {
 			continue
 		}
 		j := DeviceJSON{Device: aggregate.DeviceName(v.Dev), Op: v.Op.String(), Requests: v.Requests, Bytes: v.Bytes,
-			Errors: v.Errors, Q2CUnknwn: v.Q2CUnknown}
+			Errors: v.Errors, Q2CUnknwn: v.Q2CUnknown, Unseen: v.Unseen}
 		if d.Elapsed > 0 {
 			j.RateHz = float64(v.Requests) / d.Elapsed.Seconds()
 		}

@@ -53,11 +53,16 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 	if devs := Devices(d); len(devs) > 0 {
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "DEVICE\tOP\tREQ/S\tBYTES\tD2C P50\tD2C P99\tQ2C P50\tQ2C P99\t\n")
+		var unseen uint64
 		for _, v := range devs {
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", v.Device, v.Op, v.RateHz, render.Bytes(v.Bytes),
 				durp(v.D2CP50Ns), durp(v.D2CP99Ns), durp(v.Q2CP50Ns), durp(v.Q2CP99Ns))
+			unseen += v.Unseen
 		}
 		tw.Flush()
+		if unseen > 0 {
+			fmt.Fprintf(&b, "request completions no BPF program saw this interval: %d (counted at issue, not in D2C/Q2C)\n", unseen)
+		}
 	}
 	if o := d.Global.Overflow; o[aggregate.OverflowProcs]+o[aggregate.OverflowFiles]+o[aggregate.OverflowRqs]+o[aggregate.OverflowDevs] > 0 {
 		fmt.Fprintf(&b, "maps full this interval: %d process, %d file, %d request, %d device entries refused (counted in the total only)\n",

@@ -25,7 +25,8 @@ package tracer
 //
 // Sinks: Discard drops the records (decoder + engine only); JSON prints
 // each record with render.Printer in --json mode (appended, batched) to
-// io.Discard, as `trace --json` does.
+// io.Discard, as `trace --json` does; Text prints its story, as the default
+// mode does.
 //
 // Metrics: events/s (per core with -cpu 1), ns/event, allocs/event and
 // B/event, plus the usual ns/op and allocs/op per call.
@@ -260,6 +261,11 @@ func benchJSON() func(any) {
 	return render.NewPrinter(io.Discard, true, false).Record
 }
 
+// benchText prints each record's story, as the default mode does.
+func benchText() func(any) {
+	return render.NewPrinter(io.Discard, false, false).Record
+}
+
 func never(int) bool      { return false }
 func always(int) bool     { return true }
 func oneInTen(i int) bool { return i%10 == 9 }
@@ -270,6 +276,7 @@ func BenchmarkDispatchMixedDiscard(b *testing.B) { benchDispatch(b, oneInTen, be
 func BenchmarkDispatchHitJSON(b *testing.B)      { benchDispatch(b, never, benchJSON()) }
 func BenchmarkDispatchMissJSON(b *testing.B)     { benchDispatch(b, always, benchJSON()) }
 func BenchmarkDispatchMixedJSON(b *testing.B)    { benchDispatch(b, oneInTen, benchJSON()) }
+func BenchmarkDispatchMissText(b *testing.B)     { benchDispatch(b, always, benchText()) }
 
 // TestBenchStreamJoins checks the synthetic streams decode and join into the
 // records they describe, so the benchmarks measure real work.

@@ -36,6 +36,7 @@ type prober struct {
 	btf     *btf.Cache // shared: each fentry test load would otherwise parse the kernel's BTF again
 	tracefs string
 	cache   map[string]error
+	disk    *probeCache // verdicts of earlier processes on this boot (probecache.go); nil: off
 }
 
 func newProber(c *btf.Cache) (*prober, error) {
@@ -43,7 +44,9 @@ func newProber(c *btf.Cache) (*prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
-	return &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}, nil
+	p := &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}
+	p.disk = openProbeCache(p.tracefs)
+	return p, nil
 }
 
 // TracefsDir returns the tracefs mount, mounting it at /sys/kernel/tracing
@@ -65,18 +68,17 @@ func TracefsDir() string {
 
 func (p *prober) probe(c candidate) error {
 	for _, h := range c.needs {
-		if err := features.HaveProgramHelper(ebpf.Kprobe, h); err != nil {
-			return fmt.Errorf("needs helper %s: %s", strings.TrimPrefix(h.String(), "Fn"), probeVerdict(err))
+		if err := p.cached("helper:"+h.String(), func() error {
+			if err := features.HaveProgramHelper(ebpf.Kprobe, h); err != nil {
+				return fmt.Errorf("needs helper %s: %s", strings.TrimPrefix(h.String(), "Fn"), probeVerdict(err))
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	for _, a := range c.attach {
-		key := fmt.Sprint(a.kind, ":", a.target, ":", a.shape)
-		err, ok := p.cache[key]
-		if !ok {
-			err = p.probeOne(a)
-			p.cache[key] = err
-		}
-		if err != nil {
+		if err := p.cached(fmt.Sprint(a.kind, ":", a.target, ":", a.shape), func() error { return p.probeOne(a) }); err != nil {
 			return err
 		}
 	}
@@ -229,5 +231,6 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 		}
 		out = append(out, st)
 	}
+	p.saveCache()
 	return out, chosen
 }

@@ -107,6 +107,7 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 	if err != nil {
 		return nil, err
 	}
+	pr.disk.forget() // the diagnosis probes afresh (and refreshes the cache)
 	st, _ := pr.choose(Hooks(), force)
 	return st, nil
 }
@@ -118,17 +119,21 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	ph := newPhases() // load.go: IOPATH_LOAD_TIMES
+	defer ph.done("ring buffer and engine")
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
+	}
+	specc := readSpec() // load.go: parsed while the kernel's BTF is
 	cache := btf.NewCache()
 	kspec, err := cache.Kernel()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
+	ph.done("kernel BTF")
 	k, err := kernel.FromBTF(kspec)
 	if err != nil {
 		return nil, err
-	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("raising RLIMIT_MEMLOCK: %w", err)
 	}
 	t = &Tracer{K: k, opts: opts, out: out, started: time.Now()}
 	defer func() {
@@ -142,6 +147,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, err
 	}
 	statuses, chosen := pr.choose(Hooks(), opts.Force)
+	ph.done("probing hooks")
 	if !opts.All {
 		// Page lookups cost ~15% of the BPF time of a cached read and only
 		// feed cache.lookups: attached with --all.
@@ -164,11 +170,13 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 		}
 	}
-	spec, compat, err := loadSpec() // compat.go: the compat build on kernels before 5.17 (kernels/issue 16)
+	sr := <-specc
+	spec, compat, err := sr.spec, sr.compat, sr.err
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded BPF object: %w", err)
 	}
 	t.Compat = compat
+	ph.done("reading the BPF object")
 	keep := map[string]bool{}
 	for _, c := range chosen {
 		for _, a := range c.attach {
@@ -195,6 +203,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := configure(spec, opts, sysMask); err != nil {
 		return nil, err
 	}
+	ph.done("configuring")
 	_, filemapFault := chosen["filemap_fault"]
 	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
 		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
@@ -202,7 +211,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := spec.Variables["map_call_hooked"].Set(mapCallHooked(chosen)); err != nil {
 		return nil, fmt.Errorf("setting map_call_hooked: %w", err)
 	}
-	t.coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Cache: cache})
+	t.coll, err = loadCollection(spec, cache) // load.go: programs in parallel
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -210,6 +219,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 		return nil, fmt.Errorf("loading BPF programs: %w", err)
 	}
+	ph.done("loading maps and programs")
 	t.targets = t.coll.Maps[bpf.IopathMapTargets]
 	t.events = t.coll.Maps[bpf.IopathMapEvents]
 	t.counter = t.coll.Maps[bpf.IopathMapCounters]
@@ -238,6 +248,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			t.links = append(t.links, ls...)
 		}
 	}
+	ph.done("attaching")
 	rd, err := ringbuf.NewReader(t.events)
 	if err != nil {
 		return nil, fmt.Errorf("opening ring buffer: %w", err)
@@ -426,7 +437,7 @@ func (t *Tracer) AddPid(pid int) error {
 	if err := unix.Kill(pid, 0); err == unix.ESRCH {
 		return fmt.Errorf("no process with pid %d: check the pid with `ps -p %d`", pid, pid)
 	}
-	tgid := readTgid(pid)
+	tgid := Tgid(pid)
 	if err := t.targets.Put(uint32(tgid), uint8(1)); err != nil {
 		return err
 	}
@@ -434,24 +445,6 @@ func (t *Tracer) AddPid(pid int) error {
 	// made a call before it was added): a new generation voids the marks.
 	t.targetsGen++
 	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
-}
-
-// readTgid maps a thread id to its process id via /proc (a tid passed as -p
-// traces its whole process).
-func readTgid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return pid
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			var tg int
-			if _, err := fmt.Sscan(strings.TrimSpace(v), &tg); err == nil && tg > 0 {
-				return tg
-			}
-		}
-	}
-	return pid
 }
 
 // Run reads events until ctx is done, then drains what the kernel has
@@ -583,18 +576,7 @@ func (t *Tracer) Counters() map[string]uint64 {
 // Summary returns the end-of-trace summary: the engine's totals plus the
 // kernel's aggregated cache hits, loss counters and the attach report.
 func (t *Tracer) Summary() *record.Summary {
-	// Hits still summed in per-thread state (threads alive at the end).
-	var tid uint32
-	var op bpf.IopathOp
-	ops := t.coll.Maps[bpf.IopathMapTaskOps].Iterate()
-	for ops.Next(&tid, &op) {
-		if op.AggCalls == 0 {
-			continue
-		}
-		val := bpf.IopathStatVal{Calls: op.AggCalls, BytesRequested: op.AggBytesRequested,
-			BytesReturned: op.AggBytesReturned, Pages: op.AggPages, Name: op.AggName, Comm: op.Comm}
-		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite}, val)
-	}
+	t.addTaskHits()
 	var k bpf.IopathStatKey
 	var per []bpf.IopathStatVal
 	it := t.hits.Iterate()
@@ -637,6 +619,31 @@ func (t *Tracer) Summary() *record.Summary {
 		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
 		"faults_unended": c["faults_unended"]}
 	return s
+}
+
+// addTaskHits reads the hits still summed in per-thread state (threads
+// alive at the end) into the engine. Slots are handed out in order from 1
+// (bpf/op.h, op_slot; exited threads' slots are reused first), so slots
+// past next_slot were never used: a short trace reads a few slots instead
+// of the array's 8192 (two system calls each with an iterator: ~16 k calls,
+// 20-30 ms at every exit). The compat build numbers slots per CPU: it reads
+// them all.
+func (t *Tracer) addTaskHits() {
+	m := t.coll.Maps[bpf.IopathMapTaskOps]
+	last := m.MaxEntries() - 1
+	var used uint64
+	if v := t.coll.Variables[bpf.IopathVarNextSlot]; len(t.Compat) == 0 && v != nil && v.Get(&used) == nil && used < uint64(last) {
+		last = uint32(used)
+	}
+	var op bpf.IopathOp
+	for slot := uint32(1); slot <= last; slot++ {
+		if m.Lookup(slot, &op) != nil || op.AggCalls == 0 {
+			continue
+		}
+		val := bpf.IopathStatVal{Calls: op.AggCalls, BytesRequested: op.AggBytesRequested,
+			BytesReturned: op.AggBytesReturned, Pages: op.AggPages, Name: op.AggName, Comm: op.Comm}
+		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite}, val)
+	}
 }
 
 // addHitsNotItemized reads the hits the kernel could not count per file

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"errors"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,7 @@ type uringEngine struct {
 	waits   int64 // io_uring_enter calls that waited
 	bytes   int64 // bytes submitted
 	opts    uringOpts
-	fixed   bool  // the file is registered (SQPOLL before 5.11): SQEs name index 0
+	fixed   bool  // the file is registered (--fixed-files, or SQPOLL before 5.11): SQEs name index 0
 	prepErr error // an SQE prep could not get (the SQ ring stayed full): submit returns it
 }
 
@@ -31,9 +32,10 @@ type uringEngine struct {
 type uringOpts struct {
 	async  bool // IOSQE_ASYNC on every SQE
 	sqpoll bool // IORING_SETUP_SQPOLL
-	// fixedFile registers the file even where SQPOLL takes unregistered
-	// ones (tests: the path of kernels before 5.11, IOSQE_FIXED_FILE).
-	fixedFile bool
+	// fixed registers the file and names it by index 0 (--fixed-files;
+	// tests: the SQPOLL path of kernels before 5.11).
+	fixed bool
+	link  int // > 0: chains of this many SQEs per submit call (IOSQE_IO_LINK)
 }
 
 func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opts uringOpts) (*uringEngine, error) {
@@ -46,14 +48,18 @@ func newUringEngine(depth, fd int, write bool, buf []byte, stride, bs int64, opt
 		return nil, err
 	}
 	e := &uringEngine{syncCounter: syncCounter{fd: fd}, r: r, write: write, buf: buf, stride: stride, bs: bs, opts: opts}
-	if opts.sqpoll && (opts.fixedFile || r.features&uringFeatSQPollNonfixed == 0) {
+	switch {
+	case opts.fixed:
+		err = r.registerFiles([]int32{int32(fd)}, "--fixed-files; drop it")
+	case opts.sqpoll && r.features&uringFeatSQPollNonfixed == 0:
 		// Before 5.11 the SQPOLL thread takes registered files only.
-		if err := r.registerFile(fd); err != nil {
-			r.close()
-			return nil, err
-		}
-		e.fixed = true
+		err = r.registerFiles([]int32{int32(fd)}, "needed for --sqpoll on kernels without IORING_FEAT_SQPOLL_NONFIXED, before 5.11")
 	}
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	e.fixed = opts.fixed || (opts.sqpoll && r.features&uringFeatSQPollNonfixed == 0)
 	return e, nil
 }
 
@@ -90,6 +96,9 @@ func (e *uringEngine) submit(n int) (int, error) {
 	if e.prepErr != nil {
 		return 0, e.prepErr
 	}
+	if e.opts.link > 0 {
+		e.linkChains(n)
+	}
 	var flags uint32
 	if e.opts.sqpoll {
 		// The polling thread takes the SQEs: io_uring_enter only wakes it
@@ -104,6 +113,20 @@ func (e *uringEngine) submit(n int) (int, error) {
 		}
 		e.bytes += int64(k) * e.bs
 		return k, err
+	}
+}
+
+// linkChains links the n SQEs this submit passes (the kernel takes them
+// from its SQ head on) into chains of opts.link: IOSQE_IO_LINK on each but
+// the last of a chain, and not on the last SQE, so that no chain continues
+// past this call.
+func (e *uringEngine) linkChains(n int) {
+	head := atomic.LoadUint32(e.r.sqHead)
+	for i := range n {
+		q := &e.r.sqes[(head+uint32(i))&e.r.sqMask]
+		if (i+1)%e.opts.link != 0 && i != n-1 {
+			q.flags |= uringSQELink
+		}
 	}
 }
 

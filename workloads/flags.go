@@ -26,6 +26,8 @@ func AddFlags(fl *pflag.FlagSet, s *Spec) {
 		"jobs running the workload at once on the same file, each with its own file descriptor, engine and offsets (seed+i); processes, or threads with --thread")
 	fl.BoolVar(&s.Thread, "thread", false, "run --numjobs jobs as threads of one process instead of processes")
 	fl.BoolVar(&s.UringAsync, "uring-async", false, "--engine io_uring: set IOSQE_ASYNC on every request (the kernel runs each in an io-wq worker thread)")
+	fl.BoolVar(&s.UringFixed, "fixed-files", false, "--engine io_uring: register the file with the ring (IORING_REGISTER_FILES) and name it by index (IOSQE_FIXED_FILE), as fio's registerfiles")
+	fl.IntVar(&s.UringLink, "uring-link", 0, "--engine io_uring: chain every N requests of a submit call with IOSQE_IO_LINK (each starts when the one before it completed; a failed or short one cancels the rest with ECANCELED), 2 to --iodepth-batch")
 	fl.BoolVar(&s.SQPoll, "sqpoll", false, "--engine io_uring: a kernel polling thread (IORING_SETUP_SQPOLL) submits the requests")
 	fl.Var(&s.job, "job", "internal: run as job I of N started by a workload with --numjobs (protocol on fds 3 and 4)")
 	fl.MarkHidden("job")
@@ -97,8 +99,12 @@ func (s *Spec) validateQueue() error {
 		return fmt.Errorf("--numjobs %d is out of range: give 1 to %d jobs", s.NumJobs, MaxNumJobs)
 	case s.IODepth > 1 && !async(s.Engine):
 		return fmt.Errorf("--iodepth %d needs --engine libaio or io_uring: the %s engine has one request in flight, inside its system call", s.IODepth, s.Engine)
-	case (s.UringAsync || s.SQPoll) && s.Engine != EngineIOUring:
-		return fmt.Errorf("--uring-async and --sqpoll are io_uring options: add --engine io_uring")
+	case (s.UringAsync || s.SQPoll || s.UringFixed) && s.Engine != EngineIOUring:
+		return fmt.Errorf("--uring-async, --sqpoll and --fixed-files are io_uring options: add --engine io_uring")
+	case s.UringLink != 0 && s.Engine != EngineIOUring:
+		return fmt.Errorf("--uring-link is an io_uring option: add --engine io_uring")
+	case s.UringLink != 0 && (s.UringLink < 2 || s.UringLink > s.IODepthBatch):
+		return fmt.Errorf("--uring-link %d is out of range: a chain is 2 to --iodepth-batch (%d) requests of one submit call", s.UringLink, s.IODepthBatch)
 	case s.NumJobs > 1 && s.appends():
 		return fmt.Errorf("--numjobs %d with appending %s: the jobs would all append to the same file; use --overwrite (or rand-write), or --numjobs 1", s.NumJobs, s.Kind)
 	}

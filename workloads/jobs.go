@@ -239,6 +239,12 @@ func (s *Spec) jobArgs(path string, i int) []string {
 	if s.SQPoll {
 		a = append(a, "--sqpoll")
 	}
+	if s.UringFixed {
+		a = append(a, "--fixed-files")
+	}
+	if s.UringLink > 0 {
+		a = append(a, "--uring-link", strconv.Itoa(s.UringLink))
+	}
 	if s.Duration > 0 {
 		a = append(a, "--duration", s.Duration.String())
 	}

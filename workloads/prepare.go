@@ -429,7 +429,7 @@ func (p *Prepared) openJob() (j job, err error) {
 	case EngineLibaio:
 		j.aeng, err = newAioEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize)
 	case EngineIOUring:
-		j.aeng, err = newUringEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize, uringOpts{async: s.UringAsync, sqpoll: s.SQPoll})
+		j.aeng, err = newUringEngine(s.IODepth, fd, write, j.buf, stride, s.BlockSize, uringOpts{async: s.UringAsync, sqpoll: s.SQPoll, fixed: s.UringFixed, link: s.UringLink})
 	}
 	if err != nil {
 		j.aeng = nil // a nil *aioEngine in the interface would not be nil

@@ -46,3 +46,26 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + "B"
 }
+
+// SetSizes fills BlockSize and FileSize from --bs and --size (empty: the
+// default), refusing an explicit 0.
+func (s *Spec) SetSizes(bs, size string) error {
+	for _, v := range []struct {
+		flag, val string
+		dst       *int64
+		example   string
+	}{{"--bs", bs, &s.BlockSize, "4k"}, {"--size", size, &s.FileSize, "64m"}} {
+		if v.val == "" {
+			continue
+		}
+		n, err := ParseSize(v.val)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.flag, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s %s: a size of 0 leaves nothing to do; give a positive size, e.g. %s %s", v.flag, v.val, v.flag, v.example)
+		}
+		*v.dst = n
+	}
+	return nil
+}

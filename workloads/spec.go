@@ -156,6 +156,15 @@ type Spec struct {
 	// the submission queue (fio's sqthread_poll).
 	UringAsync bool
 	SQPoll     bool
+	// UringFixed registers the job's file with its ring
+	// (IORING_REGISTER_FILES, 5.1+) and every SQE names it by its index 0
+	// with IOSQE_FIXED_FILE (fio's registerfiles): no fd lookup per request.
+	UringFixed bool
+	// UringLink > 0 chains every UringLink SQEs of a submit call with
+	// IOSQE_IO_LINK (5.3+): the kernel starts each after the one before it
+	// completed, and a failed or short one completes the rest of its chain
+	// with -ECANCELED.
+	UringLink int
 
 	job jobRole // set in a job process started by Run (the hidden --job flag)
 }

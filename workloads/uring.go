@@ -36,8 +36,9 @@ const (
 
 const (
 	uringSetupSQPoll    = 1 << 1 // IORING_SETUP_SQPOLL: a kernel thread polls the SQ
+	uringSQEFixedFile   = 1 << 0 // IOSQE_FIXED_FILE: sqe->fd is an index into the registered files
+	uringSQELink        = 1 << 2 // IOSQE_IO_LINK: the next SQE starts after this one completed
 	uringSQEAsync       = 1 << 4 // IOSQE_ASYNC: punt the request to io-wq
-	uringSQEFixedFile   = 1 << 0 // IOSQE_FIXED_FILE: fd is an index into the registered files
 	uringEnterSQWakeup  = 1 << 1 // io_uring_enter: wake the SQPOLL thread
 	uringEnterGetEvents = 1 << 0 // io_uring_enter: wait for min_complete completions
 	uringEnterSQWait    = 1 << 2 // io_uring_enter: wait until the SQ ring has a free entry (SQPOLL)
@@ -129,17 +130,6 @@ func newRing(entries, flags uint32) (*ring, error) {
 	}
 	r.sqpoll = flags&uringSetupSQPoll != 0
 	return r, nil
-}
-
-// registerFile registers fd as the ring's file 0 (IORING_REGISTER_FILES,
-// 5.1+): SQEs then name it with IOSQE_FIXED_FILE and index 0.
-func (r *ring) registerFile(fd int) error {
-	fds := []int32{int32(fd)}
-	_, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringRegisterFiles, uintptr(unsafe.Pointer(&fds[0])), 1, 0, 0)
-	if e != 0 {
-		return fmt.Errorf("registering the file with io_uring (IORING_REGISTER_FILES, needed for --sqpoll on kernels without IORING_FEAT_SQPOLL_NONFIXED, before 5.11): %w", e)
-	}
-	return nil
 }
 
 // mapQueues maps the SQ ring, the CQ ring and the SQE array.
@@ -280,6 +270,17 @@ func (r *ring) reap(out []completion) int {
 	}
 	atomic.StoreUint32(r.cqHead, head)
 	return n
+}
+
+// registerFiles registers fds with the ring (IORING_REGISTER_FILES, 5.1+):
+// SQEs with IOSQE_FIXED_FILE then name them by their index in fds. why is
+// what needs it, for the error's line.
+func (r *ring) registerFiles(fds []int32, why string) error {
+	_, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringRegisterFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0, 0)
+	if e != 0 {
+		return fmt.Errorf("registering the file with the io_uring (IORING_REGISTER_FILES, %s): %w", why, e)
+	}
+	return nil
 }
 
 // close unmaps the queues and closes the ring; the kernel cancels or waits

@@ -67,6 +67,8 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 const (
 	uringAsync  = "io_uring-async"
 	uringSQPoll = "io_uring-sqpoll"
+	uringFixed  = "io_uring-fixed" // --fixed-files
+	uringLinked = "io_uring-link"  // --uring-link 2
 	// SQPOLL on a registered file, as before 5.11 (IOSQE_FIXED_FILE).
 	uringSQPollFixed = "io_uring-sqpoll-fixed"
 )
@@ -81,10 +83,14 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 	}
 	var eng asyncEngine
 	switch name {
-	case EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed:
+	case EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, uringFixed, uringLinked:
 		var e *uringEngine
-		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, uringOpts{async: name == uringAsync,
-			sqpoll: name == uringSQPoll || name == uringSQPollFixed, fixedFile: name == uringSQPollFixed})
+		opts := uringOpts{async: name == uringAsync, sqpoll: name == uringSQPoll || name == uringSQPollFixed,
+			fixed: name == uringFixed || name == uringSQPollFixed}
+		if name == uringLinked {
+			opts.link = 2
+		}
+		e, err = newUringEngine(depth, int(f.Fd()), write, buf, bs, bs, opts)
 		if err == nil {
 			eng = e
 		}
@@ -116,7 +122,7 @@ func newTestEngine(t *testing.T, name string, f *os.File, write bool, depth int,
 // batches, and checks each slot's buffer holds the bytes of its offset.
 func TestRingReads(t *testing.T) {
 	const bs, depth, reads = 512, 8, 1000
-	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, EngineLibaio} {
+	for _, name := range []string{EngineIOUring, uringAsync, uringSQPoll, uringSQPollFixed, uringFixed, uringLinked, EngineLibaio} {
 		t.Run(name, func(t *testing.T) {
 			f, data := testFile(t, 64<<10)
 			eng, buf := newTestEngine(t, name, f, false, depth, bs)

@@ -65,6 +65,22 @@ func libaioDeep(t *testing.T, batch string) {
 		t.Errorf("amplification %.3f, want 1", wr.Amplification)
 	}
 	t.Logf("%d requests, %d without result; truncations %v", got, unknown, c)
+	logLosses(t, tr.summary)
+}
+
+// logLosses logs what a trace says it could not see: the kernel's skipped
+// program runs (missed_runs: a program already running on that CPU),
+// incomplete and unattributed bios by cause, map evictions.
+func logLosses(t *testing.T, s *record.Summary) {
+	t.Helper()
+	missed := map[string]uint64{}
+	for k, v := range s.MissedRuns {
+		if v != 0 {
+			missed[k] = v
+		}
+	}
+	t.Logf("missed runs %v; incomplete bios %d %v; unattributed %d %v; map evictions %v", missed, s.IncompleteBios, s.IncompleteCauses,
+		s.UnattributedBios, s.UnattributedCauses, s.MapEvictions)
 }
 
 // `trace --workload … --numjobs 2` (processes): the workload record's disk
@@ -83,6 +99,7 @@ func TestTraceWorkloadJobProcesses(t *testing.T) {
 			jobs += p.DiskBytesRead
 		}
 	}
+	logLosses(t, tr.summary)
 	if wr := wrs[0]; wr.DiskBytesRead < 2*500*4096 || wr.DiskBytesRead != jobs+pidTotals(t, tr.summary, wr.Pid).DiskBytesRead {
 		t.Errorf("workload record: disk_bytes_read %d; the job processes read %d", wr.DiskBytesRead, jobs)
 	}

@@ -63,6 +63,7 @@ func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Re
 		}
 	}
 	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"))
+	logLosses(t, tr.summary)
 	return reqs, pidTotals(t, tr.summary, wr.Pid), wr, calls
 }
 
@@ -149,6 +150,10 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 		// 6.1: the file is taken at submission, so a punted direct read
 		// fires no event in the worker before its CQE's task work.
 		return "no event names a worker's direct IO (io_uring_dio: none)"
+	case has("--uring-link") && has("--direct") && attach["io_uring_dio"] == "none":
+		// 6.1: a chained request's direct IO begins after its submission
+		// with no event naming it (its bios are counted unattributed).
+		return "no event names a linked request's direct IO (io_uring_dio: none)"
 	case has("libaio") && attach["libaio"] == "none":
 		return "libaio: none"
 	case has("libaio") && batch && attach["aio_iocb"] == "none" && has("--direct") && attach["aio_dio"] == "none":
@@ -424,4 +429,73 @@ func TestTraceUringWritePersisted(t *testing.T) {
 		t.Errorf("requests dirtied %d pages, %d persisted", dirtied, persisted)
 	}
 	t.Logf("100 requests dirtied %d pages, all persisted", dirtied)
+}
+
+// Registered files (IORING_REGISTER_FILES, IOSQE_FIXED_FILE: the SQE names
+// an index, not an fd) at iodepth 64, inline and punted to io-wq: each
+// O_DIRECT request has exactly its 4 KiB bio, nothing is unattributed, and
+// the disk bytes are the kernel's read_bytes exactly (before the fix the
+// inline requests' bios were all unattributed: no file was resolved for
+// them at submission).
+func TestTraceUringFixedFiles(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		flags  []string
+		worker record.Worker
+	}{
+		{"inline", nil, record.WorkerInline},
+		{"io-wq", []string{"--uring-async"}, record.WorkerIOWQ},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 400
+			reqs, tot, wr := asyncRun(t, append(c.flags, "--direct", "--engine", "io_uring", "--fixed-files", "--iodepth", "64", "--count", "400")...)
+			checkExactDirect(t, reqs, tot, wr, n, c.worker)
+		})
+	}
+}
+
+// checkExactDirect checks a run of n O_DIRECT 4 KiB reads: n request
+// records, each with exactly one 4096-byte bio, no bio unattributed, and
+// the attributed disk bytes equal to the kernel's read_bytes for the
+// process (no readahead window of slack: direct IO reads what it asks;
+// in the VMs, within checkKernelRead's slack).
+func checkExactDirect(t *testing.T, reqs []record.Request, tot record.Totals, wr *workloadRecord, n int, worker record.Worker) {
+	t.Helper()
+	checkRequests(t, reqs, n, record.EngineIOUring, worker)
+	var bioBytes uint64
+	for _, q := range reqs {
+		for _, b := range q.Bios {
+			bioBytes += uint64(b.Bytes)
+		}
+		if len(q.Bios) != 1 || q.Bios[0].Bytes != 4096 || !q.Direct || q.Path == "" {
+			t.Errorf("request %+v", q)
+		}
+	}
+	if tot.Unattributed != 0 || tot.Requests != uint64(n) || tot.DiskBytesRead != bioBytes || bioBytes != uint64(n)*4096 {
+		t.Errorf("pid totals: %d unattributed bios, %d requests, %d disk bytes read; the requests' bios: %d bytes", tot.Unattributed, tot.Requests, tot.DiskBytesRead, bioBytes)
+	}
+	if os.Getenv("IOPATH_VM") == "1" {
+		// The VM kernels' read_bytes exceed iopath's count by a few pages
+		// on direct runs whose every request has its exact bio (fixed
+		// files: 8192 bytes on 6.1, 20480 on 6.12): not explained yet,
+		// bounded as the other async tests bound it.
+		checkKernelRead(t, tot, wr, 0)
+		return
+	}
+	if k := wr.Report.Kernel; k == nil || uint64(k.ReadBytes) != tot.DiskBytesRead {
+		t.Errorf("disk bytes read attributed to pid %d: %d; the kernel's read_bytes: %+v", wr.Pid, tot.DiskBytesRead, k)
+	}
+}
+
+// Linked chains (IOSQE_IO_LINK, 4 requests a chain, 16 per io_uring_enter)
+// of O_DIRECT reads: a chain's head is issued after its last member's
+// submission and each member from task work after the one before it
+// completed, so no request is issued at its own submission. Each request
+// still has exactly its bio (before the fix: most bios unattributed, the
+// heads' charged to the chain's last member), named where its direct IO
+// begins.
+func TestTraceUringLinked(t *testing.T) {
+	const n = 400
+	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "io_uring", "--iodepth", "16", "--iodepth-batch", "16", "--uring-link", "4", "--count", "400")
+	checkExactDirect(t, reqs, tot, wr, n, record.WorkerInline)
 }

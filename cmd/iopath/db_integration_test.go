@@ -9,8 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
@@ -116,16 +120,23 @@ subprocess.run(["sync", %q], check=True)`, src, dst, inblock, dst))
 	}
 	t.Logf("cp: iopath's disk bytes read %d, the kernel's read_bytes %d; incomplete bios %d %v", cpRead, kernelRead,
 		tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
-	// Known gap (issue 12, open): in about 1 run of 3 here the kernel
-	// counted 4-28 KiB more than iopath saw (bios of cp never seen, beside
-	// the 200 MiB of the source, which always matched). Never more, never
-	// the other way; IOPATH_STRICT_IO=1 asks for equality.
+	// Equal, or short by bios iopath counted as incomplete. Before
+	// 2026-12-01 about 1 run in 3 here was 4-28 KiB short with nothing
+	// counted; the likely path, closed since: a request requeued, then
+	// ended without any BPF program seeing its block_rq_complete (the 6.18
+	// host runs none on top of PID 1's threads: docs/kernel-notes.md),
+	// then its address issued for cp's bios, which the engine took for the
+	// requeued request's and dropped. A gap left must be counted;
+	// IOPATH_STRICT_IO=1 asks for equality.
 	gap := int64(kernelRead) - int64(cpRead)
-	if strict := os.Getenv("IOPATH_STRICT_IO") == "1"; cps != 1 || gap < 0 || gap > 64<<10 || (strict && gap != 0) {
-		t.Errorf("cp (%d rows): iopath's disk bytes read %d, the kernel's read_bytes (wait4 ru_inblock × 512) %d: want equal (bound: %s)",
-			cps, cpRead, kernelRead, map[bool]string{true: "0", false: "iopath ≤ the kernel ≤ iopath + 64 KiB"}[strict])
+	counted := tr.summary.IncompleteBios > 0
+	if strict := os.Getenv("IOPATH_STRICT_IO") == "1"; cps != 1 || gap < 0 || (gap != 0 && (strict || !counted)) {
+		t.Errorf("cp (%d rows): iopath's disk bytes read %d, the kernel's read_bytes (wait4 ru_inblock × 512) %d, incomplete bios %d %v: want equal%s",
+			cps, cpRead, kernelRead, tr.summary.IncompleteBios, tr.summary.IncompleteCauses,
+			map[bool]string{true: "", false: " or short by counted incomplete bios"}[strict])
 	} else if gap != 0 {
-		t.Logf("known gap (issue 12): the kernel counted %d bytes of cp's reads iopath did not see", gap)
+		t.Logf("the kernel counted %d bytes of cp's reads more than iopath, which counted %d incomplete bios %v", gap,
+			tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
 	}
 	const size, pages = 200 << 20, 200 << 20 / 4096
 	var srcRow, dstRow *record.FileSummary
@@ -222,10 +233,16 @@ func TestTracePgbench(t *testing.T) {
 	os.Mkdir(sock, 0o755)
 	run(exec.Command("chown", "postgres:postgres", data, sock))
 	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
+	// autovacuum=off: no background reader wakes between the kernel's
+	// read_bytes snapshots and the traced window's ends (pgbench -i vacuums).
 	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
-		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB", sock), "start"))
+		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off", sock), "start"))
 	t.Cleanup(func() { asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").Run() })
 	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-i", "-s", "10", "-q", "postgres"))
+	// Finish the spread checkpoint pgbench -i's WAL started: its paced
+	// writes (read-before-write once the caches are dropped) would read
+	// between the trace's start and the kernel's first read_bytes snapshot.
+	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
 
 	// Trace while pgbench runs, then a checkpoint (its directory fsyncs).
 	ready := filepath.Join(dir, "ready")
@@ -236,8 +253,18 @@ func TestTracePgbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, ready)
+	// Cold tables, so that the backends read from the disk; the kernel's
+	// read_bytes of the postmaster and its children before and after.
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		t.Fatal(err)
+	}
+	postmaster := postmasterPid(t, data)
+	read0, background := clusterReadBytes(t, postmaster, 0)
+	t0 := monotonicNs()
 	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-c", "4", "-T", "20", "postgres"))
 	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
+	t1 := monotonicNs()
+	read1, _ := clusterReadBytes(t, postmaster, background)
 	trace.Process.Signal(os.Interrupt)
 	trace.Wait()
 	if d := os.Getenv("IOPATH_TEST_DUMP"); d != "" {
@@ -260,20 +287,22 @@ func TestTracePgbench(t *testing.T) {
 			dirSyncs++
 		}
 	}
-	t.Logf("postgres: %d fsync-family calls, %d with a device flush, %d of directories; incomplete bios %d %v; unattributed %d bios %d bytes %v",
-		syncs, flushed, dirSyncs, tr.summary.IncompleteBios, tr.summary.IncompleteCauses, tr.summary.UnattributedBios, tr.summary.UnattributedBytes, tr.summary.UnattributedCauses)
-	if c := tr.summary.IncompleteCauses; c["completion_not_received"]+c["never_issued"]+c["no_completion"] != tr.summary.IncompleteBios {
+	t.Logf("postgres: %d fsync-family calls, %d with a device flush, %d of directories; incomplete bios %d %v; completions unseen %d; unattributed %d bios %d bytes %v",
+		syncs, flushed, dirSyncs, tr.summary.IncompleteBios, tr.summary.IncompleteCauses, tr.summary.CompletionsUnseen, tr.summary.UnattributedBios, tr.summary.UnattributedBytes, tr.summary.UnattributedCauses)
+	if c := tr.summary.IncompleteCauses; c["never_issued"]+c["no_completion"] != tr.summary.IncompleteBios {
 		t.Errorf("incomplete causes %v do not add up to incomplete_bios %d", c, tr.summary.IncompleteBios)
 	}
-	// Known gap (issue 12, open): under fsync-heavy load about 1 request
-	// in 3,000 has its completion, or a call's bio its issue, never reach
-	// iopath (no ring loss, no BPF program recursion): the summary's
-	// incomplete_causes says which (completion_not_received: the request's
-	// address was issued again as a new request; never_issued). Measured
-	// here: 70-184 incomplete bios and 10-27 calls without a flush in
-	// 27-40 k fsync-family calls; 8 and 4 in 31.5 k on 2026-12-01. IOPATH_STRICT_PGBENCH=1 asks
-	// for the issue's target (0 and all); otherwise the test bounds the gap
-	// at 1 % so that a broken flush join still fails it.
+	// Known gap (issue 12, open), of this build host's kernel: no BPF
+	// program runs for a block_rq_complete in a softirq on top of a thread
+	// of the sandbox's PID 1 (docs/kernel-notes.md, "Completions BPF never
+	// sees"). A data request's unseen completion is inferred when its
+	// address is issued again (completions_unseen, not incomplete); a
+	// flush's is not: the caller's PREFLUSH request, ended by the flush
+	// machinery in that softirq, leaves its bio never_issued and the call
+	// without its device flush. Measured: 21 of 29 k fsync-family calls
+	// (2026-12-01). IOPATH_STRICT_PGBENCH=1 asks for the issue's target (0
+	// and all); otherwise the test bounds the gap at 1 % so that a broken
+	// flush join still fails it.
 	strict := os.Getenv("IOPATH_STRICT_PGBENCH") == "1"
 	if ev := tr.summary.MapEvictions["pending_calls"]; ev != 0 {
 		t.Errorf("pending_calls evictions %d", ev)
@@ -291,6 +320,26 @@ func TestTracePgbench(t *testing.T) {
 	if dirSyncs == 0 {
 		t.Errorf("no directory fsync seen")
 	}
+	// Attributed disk reads of the cluster's processes = the kernel's
+	// read_bytes over the run (exited backends through the postmaster,
+	// which reaped them).
+	var traced uint64
+	for _, p := range tr.summary.Pids {
+		if p.Comm == "postgres" {
+			traced += p.DiskBytesRead
+		}
+	}
+	t.Logf("postgres: disk bytes read: iopath %d, the kernel's read_bytes %d", traced, read1-read0)
+	if traced != read1-read0 {
+		t.Errorf("postgres processes: iopath's disk bytes read %d, the kernel's read_bytes %d: want equal", traced, read1-read0)
+		for _, c := range tr.calls {
+			for _, b := range c.Bios {
+				if c.Comm == "postgres" && strings.HasPrefix(b.Rwbs, "R") && (b.QueueNs < t0 || b.QueueNs > t1) {
+					t.Logf("read bio outside the kernel's snapshots [%d, %d]: %+v of %s pid %d %s", t0, t1, b, c.Syscall, c.Pid, c.Path)
+				}
+			}
+		}
+	}
 	for _, f := range tr.summary.Files {
 		if strings.Contains(filepath.Base(f.Path), "xlogtemp.") {
 			if _, err := os.Stat(f.Path); err != nil {
@@ -298,4 +347,82 @@ func TestTracePgbench(t *testing.T) {
 			}
 		}
 	}
+}
+
+// monotonicNs is CLOCK_MONOTONIC, the clock of records' times.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// postmasterPid is the pid in the data directory's postmaster.pid.
+func postmasterPid(t *testing.T, data string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
+}
+
+// clusterReadBytes sums read_bytes of /proc/PID/io over the postmaster and
+// its children: the postmaster's count holds the children it reaped
+// (kernel/exit.c, wait_task_zombie adds the child's task_io_accounting to
+// its parent's signal struct). It first waits (up to 5 s) until the
+// postmaster has exactly its background children (settle of them; 0: any
+// number) and no zombie, so that no backend is half-way through exiting and
+// counted in both or neither. It returns the sum and the children counted.
+func clusterReadBytes(t *testing.T, postmaster, settle int) (uint64, int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		children, zombie := postmasterChildren(postmaster)
+		if (zombie || (settle != 0 && len(children) != settle)) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		var sum uint64
+		for _, pid := range append(children, postmaster) {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+			if err != nil {
+				t.Fatalf("a postgres process changed while the cluster was idle: %v", err)
+			}
+			for line := range strings.Lines(string(b)) {
+				if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+					n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+					sum += n
+				}
+			}
+		}
+		return sum, len(children)
+	}
+}
+
+// postmasterChildren lists the postmaster's child processes and whether one
+// is a zombie.
+func postmasterChildren(postmaster int) (pids []int, zombie bool) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == postmaster {
+			continue
+		}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(postmaster) {
+			continue
+		}
+		zombie = zombie || f[0] == "Z"
+		pids = append(pids, pid)
+	}
+	return pids, zombie
 }

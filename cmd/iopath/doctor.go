@@ -19,12 +19,9 @@ func newDoctorCmd() *cobra.Command {
 (a BTF lookup plus a real test attach for fentry and kprobe) and print the
 mechanism chosen for each, or why none works and what is lost.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkForce(force); err != nil {
+			fm, err := tracer.ParseForce(force)
+			if err != nil {
 				return err
-			}
-			fm := map[string]tracer.Mechanism{}
-			for k, v := range force {
-				fm[k] = tracer.Mechanism(v)
 			}
 			r := tracer.Doctor(fm)
 			if asJSON {

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
-	"time"
 
-	"github.com/iopath/iopath/aggregate"
 	"github.com/iopath/iopath/metrics"
 	"github.com/iopath/iopath/session"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +51,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	sig := session.Catch()
 	defer sig.Stop()
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return err
 		}
 	}
@@ -74,48 +68,10 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	defer ln.Close()
 	errw := cmd.ErrOrStderr()
-	s, err := aggSession(sig, errw, f.pids, f.comm, false)
+	s, err := session.OpenAggregates(sig, errw, f.pids, f.comm, false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	reg := prometheus.NewRegistry()
-	col := metrics.New(aggregate.NewReader(s.T.AggMaps()).Read, f.perComm, s.T.Counters)
-	col.Missed = s.T.MissedRuns
-	reg.MustRegister(col)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		fmt.Fprintln(w, "iopath: metrics at /metrics, health at /healthz")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(errw, "iopath: serving metrics on http://%s/metrics\n", ln.Addr())
-	if err := readyFile(f.readyFile); err != nil {
-		srv.Close()
-		return err
-	}
-	defer removeReadyFile(f.readyFile)
-	select {
-	case <-sig.Fired():
-		fmt.Fprintf(errw, "iopath: %s: stopping the server\n", sig.Signal())
-	case err := <-served:
-		return fmt.Errorf("serving on %s: %w", ln.Addr(), err)
-	case <-s.Failed():
-		srv.Close()
-		_, err := s.End()
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		srv.Close()
-	}
-	return nil
+	return metrics.Serve(ln, s, sig, metrics.ServeOptions{PerComm: f.perComm, Notes: errw, ReadyFile: f.readyFile})
 }

@@ -272,8 +272,8 @@ func TestServePrometheus(t *testing.T) {
 	if !strings.Contains(serveLog.String(), "stopping the server") {
 		t.Errorf("stderr: %s", serveLog.String())
 	}
-	if after := progNames(t); len(after) > len(before) {
-		t.Errorf("BPF programs left behind:\n%s", strings.Join(after, "\n"))
+	if left := leftBehind(t, before); len(left) != 0 {
+		t.Errorf("BPF programs left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
 

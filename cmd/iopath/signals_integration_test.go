@@ -194,8 +194,8 @@ func TestTraceSIGINTWhileAttaching(t *testing.T) {
 	if code := exitStatus(err); code != 130 {
 		t.Errorf("exit status %d, want 130; stderr %q", code, errb.String())
 	}
-	if after := progNames(t); len(after) != len(before) {
-		t.Errorf("BPF programs left behind:\n%s", strings.Join(after, "\n"))
+	if left := leftBehind(t, before); len(left) != 0 {
+		t.Errorf("BPF programs left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
 

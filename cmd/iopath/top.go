@@ -1,21 +1,14 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	tea "charm.land/bubbletea/v2"
-	"github.com/iopath/iopath/aggregate"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/topview"
-	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -94,20 +87,11 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
 	}
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return "", "", err
 		}
 	}
 	return by, k, nil
-}
-
-// aggSession opens a tracer that only keeps the aggregates (top, serve):
-// of pids, comm, the command's process, or, with none, every process.
-func aggSession(sig *session.Signals, errw io.Writer, pids []int, comm string, withCommand bool) (*session.Session, error) {
-	return session.Open(sig, session.Options{
-		Tracer: tracer.Options{Pids: pids, Comm: comm, AggOnly: true, AllProcesses: len(pids) == 0 && comm == "" && !withCommand},
-		Notes:  errw, Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, nil) },
-	})
 }
 
 func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
@@ -119,7 +103,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	}
 	var cmdPath string
 	if len(args) > 0 {
-		if cmdPath, err = lookCommand(args[0]); err != nil {
+		if cmdPath, err = session.LookCommand(args[0]); err != nil {
 			return err
 		}
 	}
@@ -133,30 +117,23 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		// JSON: to -o, or to stdout shared with the command (as trace
 		// does), so that each object starts on a line of its own.
 		var closeOut func(error)
-		if out, shared, closeOut, err = traceOutput(cmd, f.output, len(args) > 0); err != nil {
+		if out, shared, closeOut, err = session.Output(f.output, cmd.OutOrStdout(), len(args) > 0); err != nil {
 			return err
 		}
 		defer func() { closeOut(err) }()
 	}
-	s, err := aggSession(sig, errw, f.pids, f.comm, len(args) > 0)
+	s, err := session.OpenAggregates(sig, errw, f.pids, f.comm, len(args) > 0)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := readyFile(f.readyFile); err != nil {
-		return err
-	}
-	defer removeReadyFile(f.readyFile)
-	rd := aggregate.NewReader(s.T.AggMaps())
-	first, err := rd.Read()
+	removeReady, err := session.ReadyFile(f.readyFile)
 	if err != nil {
 		return err
 	}
+	defer removeReady()
 
-	stop := make(chan struct{})
-	var child *session.Child
-	started := make(chan struct{})
-	tr := session.Trace{Pids: f.pids, Duration: f.duration, Stop: stop}
+	tr := session.Trace{Pids: f.pids, Duration: f.duration}
 	if f.comm != "" {
 		tr.Pids = nil
 	}
@@ -167,81 +144,16 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		}
 		if shared != nil {
 			c.Stdout = shared.CommandStdout()
+			tr.Started = func(*session.Child) { shared.Started() }
 		}
 		tr.Command, tr.Pids = c, nil
-		tr.Started = func(ch *session.Child) {
-			child = ch
-			if shared != nil {
-				shared.Started()
-			}
-			close(started)
-		}
-	} else {
-		close(started)
 	}
-	var once sync.Once
-	quit := func() {
-		select {
-		case <-started:
-		default:
-			return // not running yet: Ctrl-C (a signal) still ends it
-		}
-		once.Do(func() {
-			if child != nil {
-				child.Interrupt(syscall.SIGTERM)
-			} else {
-				close(stop)
-			}
-		})
+	res, err := topview.Run(s, tr, topview.Options{Out: out, TTY: tty, Notes: errw, By: by, Sort: k, Rows: f.rows,
+		Interval: f.interval, Title: topTitle(f, args)})
+	if err != nil {
+		return err
 	}
-	title := topTitle(f, args)
-	show, done := topOutput(out, tty, by, k, f, title, quit)
-
-	type ended struct {
-		res session.Result
-		err error
-	}
-	end := make(chan ended, 1)
-	go func() {
-		res, err := s.Trace(tr)
-		end <- ended{res, err}
-	}()
-	tick := time.NewTicker(f.interval)
-	defer tick.Stop()
-	prev, total := first, aggregate.NewInterval(first.At)
-	interval := func(cur *aggregate.Snapshot) {
-		d := aggregate.Delta(prev, cur)
-		total.Accumulate(d)
-		show("interval", d, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
-		prev = cur
-	}
-	for {
-		select {
-		case <-tick.C:
-			cur, err := rd.Read()
-			if err != nil {
-				quit()
-				<-end
-				done()
-				return err
-			}
-			interval(cur)
-		case e := <-end:
-			cur, rerr := rd.Settled(tracer.MonotonicNow(), 2*time.Second)
-			if rerr == nil {
-				interval(cur)
-				show("total", total, cur, s.T.Counters()["ringbuf_lost"], s.T.MissedRuns())
-			}
-			done()
-			if e.err != nil {
-				return e.err
-			}
-			if rerr != nil {
-				return rerr
-			}
-			return exitWith(errw, e.res.Code, e.res.Note())
-		}
-	}
+	return exitWith(errw, res.Code, res.Note())
 }
 
 func topTitle(f *topFlags, args []string) string {
@@ -254,36 +166,4 @@ func topTitle(f *topFlags, args []string) string {
 		return "comm " + f.comm
 	}
 	return "every process"
-}
-
-// topOutput returns how an interval is shown: JSON lines, or the terminal
-// UI (started here); done ends the UI.
-func topOutput(out io.Writer, tty bool, by topview.By, k topview.SortKey, f *topFlags, title string, quit func()) (
-	show func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64), done func()) {
-	if !tty {
-		enc := json.NewEncoder(out)
-		return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
-			if err := enc.Encode(topview.Build(typ, d, cur, k, f.rows, lost, missed)); err != nil && errors.Is(err, syscall.EPIPE) {
-				quit()
-			}
-		}, func() {}
-	}
-	m := topview.NewModel(by, k, title, f.interval, quit)
-	p := tea.NewProgram(m, tea.WithOutput(out))
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		if _, err := p.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "iopath: terminal UI:", err)
-		}
-		quit()
-	}()
-	return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
-			if typ == "interval" {
-				p.Send(&topview.Sample{D: d, Cur: cur, Lost: lost, Missed: missed})
-			}
-		}, func() {
-			p.Quit()
-			<-ran
-		}
 }

@@ -141,8 +141,9 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 		t.Errorf("intervals sum to %d reads, %d disk bytes; the total says %d, %d", reads, diskRead, fileRow.Reads, fileRow.DiskReadBytes)
 	}
 	// A disk served the misses: read requests with D2C percentiles.
-	var devReadBytes uint64
+	var devReadBytes, unseen uint64
 	for _, d := range run.total.Devices {
+		unseen += d.Unseen
 		if d.Op == "read" {
 			devReadBytes += d.Bytes
 			if d.Requests > 0 && (d.D2CP50Ns == nil || d.D2CP99Ns == nil || *d.D2CP99Ns < *d.D2CP50Ns) {
@@ -153,12 +154,15 @@ func TestTopWorkloadRandReadCold(t *testing.T) {
 	// The disks read at least the work file's disk bytes. Not the process's
 	// read_bytes: in the VMs (test binary on 9p, no block device) it was
 	// 4 KiB above every disk's reads on 6.1 and 6.12, both runs alike.
-	// Within 1 %: about 1 in 3,000–10,000 block_rq_complete runs never reach
-	// iopath's programs on 6.18 (issue 12, measured, not counted yet); a host
-	// run at 13:34 on 2026-12-01 saw 28 KiB of 12 MiB missing.
-	if devReadBytes < fileRow.DiskReadBytes*99/100 {
-		t.Errorf("devices read %d bytes, fewer than the work file's %d (missed BPF runs: %v)", devReadBytes, fileRow.DiskReadBytes, run.total.MissedRuns)
+	// Exactly: the disks' requests and bytes are counted at issue. Counted
+	// at completion they came out short on the 6.18 host (28 KiB of 12 MiB
+	// on 2026-12-01): no BPF program runs for a block_rq_complete fired in a
+	// softirq on top of the sandbox's init threads (docs/kernel-notes.md).
+	if devReadBytes < fileRow.DiskReadBytes {
+		t.Errorf("devices read %d bytes, fewer than the work file's %d (missed BPF runs: %v, completions unseen: %d)",
+			devReadBytes, fileRow.DiskReadBytes, run.total.MissedRuns, unseen)
 	}
+	t.Logf("devices read %d bytes, the work file %d; request completions no BPF program saw: %d", devReadBytes, fileRow.DiskReadBytes, unseen)
 	for k, v := range run.total.Overflow {
 		if v != 0 {
 			t.Errorf("overflow %s: %d", k, v)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracerun"
 	"github.com/spf13/cobra"
 )
 
@@ -26,6 +25,7 @@ type traceFlags struct {
 	ringbuf       int
 	maxDirty      int
 	force         map[string]string
+	mechanisms    map[string]tracer.Mechanism // --force-mechanism, converted by checkTraceFlags
 	waitWriteback time.Duration
 	duration      time.Duration
 	readyFile     string
@@ -35,7 +35,7 @@ type traceFlags struct {
 	workload      string // trace_workload.go
 	output        string
 	timeline      timelineFlags
-	interval      time.Duration // trace_interval.go
+	interval      time.Duration
 }
 
 func newTraceCmd() *cobra.Command {
@@ -111,68 +111,37 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	var cmdPath string
 	if len(args) > 0 {
-		p, err := lookCommand(args[0])
+		p, err := session.LookCommand(args[0])
 		if err != nil {
 			return err
 		}
 		cmdPath = p
 	}
 	for _, pid := range f.pids {
-		if err := checkPid(pid); err != nil {
+		if err := session.CheckPid(pid); err != nil {
 			return err
 		}
 	}
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	errw := cmd.ErrOrStderr()
-	w, shared, closeOut, err := traceOutput(cmd, f.output, len(args) > 0)
+	w, shared, closeOut, err := session.Output(f.output, cmd.OutOrStdout(), len(args) > 0)
 	if err != nil {
 		return err
 	}
 	defer func() { closeOut(err) }()
-	out := render.NewPrinter(w, f.json, f.quiet)
-	setChunk(out, w, shared)
-	s, end, err := openTrace(sig, f, errw, out, tracer.Options{Pids: f.pids, Comm: f.comm})
-	if err != nil {
-		return err
-	}
-	defer end()
-	if len(f.pids) > 0 {
-		fmt.Fprintln(errw, pidNote(f.pids)) // -p follows only that process's future children
-	}
-
-	tr := session.Trace{Pids: f.pids, Duration: f.duration, WaitWriteback: f.waitWriteback}
+	var c *session.Command
 	if len(args) > 0 {
-		c := &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-			DeathSignal: syscall.SIGTERM}
+		c = &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, DeathSignal: syscall.SIGTERM}
 		if shared != nil {
 			c.Stdout = shared.CommandStdout()
-			tr.Started = func(*session.Child) { shared.Started() }
-		}
-		tr.Command = c
-		tr.Pids = nil
-	} else {
-		// Output closed (`iopath trace -p PID | head`): stop, as a
-		// command whose output is gone would. A traced command keeps
-		// running (traced, records dropped) until it exits.
-		broken := make(chan struct{})
-		out.OnBroken = func(err error) {
-			fmt.Fprintf(errw, "iopath: output closed (%v): stopping\n", err)
-			close(broken)
-		}
-		tr.Stop = broken
-		if f.comm != "" {
-			tr.Pids = nil // --comm: new processes may come; run until stopped
 		}
 	}
-	res, err := s.Trace(tr)
+	res, err := tracerun.Run(sig, runOptions(cmd, f, tracer.Options{Pids: f.pids, Comm: f.comm}, w, shared), c)
 	if err != nil {
 		return err
 	}
-	activeTimeline.Summary(res.Summary)
-	out.Summary(res.Summary)
-	return exitWith(errw, res.Code, res.Note())
+	return exitWith(cmd.ErrOrStderr(), res.Code, res.Note())
 }
 
 // exitWith prints note (if any) on errw and returns the exit status code.
@@ -186,91 +155,9 @@ func exitWith(errw io.Writer, code int, note string) error {
 	return nil
 }
 
-// lookCommand finds the program of `-- CMD`, or says why it cannot run.
-func lookCommand(name string) (string, error) {
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p, nil
-	}
-	if st, serr := os.Stat(name); serr == nil && strings.Contains(name, "/") {
-		if st.IsDir() {
-			return "", fmt.Errorf("command %q is a directory: give the program to run", name)
-		}
-		return "", fmt.Errorf("command %q is not executable: chmod +x it or run it through its interpreter", name)
-	}
-	return "", fmt.Errorf("command %q not found: check the name or give its full path", name)
-}
-
-// openTrace loads the tracer for f (topts: what to trace) with out as its
-// output, says on errw how its hooks attached, and creates --ready-file;
-// end flushes out, removes the ready file and unloads the tracer.
-func openTrace(sig *session.Signals, f *traceFlags, errw io.Writer, out *render.Printer, topts tracer.Options) (s *session.Session, end func(), err error) {
-	force := forceMechanisms(f.force)
-	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, force, f.noWriteback
-	iv := newIntervals(f.interval, out, f.json) // trace_interval.go
-	topts.Agg = iv != nil
-	s, err = session.Open(sig, session.Options{Tracer: topts, Record: activeTimeline.Tee(out.Record), Idle: iv.idle(out.Flush), Settle: f.settle, Notes: errw,
-		Attached: func(t *tracer.Tracer) { session.SayAttached(errw, t.Hooks, force); iv.start(t) }})
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := readyFile(f.readyFile); err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	return s, func() {
-		out.Flush()
-		removeReadyFile(f.readyFile)
-		s.Close()
-	}, nil
-}
-
-// forceMechanisms converts --force-mechanism's values (checked by checkForce).
-func forceMechanisms(force map[string]string) map[string]tracer.Mechanism {
-	m := map[string]tracer.Mechanism{}
-	for k, v := range force {
-		m[k] = tracer.Mechanism(v)
-	}
-	return m
-}
-
-// readyFile creates --ready-file (holding iopath's pid) once the hooks are
-// attached.
-func readyFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	rf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
-	}
-	fmt.Fprintln(rf, os.Getpid())
-	return rf.Close()
-}
-
-func removeReadyFile(path string) {
-	if path != "" {
-		os.Remove(path)
-	}
-}
-
-// checkForce validates --force-mechanism: known hooks (or *) and mechanisms.
-func checkForce(force map[string]string) error {
-	hooks := map[string]bool{"*": true}
-	var names []string
-	for _, h := range tracer.Hooks() {
-		hooks[h.Name] = true
-		names = append(names, h.Name)
-	}
-	for k, v := range force {
-		if !hooks[k] {
-			return fmt.Errorf("--force-mechanism: unknown hook %q: use * or one of %s", k, strings.Join(names, ", "))
-		}
-		switch tracer.Mechanism(v) {
-		case tracer.Fentry, tracer.Kprobe, tracer.TPBTF, tracer.Tracepoint:
-		default:
-			return fmt.Errorf("--force-mechanism %s=%s: unknown mechanism: use fentry, kprobe, tp_btf or tracepoint", k, v)
-		}
-	}
-	return nil
+// runOptions are tracerun's options from f; topts says what to trace.
+func runOptions(cmd *cobra.Command, f *traceFlags, topts tracer.Options, out io.Writer, shared *session.SharedStdout) tracerun.Options {
+	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, f.mechanisms, f.noWriteback
+	return tracerun.Options{Tracer: topts, Out: out, Shared: shared, Notes: cmd.ErrOrStderr(), JSON: f.json, Quiet: f.quiet,
+		Interval: f.interval, Settle: f.settle, ReadyFile: f.readyFile, Timeline: activeTimeline, Duration: f.duration, WaitWriteback: f.waitWriteback}
 }

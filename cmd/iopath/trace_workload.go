@@ -8,14 +8,13 @@ package main
 // own IO only.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
+	"github.com/iopath/iopath/tracerun"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -68,7 +67,7 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("reading the workload flags: %w", err) // a flag changed type in workload.go
 	}
-	if err := wf.parseSizes(); err != nil {
+	if err := s.SetSizes(wf.bs, wf.size); err != nil {
 		return nil, err
 	}
 	if err := s.Validate(); err != nil {
@@ -106,48 +105,15 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	if err := tracer.Preflight(); err != nil {
 		return err
 	}
-	errw := cmd.ErrOrStderr()
-	wout, _, closeOut, err := traceOutput(cmd, f.output, false)
+	wout, _, closeOut, err := session.Output(f.output, cmd.OutOrStdout(), false)
 	if err != nil {
 		return err
 	}
 	defer func() { closeOut(err) }()
-	file, err := session.PrepareWorkFile(w.spec, errw)
+	res, err := tracerun.RunWorkload(sig, runOptions(cmd, f, tracer.Options{}, wout, nil),
+		tracerun.Workload{Spec: w.spec, Args: w.args(), ReportJSON: w.json})
 	if err != nil {
 		return err
 	}
-	defer file.Cleanup(errw)
-	out := render.NewPrinter(wout, f.json, f.quiet)
-	setChunk(out, wout, nil)
-	s, end, err := openTrace(sig, f, errw, out, tracer.Options{})
-	if err != nil {
-		return err
-	}
-	defer end()
-	res, err := s.TraceWorkload(session.WorkloadTrace{Args: w.args(), File: file, Duration: f.duration, WaitWriteback: f.waitWriteback})
-	if err != nil {
-		return err
-	}
-	out.Flush() // the records before the report
-	if res.Report != nil && !f.json {
-		if w.json {
-			e := json.NewEncoder(wout)
-			e.SetIndent("", "  ")
-			e.Encode(res.Report)
-		} else {
-			res.Report.WriteText(wout)
-		}
-	}
-	activeTimeline.Summary(res.Summary)
-	out.Summary(res.Summary)
-	if f.json {
-		out.WriteJSON(res.Record)
-		out.Flush()
-	} else {
-		fmt.Fprint(wout, render.Workload(res.Record, f.waitWriteback > 0))
-	}
-	if res.Code == 0 && res.Report == nil {
-		return session.ErrNoReport
-	}
-	return exitWith(errw, res.Code, res.Note())
+	return exitWith(cmd.ErrOrStderr(), res.Code, res.Note())
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -96,31 +95,9 @@ func workloadArgs(_ *cobra.Command, args []string) error {
 	return workloads.Spec{Kind: args[0]}.Validate()
 }
 
-// parseSizes fills the spec's sizes from --bs and --size, refusing explicit zeros.
-func (f *workloadFlags) parseSizes() error {
-	for _, v := range []struct {
-		flag, val string
-		dst       *int64
-		example   string
-	}{{"--bs", f.bs, &f.spec.BlockSize, "4k"}, {"--size", f.size, &f.spec.FileSize, "64m"}} {
-		if v.val == "" {
-			continue
-		}
-		n, err := workloads.ParseSize(v.val)
-		if err != nil {
-			return fmt.Errorf("%s: %w", v.flag, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("%s %s: a size of 0 leaves nothing to do; give a positive size, e.g. %s %s", v.flag, v.val, v.flag, v.example)
-		}
-		*v.dst = n
-	}
-	return nil
-}
-
 func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 	f.spec.Kind = kind
-	if err := f.parseSizes(); err != nil {
+	if err := f.spec.SetSizes(f.bs, f.size); err != nil {
 		return err
 	}
 	if err := f.spec.Validate(); err != nil {
@@ -128,36 +105,12 @@ func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 	}
 	sig := session.Catch()
 	defer sig.Stop()
-	p, err := workloads.Prepare(f.spec)
+	interrupted, err := workloads.RunReported(sig.Context(), f.spec, cmd.OutOrStdout(), cmd.ErrOrStderr(), f.json)
 	if err != nil {
 		return err
 	}
-	rep, runErr := p.Run(sig.Context())
-	cleanErr := p.Cleanup()
-	if runErr != nil {
-		return runErr
-	}
-	if err := printReport(cmd, rep, f.json); err != nil {
-		return err
-	}
-	if cleanErr != nil {
-		return fmt.Errorf("cleaning up %s: %w", p.Path, cleanErr)
-	}
-	if f.spec.Keep {
-		fmt.Fprintf(cmd.ErrOrStderr(), "kept %s\n", p.Path)
-	}
-	if rep.Interrupted {
+	if interrupted {
 		return exitError{code: session.ExitCode(sig.Signal(), nil)} // 130 or 143
 	}
 	return nil
-}
-
-func printReport(cmd *cobra.Command, rep *workloads.Report, asJSON bool) error {
-	out := cmd.OutOrStdout()
-	if asJSON {
-		e := json.NewEncoder(out)
-		e.SetIndent("", "  ")
-		return e.Encode(rep)
-	}
-	return rep.WriteText(out)
 }

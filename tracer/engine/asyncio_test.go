@@ -402,3 +402,43 @@ func TestUnattributedSyscallNamed(t *testing.T) {
 		t.Errorf("causes %+v", c)
 	}
 }
+
+// A linked chain (IOSQE_IO_LINK) whose head fails, as bpf/uring.c reports
+// it: each request's part opened at its submission and closed empty by the
+// next one's; the head's direct read at the end of the file (0 bytes: a
+// short read breaks the chain) has a second part where its direct IO
+// begins; the two members complete with -ECANCELED without having run.
+// Three records: the head's 0 bytes, the members' ECANCELED, none with a
+// bio, and none with its bios unavailable (each had its part).
+func TestUringLinkedChainFailed(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 9)
+	head, m1, m2 := call+1, call+2, call+3
+	part := func(opID, req uint64, start, end uint64) *bpf.IopathOp {
+		o := enginetest.Named(enginetest.Op(opID, bpf.IopathOpSysSYS_URING_READ, 16<<20, 4096, 4096, start, end), "app", "/data/f")
+		o.ReqId, o.F_flags = req, 040000 // O_DIRECT
+		return o
+	}
+	for i, id := range []uint64{head, m1, m2} {
+		s.E.HandleUringSubmit(uringSubmit(id, 0xf00+uint64(i), call, 16<<20, 100+uint64(i)*10))
+		s.E.HandleOp(part(id, id, 100+uint64(i)*10, 105+uint64(i)*10))
+	}
+	s.E.HandleOp(part(call+4, head, 130, 140)) // the head's issue: a fresh op_id, its req_id
+	s.E.HandleUringComplete(uringComplete(head, 0xf00, 2, 0, 140))
+	s.E.HandleUringComplete(uringComplete(m1, 0xf01, 1, -125, 141)) // ECANCELED
+	s.E.HandleUringComplete(uringComplete(m2, 0xf02, 1, -125, 142))
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 3, 3, 0, 0, 90, 150))
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("want 3 requests, got %+v", reqs)
+	}
+	want := map[uint64]record.Result{head: {Known: true}, m1: {Error: "ECANCELED", Known: true}, m2: {Error: "ECANCELED", Known: true}}
+	for _, q := range reqs {
+		if q.Result != want[q.OpID] || q.Bios == nil || len(q.Bios) != 0 || contains(q.Unavailable, "bios") || !q.Direct {
+			t.Errorf("request %+v", q)
+		}
+	}
+	if tot := s.E.Summary().Pids[0]; tot.Requests != 3 || tot.DiskBytesRead != 0 || tot.BytesReturned != 0 {
+		t.Errorf("pid totals %+v", tot)
+	}
+}

@@ -1,19 +1,18 @@
-package main
+package topview
 
 import (
 	"time"
 
 	"github.com/iopath/iopath/aggregate"
 	"github.com/iopath/iopath/render"
-	"github.com/iopath/iopath/topview"
 	"github.com/iopath/iopath/tracer"
 )
 
-// intervals prints `trace --interval`'s summaries between the stories: the
+// Intervals prints `trace --interval`'s summaries between the stories: the
 // in-kernel aggregates (as `iopath top` shows them) every interval, on the
 // tracer's reading goroutine (Tracer.Idle), so they never land inside a
 // record. A busy ring buffer delays one until it is drained.
-type intervals struct {
+type Intervals struct {
 	every time.Duration
 	out   *render.Printer
 	json  bool
@@ -22,16 +21,16 @@ type intervals struct {
 	prev  *aggregate.Snapshot
 }
 
-// newIntervals returns nil for every == 0 (no interval summaries).
-func newIntervals(every time.Duration, out *render.Printer, asJSON bool) *intervals {
+// NewIntervals returns nil for every == 0 (no interval summaries).
+func NewIntervals(every time.Duration, out *render.Printer, asJSON bool) *Intervals {
 	if every <= 0 {
 		return nil
 	}
-	return &intervals{every: every, out: out, json: asJSON}
+	return &Intervals{every: every, out: out, json: asJSON}
 }
 
-// start is called once the tracer is attached, before it reads.
-func (iv *intervals) start(t *tracer.Tracer) {
+// Start is called once the tracer is attached, before it reads.
+func (iv *Intervals) Start(t *tracer.Tracer) {
 	if iv == nil {
 		return
 	}
@@ -39,9 +38,9 @@ func (iv *intervals) start(t *tracer.Tracer) {
 	iv.prev, _ = iv.rd.Read()
 }
 
-// idle returns the tracer's Idle function: a summary when one is due,
+// Idle returns the tracer's Idle function: a summary when one is due,
 // then flush.
-func (iv *intervals) idle(flush func()) func() {
+func (iv *Intervals) Idle(flush func()) func() {
 	if iv == nil {
 		return flush
 	}
@@ -50,9 +49,9 @@ func (iv *intervals) idle(flush func()) func() {
 			if cur, err := iv.rd.Read(); err == nil {
 				d := aggregate.Delta(iv.prev, cur)
 				if iv.json {
-					iv.out.WriteJSON(topview.Build("interval", d, cur, topview.SortDisk, 10, iv.t.Counters()["ringbuf_lost"], iv.t.MissedRuns()))
+					iv.out.WriteJSON(Build("interval", d, cur, SortDisk, 10, iv.t.Counters()["ringbuf_lost"], iv.t.MissedRuns()))
 				} else {
-					iv.out.WriteText("── " + topview.Table(d, cur, topview.ByProcess, topview.SortDisk, 10) + "\n")
+					iv.out.WriteText("── " + Table(d, cur, ByProcess, SortDisk, 10) + "\n")
 				}
 				iv.prev = cur
 			}

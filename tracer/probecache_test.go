@@ -1,0 +1,315 @@
+package tracer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/iopath/iopath/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+const testKey = "boot b1\nbinary x/y\nkernel 6.1\nmodules ext4\ntracefs /sys/kernel/tracing\n"
+
+func savedCache(t *testing.T, dir, key string, verdicts map[string]error) {
+	t.Helper()
+	pc := loadProbeCache(dir, key)
+	for k, v := range verdicts {
+		pc.store(k, v)
+	}
+	if err := pc.save(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantVerdict(t *testing.T, pc *probeCache, key string, found bool, verdict string) {
+	t.Helper()
+	ok, err := pc.lookup(key)
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	if ok != found || got != verdict {
+		t.Errorf("lookup(%q) = %v, %q; want %v, %q", key, ok, got, found, verdict)
+	}
+}
+
+func TestProbeCacheRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	savedCache(t, dir, testKey, map[string]error{
+		"fentry:vfs_read:": nil,
+		"kprobe:vfs_read:": errors.New("kprobes unavailable"),
+	})
+	pc := loadProbeCache(dir, testKey)
+	wantVerdict(t, pc, "fentry:vfs_read:", true, "")
+	wantVerdict(t, pc, "kprobe:vfs_read:", true, "kprobes unavailable")
+	wantVerdict(t, pc, "tp_btf:block_rq_issue:", false, "")
+	if pc.hits != 2 {
+		t.Errorf("hits = %d, want 2", pc.hits)
+	}
+	fi, err := os.Stat(pc.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("cache file mode %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// A different boot, binary, kernel, module set or tracefs mount is another
+// key: the verdicts of the old one are never used, even when the old file
+// sits where the new key's file should be.
+func TestProbeCacheStaleKey(t *testing.T) {
+	dir := t.TempDir()
+	savedCache(t, dir, testKey, map[string]error{"fentry:vfs_read:": nil})
+	for _, change := range [][2]string{
+		{"boot b1", "boot b2"},
+		{"binary x/y", "binary x/z"},
+		{"kernel 6.1", "kernel 6.12"},
+		{"modules ext4", "modules dm_mod ext4"},
+		{"tracefs /sys/kernel/tracing", "tracefs "},
+	} {
+		key := strings.Replace(testKey, change[0], change[1], 1)
+		if key == testKey {
+			t.Fatalf("bad test: %q not in the key", change[0])
+		}
+		pc := loadProbeCache(dir, key)
+		wantVerdict(t, pc, "fentry:vfs_read:", false, "")
+		// the old key's file renamed to the new key's name: refused by its key
+		old := loadProbeCache(dir, testKey)
+		data, err := os.ReadFile(old.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(pc.path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantVerdict(t, loadProbeCache(dir, key), "fentry:vfs_read:", false, "")
+	}
+}
+
+func TestProbeCacheKeyOfThisProcess(t *testing.T) {
+	key, err := probeCacheKey("/sys/kernel/tracing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"boot " + strings.TrimSpace(string(boot)) + "\n", "\nbinary ", "\nkernel ", "\nmodules ", "\ntracefs /sys/kernel/tracing\n"} {
+		if !strings.Contains(key, want) {
+			t.Errorf("key lacks %q:\n%s", want, key)
+		}
+	}
+	other, err := probeCacheKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == key {
+		t.Error("the tracefs mount does not change the key")
+	}
+	exe, _ := os.Executable()
+	id, err := goBuildID(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(id, "/") {
+		t.Errorf("build ID %q: want actionID/contentID", id)
+	}
+	if _, err := goBuildID("/proc/self/status"); err == nil {
+		t.Error("goBuildID of a text file: no error")
+	}
+}
+
+// Verdicts that depend on the moment (memory, a busy lock, a signal) are
+// probed again by the next run.
+func TestProbeCacheSkipsTransient(t *testing.T) {
+	dir := t.TempDir()
+	savedCache(t, dir, testKey, map[string]error{
+		"fentry:a:":     fmt.Errorf("fentry/fexit a attach: %w", unix.ENOMEM),
+		"fentry:b:":     fmt.Errorf("fentry/fexit b: load program: %w", unix.EAGAIN),
+		"kprobe:c:":     fmt.Errorf("kprobe c: %w", unix.EBUSY),
+		"helper:FnX":    errors.New("needs helper X: probe inconclusive: boom"),
+		"tp_btf:d:":     errors.New("no BTF tracepoint d on this kernel"),
+		"fentry:e:rq,*": nil,
+	})
+	pc := loadProbeCache(dir, testKey)
+	for _, k := range []string{"fentry:a:", "fentry:b:", "kprobe:c:", "helper:FnX"} {
+		wantVerdict(t, pc, k, false, "")
+	}
+	wantVerdict(t, pc, "tp_btf:d:", true, "no BTF tracepoint d on this kernel")
+	wantVerdict(t, pc, "fentry:e:rq,*", true, "")
+}
+
+func TestProbeCacheCorruptOrForeign(t *testing.T) {
+	dir := t.TempDir()
+	pc := loadProbeCache(dir, testKey)
+	for _, bad := range []string{"", "{", `{"version":1}`, `{"version":99,"key":` + fmt.Sprintf("%q", testKey) + `,"verdicts":{"k":""}}`} {
+		if err := os.WriteFile(pc.path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantVerdict(t, loadProbeCache(dir, testKey), "k", false, "")
+	}
+	// a corrupt file is replaced by the next save
+	savedCache(t, dir, testKey, map[string]error{"k": nil})
+	wantVerdict(t, loadProbeCache(dir, testKey), "k", true, "")
+
+	// writable by others: ignored
+	if err := os.Chmod(pc.path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	wantVerdict(t, loadProbeCache(dir, testKey), "k", false, "")
+	if err := os.Chmod(pc.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// another owner: ignored
+		if err := os.Chown(pc.path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		wantVerdict(t, loadProbeCache(dir, testKey), "k", false, "")
+	}
+}
+
+// Two processes that probed different hooks both keep their verdicts: a
+// save merges what the other wrote since the load.
+func TestProbeCacheMerge(t *testing.T) {
+	dir := t.TempDir()
+	a, b := loadProbeCache(dir, testKey), loadProbeCache(dir, testKey)
+	a.store("a", nil)
+	b.store("b", errors.New("refused"))
+	if err := a.save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.save(); err != nil {
+		t.Fatal(err)
+	}
+	pc := loadProbeCache(dir, testKey)
+	wantVerdict(t, pc, "a", true, "")
+	wantVerdict(t, pc, "b", true, "refused")
+}
+
+// Saves racing with loads: a reader sees a whole file (old or new), never
+// a part, and no temporary file is left.
+func TestProbeCacheRace(t *testing.T) {
+	dir := t.TempDir()
+	path := loadProbeCache(dir, testKey).path
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				pc := loadProbeCache(dir, testKey)
+				pc.store(fmt.Sprintf("w%d-%d", w, i), nil)
+				if err := pc.save(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 200 {
+			data, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			var cf probeCacheFile
+			if err == nil {
+				err = json.Unmarshal(data, &cf)
+			}
+			if err != nil {
+				errs <- fmt.Errorf("reader saw a partial file: %w", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".probe-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	// each writer's last verdict survives: it merged everyone's before it
+	pc := loadProbeCache(dir, testKey)
+	for w := range 8 {
+		wantVerdict(t, pc, fmt.Sprintf("w%d-19", w), true, "")
+	}
+}
+
+func TestProbeCacheEnv(t *testing.T) {
+	t.Setenv("IOPATH_PROBE_CACHE", "off")
+	pc := openProbeCache("/sys/kernel/tracing")
+	if pc != nil {
+		t.Fatalf("IOPATH_PROBE_CACHE=off: cache %s opened", pc.path)
+	}
+	// a nil cache is a working no-op
+	pc.store("k", nil)
+	if ok, _ := pc.lookup("k"); ok {
+		t.Error("nil cache found a verdict")
+	}
+	if err := pc.save(); err != nil {
+		t.Error(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("IOPATH_PROBE_CACHE", dir)
+	pc = openProbeCache("/sys/kernel/tracing")
+	if pc == nil || filepath.Dir(pc.path) != dir {
+		t.Fatalf("IOPATH_PROBE_CACHE=%s: cache %+v", dir, pc)
+	}
+}
+
+// On the running kernel (and each VM kernel): the hooks chosen from cached
+// verdicts are the ones chosen by probing, and a cached run probes nothing.
+func TestProbeCacheSameChoice(t *testing.T) {
+	testutil.NeedRoot(t)
+	if err := rlimit.RemoveMemlock(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IOPATH_PROBE_CACHE", t.TempDir())
+	choose := func() ([]HookStatus, *probeCache) {
+		pr, err := newProber(btf.NewCache())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.disk == nil {
+			t.Fatal("no probe cache")
+		}
+		st, _ := pr.choose(Hooks(), nil)
+		return st, pr.disk
+	}
+	fresh, c1 := choose()
+	if c1.hits != 0 {
+		t.Fatalf("first run: %d verdicts from an empty cache", c1.hits)
+	}
+	cached, c2 := choose()
+	if c2.hits == 0 || c2.added != 0 {
+		t.Errorf("second run: %d verdicts reused, %d probed; want all reused", c2.hits, c2.added)
+	}
+	if !reflect.DeepEqual(fresh, cached) {
+		t.Errorf("cached choice differs:\nfresh  %+v\ncached %+v", fresh, cached)
+	}
+	t.Setenv("IOPATH_PROBE_CACHE", "off")
+	pr, err := newProber(btf.NewCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := pr.choose(Hooks(), nil); !reflect.DeepEqual(fresh, off) {
+		t.Errorf("choice with the cache off differs:\nwith %+v\noff  %+v", fresh, off)
+	}
+}
