@@ -53,7 +53,8 @@
 #
 # Cache: $VMTEST_CACHE (default REPO/.cache/vmtest): debs/, kernels/PKG_VERSION/ (extracted,
 # depmod'ed), initramfs/KVER-HASH.cpio.gz. Remove it to start over.
-# Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_QEMU, VMTEST_APPEND
+# Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_CPU (TCG's -cpu model,
+# default max), VMTEST_QEMU, VMTEST_APPEND
 # (extra kernel command line), VMTEST_MODULES (module names to load, deps resolved),
 # VMTEST_PVH (auto: boot xz-packed kernels from their vmlinux via PVH, 0 never, 1 also zstd).
 set -euo pipefail
@@ -402,7 +403,7 @@ boot_one() {
 	# /dev/vdb: a small journaled ext4 for stacked-device tests (dm-linear over it)
 	stack=$d/stack.img; truncate -s 64M "$stack"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$stack"
-	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
+	accel=(-accel tcg -cpu "${VMTEST_CPU:-max}"); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
 	msg "booting ${KPKGS[$i]} ($boot_how, $ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
 	t0=$(now)
