@@ -90,6 +90,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, diskBytes, d.Bytes, name, op)
 		counter(ch, diskRequests, d.Requests, name, op)
 		counter(ch, diskErrors, d.Errors, name, op)
+		counter(ch, diskUnseen, d.Unseen, name, op)
 		histogram(ch, bioLatency, &d.D2C, d.D2CNs, name, op, "d2c")
 		histogram(ch, bioLatency, &d.Q2C, d.Q2CNs, name, op, "q2c")
 	}

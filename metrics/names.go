@@ -47,11 +47,13 @@ var (
 	dirtyToDisk = metric("histogram", "dirty_to_disk_seconds",
 		"Time from a page turning dirty to the queueing of the writeback bio that carries it, per 4 KiB page. Log2 buckets.")
 	diskBytes = metric("counter", "disk_bytes_total",
-		"Bytes of completed block requests per disk, whoever queued them (as iostat counts).", "device", "op")
+		"Bytes of block requests issued per disk, whoever queued them (as iostat counts; a requeued request once).", "device", "op")
 	diskRequests = metric("counter", "disk_requests_total",
-		"Completed block requests per disk and op (read, write, flush, discard).", "device", "op")
+		"Block requests issued per disk and op (read, write, flush, discard; a requeued request once).", "device", "op")
 	diskErrors = metric("counter", "disk_request_errors_total",
 		"Block requests completed with an error status.", "device", "op")
+	diskUnseen = metric("counter", "disk_completions_unseen_total",
+		"Block requests issued whose completion no BPF program saw (the kernel ran none for it): in disk_requests_total and disk_bytes_total, not in bio_latency_seconds.", "device", "op")
 	bioLatency = metric("histogram", "bio_latency_seconds",
 		"Block request latency per disk: stage d2c from issue to the device to completion, q2c from the request's start (its first bio entering blk-mq) to completion. Log2 buckets.", "device", "op", "stage")
 	lostEvents = metric("counter", "lost_events_total",
@@ -77,5 +79,5 @@ var (
 
 // All lists every metric family, in the README's order.
 var All = []*Metric{syscalls, syscallErrors, syscallBytes, syscallDuration, pageCache, readahead, callDiskBytes,
-	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, bioLatency, lostEvents, mapFull,
+	dirtied, dirtyPending, throttle, dirtyToDisk, diskBytes, diskRequests, diskErrors, diskUnseen, bioLatency, lostEvents, mapFull,
 	missedRuns, noDisk, procSyscalls, procBytes, procDiskBytes, procPageCache, procThrottle}

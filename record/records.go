@@ -105,7 +105,13 @@ type Bio struct {
 	QueueNs    uint64 `json:"queue_ns"`
 	IssueNs    uint64 `json:"issue_ns"`
 	CompleteNs uint64 `json:"complete_ns"` // 0: completion not seen
-	Error      string `json:"error,omitempty"`
+	// CompletedBeforeNs, when complete_ns is 0: the bio did complete, before
+	// this time, when the kernel issued its request's address again as a new
+	// request, but no BPF program saw the completion (docs/kernel-notes.md,
+	// "Completions BPF never sees"); its complete_ns, d2c_ns, q2c_ns and
+	// error are unavailable.
+	CompletedBeforeNs uint64 `json:"completed_before_ns,omitempty"`
+	Error             string `json:"error,omitempty"`
 	// Derived latencies: D2C = issue→complete, Q2C = queue→complete.
 	D2CNs        uint64 `json:"d2c_ns"`
 	Q2CNs        uint64 `json:"q2c_ns"`
@@ -189,16 +195,20 @@ type Summary struct {
 	UnattributedBytes  uint64                 `json:"unattributed_bytes"`
 	UnattributedCauses map[string]CauseTotals `json:"unattributed_causes"`
 	IncompleteBios     uint64                 `json:"incomplete_bios"`
-	// IncompleteCauses splits incomplete_bios by why: completion_not_received
-	// (the request was issued and its address was issued again as a new
-	// request with other bios, but the kernel's completion of the first
-	// never reached iopath), never_issued (the call queued it; no issue of
-	// its request was seen), no_completion (issued; still without a
-	// completion when the call was released, at the end or after 10 s).
+	// IncompleteCauses splits incomplete_bios by why: never_issued (the call
+	// queued it; no issue of its request was seen), no_completion (issued;
+	// still without a completion when the call was released, at the end or
+	// after 10 s).
 	IncompleteCauses map[string]uint64 `json:"incomplete_causes"`
-	Truncations      map[string]uint64 `json:"truncations"`
-	Attach           map[string]string `json:"attach"`
-	DirtyPending     uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
+	// CompletionsUnseen counts bios of traced calls that completed without
+	// a BPF program seeing the completion: the kernel issued their request's
+	// address again as a new request (so it had ended the first), with no
+	// requeue in between. They are not incomplete; each has
+	// completed_before_ns and no device time.
+	CompletionsUnseen uint64            `json:"completions_unseen"`
+	Truncations       map[string]uint64 `json:"truncations"`
+	Attach            map[string]string `json:"attach"`
+	DirtyPending      uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
 	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
 	// their file has no dirty page left: written in a bio iopath did not see.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`

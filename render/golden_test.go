@@ -167,6 +167,20 @@ var stories = []struct {
 		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 95*µs
 		s.E.HandleOp(o)
 	}},
+	{name: "completion-unseen", feed: func(s *enginetest.Stream) {
+		// An O_DIRECT read whose request's completion no BPF program saw:
+		// the kernel issued the request's address again for the next read,
+		// so the first had completed (docs/kernel-notes.md).
+		s.E.HandleIssue(enginetest.Issue(0xc, t0+10*µs, enginetest.FlRead, enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 2048, Bytes: 4096, Queue: t0 + 5*µs}))
+		s.E.HandleIssue(enginetest.Issue(0xc, t0+150*µs, enginetest.FlRead, enginetest.Own{Op: id(2), Bio: 0xb2, Sector: 2056, Bytes: 4096, Queue: t0 + 145*µs}))
+		s.E.HandleComplete(enginetest.Done(0xc, t0+210*µs, 0))
+		o := call(1, bpf.IopathOpSysSYS_PREAD64, 0, 4096, 4096, t0, 100*µs)
+		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 90*µs
+		s.E.HandleOp(o)
+		o = call(2, bpf.IopathOpSysSYS_PREAD64, 4096, 4096, 4096, t0+140*µs, 75*µs)
+		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 65*µs
+		s.E.HandleOp(o)
+	}},
 	{name: "write-throttle", feed: func(s *enginetest.Stream) {
 		// 1 MiB dirtying 256 pages, throttled in balance_dirty_pages.
 		o := call(1, bpf.IopathOpSysSYS_WRITE, 0, 1<<20, 1<<20, t0, 13*ms)

@@ -158,6 +158,9 @@ func AppendBioJSON(b []byte, bio *record.Bio) []byte {
 	b = appendUintField(b, `,"queue_ns":`, bio.QueueNs)
 	b = appendUintField(b, `,"issue_ns":`, bio.IssueNs)
 	b = appendUintField(b, `,"complete_ns":`, bio.CompleteNs)
+	if bio.CompletedBeforeNs != 0 {
+		b = appendUintField(b, `,"completed_before_ns":`, bio.CompletedBeforeNs)
+	}
 	if bio.Error != "" {
 		b = appendStringField(b, `,"error":`, bio.Error)
 	}
@@ -188,7 +191,7 @@ func appendRangesJSON(b []byte, rs []record.PageRange) []byte {
 }
 
 func appendUintField(b []byte, key string, v uint64) []byte {
-	return appendUint(append(b, key...), v)
+	return strconv.AppendUint(append(b, key...), v, 10)
 }
 
 func appendStringField(b []byte, key, s string) []byte {

@@ -58,8 +58,12 @@ func SummaryText(s *record.Summary) string {
 	b.WriteString(unattributedText(s))
 	if s.IncompleteBios > 0 {
 		c := s.IncompleteCauses
-		fmt.Fprintf(&b, "bios without completion by cause: %d completion not received (the kernel completed the request, iopath never got it), %d never seen issued, %d still waiting when released\n",
-			c["completion_not_received"], c["never_issued"], c["no_completion"])
+		fmt.Fprintf(&b, "bios without completion by cause: %d never seen issued, %d still waiting when released\n",
+			c["never_issued"], c["no_completion"])
+	}
+	if s.CompletionsUnseen > 0 {
+		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, so they completed, but no BPF program saw the completions: no device time for them)\n",
+			s.CompletionsUnseen)
 	}
 	if len(s.MissedRuns) > 0 {
 		var m []string

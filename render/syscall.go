@@ -290,6 +290,11 @@ func appendBioLine(b []byte, bio *record.Bio) []byte {
 		b = strconv.AppendInt(b, int64(bio.RequestBios), 10)
 		b = append(b, " bios)"...)
 	}
+	if bio.CompleteNs == 0 && bio.CompletedBeforeNs != 0 {
+		b = append(b, ": completed within "...)
+		b = appendDuration(b, sub(bio.CompletedBeforeNs, bio.IssueNs))
+		return append(b, " of issue (its request was reused; no BPF program saw the completion: no device time)"...)
+	}
 	if bio.CompleteNs == 0 {
 		return append(b, ": completion not seen"...)
 	}

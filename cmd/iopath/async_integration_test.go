@@ -150,6 +150,10 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 		// 6.1: the file is taken at submission, so a punted direct read
 		// fires no event in the worker before its CQE's task work.
 		return "no event names a worker's direct IO (io_uring_dio: none)"
+	case has("--uring-link") && has("--direct") && attach["io_uring_dio"] == "none":
+		// 6.1: a chained request's direct IO begins after its submission
+		// with no event naming it (its bios are counted unattributed).
+		return "no event names a linked request's direct IO (io_uring_dio: none)"
 	case has("libaio") && attach["libaio"] == "none":
 		return "libaio: none"
 	case has("libaio") && batch && attach["aio_iocb"] == "none" && has("--direct") && attach["aio_dio"] == "none":

@@ -26,8 +26,8 @@ func TestCompletionNotReceived(t *testing.T) {
 	for id, bio := range bios {
 		switch id {
 		case a:
-			if bio.CompleteNs != 0 || bio.Sector != 8 || bio.Requeues != 0 {
-				t.Errorf("first call's bio %+v: want no completion (its own never came), no requeue", bio)
+			if bio.CompleteNs != 0 || bio.CompletedBeforeNs != 5000 || bio.Sector != 8 || bio.Requeues != 0 {
+				t.Errorf("first call's bio %+v: want completed before 5000 (its completion never came), no requeue", bio)
 			}
 		case b:
 			if bio.CompleteNs != 5200 || bio.Sector != 800 || bio.D2CNs != 200 {
@@ -36,9 +36,9 @@ func TestCompletionNotReceived(t *testing.T) {
 		}
 	}
 	sum := s.E.Summary()
-	if sum.IncompleteBios != 1 || sum.IncompleteCauses["completion_not_received"] != 1 ||
+	if sum.IncompleteBios != 0 || sum.CompletionsUnseen != 1 ||
 		sum.IncompleteCauses["never_issued"] != 0 || sum.IncompleteCauses["no_completion"] != 0 {
-		t.Errorf("incomplete %d, causes %v: want 1 completion_not_received", sum.IncompleteBios, sum.IncompleteCauses)
+		t.Errorf("incomplete %d, causes %v, completions unseen %d: want 0 incomplete, 1 completion unseen", sum.IncompleteBios, sum.IncompleteCauses, sum.CompletionsUnseen)
 	}
 	if s.E.Counters().Requeues != 0 {
 		t.Errorf("counted as a requeue")
@@ -98,7 +98,7 @@ func TestRequeueKeepsBios(t *testing.T) {
 // A completion no BPF program saw, then the address issued again for a
 // request none of whose bios iopath owns (another process's: the issue is
 // reported because the address is still in flight). The first call's bio
-// is released as completion_not_received; the second request's completion
+// is released as a completion unseen; the second request's completion
 // is not taken for it. Before, the second issue counted as a requeue and
 // the first bio got the other request's completion and D2C.
 func TestCompletionLostForeignRequest(t *testing.T) {
@@ -111,8 +111,8 @@ func TestCompletionLostForeignRequest(t *testing.T) {
 		t.Errorf("bio %+v: want no completion (its own never came), no requeue", b)
 	}
 	sum := s.E.Summary()
-	if sum.IncompleteCauses["completion_not_received"] != 1 || s.E.Counters().Requeues != 0 {
-		t.Errorf("causes %v, requeues %d: want 1 completion_not_received, no requeue", sum.IncompleteCauses, s.E.Counters().Requeues)
+	if sum.CompletionsUnseen != 1 || sum.IncompleteBios != 0 || s.E.Counters().Requeues != 0 {
+		t.Errorf("completions unseen %d, incomplete %d, requeues %d: want 1 completion unseen, no requeue", sum.CompletionsUnseen, sum.IncompleteBios, s.E.Counters().Requeues)
 	}
 	if calls, rqs := s.E.Pending(); calls != 0 || rqs != 0 {
 		t.Errorf("pending %d calls, %d requests after the second request completed", calls, rqs)
@@ -145,7 +145,7 @@ func TestCompletionLostAfterRequeue(t *testing.T) {
 			}
 		}
 	}
-	if sum := s.E.Summary(); sum.IncompleteBios != 1 || sum.IncompleteCauses["completion_not_received"] != 1 {
-		t.Errorf("incomplete %d, causes %v: want 1 completion_not_received", sum.IncompleteBios, sum.IncompleteCauses)
+	if sum := s.E.Summary(); sum.IncompleteBios != 0 || sum.CompletionsUnseen != 1 {
+		t.Errorf("incomplete %d, completions unseen %d: want 0 and 1", sum.IncompleteBios, sum.CompletionsUnseen)
 	}
 }

@@ -138,14 +138,16 @@ type Counters struct {
 	UnattributedBios  uint64 // bios of traced processes queued outside any traced call
 	UnattributedBytes uint64 // ... their bytes at issue
 	IncompleteBios    uint64 // bios released without a completion
-	// ... of which: their request's address was issued again as a new
-	// request before its completion arrived (CompletionLost), or no issue
-	// of theirs was seen (NeverIssued); the rest waited in vain.
-	CompletionLost  uint64
-	NeverIssued     uint64
-	Requeues        uint64
-	OrphanCompletes uint64 // completions of requests never seen issued
-	EvictedCalls    uint64 // pending calls evicted because the pending map was full (MaxPending)
+	// ... of which no issue of theirs was seen (NeverIssued); the rest
+	// waited in vain.
+	NeverIssued uint64
+	// CompletionsUnseen: bios whose request's address was issued again as
+	// a new request before their completion arrived: completed, unseen
+	// (not in IncompleteBios).
+	CompletionsUnseen uint64
+	Requeues          uint64
+	OrphanCompletes   uint64 // completions of requests never seen issued
+	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the

@@ -47,7 +47,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		}
 		// No requeue in between, or other bios: the kernel ended the first
 		// request without iopath seeing its block_rq_complete.
-		e.completionLost(ev.Rq, rq)
+		e.completionLost(ev.Rq, rq, ev.Ts)
 	}
 	rq := e.newRq()
 	rq.kdev = ev.Dev
@@ -120,26 +120,28 @@ func (rq *pendingRq) sameBios(ev *bpf.IopathRqIssueEv) bool {
 	return true
 }
 
-// completionLost ends a request whose address was issued again with no
-// requeue in between (or as a request with other bios): the kernel
-// completed and freed the first, but no BPF program saw its completion.
-// Its bios are released as incomplete, counted as completion_not_received,
-// instead of being taken for a requeue, which gave them the next request's
-// completion (and, after a requeue, dropped that request's bios).
+// completionLost ends a request whose address was issued again, at
+// reissueNs, with no requeue in between (or as a request with other bios):
+// the kernel completed and freed the first, but no BPF program saw its
+// completion. Its bios are released as completed before reissueNs, with no
+// device time (Bio.CompletedBeforeNs), counted in CompletionsUnseen, not
+// as incomplete: they did complete. Before, they were taken for a requeue,
+// which gave them the next request's completion (and, after a requeue,
+// dropped that request's bios).
 // The cause, measured on the 6.18 build host (docs/kernel-notes.md,
 // "Completions BPF never sees"): no BPF program of any attach type runs
 // for a block_rq_complete fired in a softirq on top of a thread of the
 // sandbox's init (PID 1), while tracefs records it; ~0.5 % of completions
 // under fio fdatasync load, 100 % of those on PID 1's threads.
-func (e *Engine) completionLost(key uint64, rq *pendingRq) {
+func (e *Engine) completionLost(key uint64, rq *pendingRq, reissueNs uint64) {
 	delete(e.rqs, key)
 	for _, b := range rq.bios {
 		if b.opID == 0 {
 			continue // writeback: its pages stay pending
 		}
-		e.counters.IncompleteBios++
-		e.counters.CompletionLost++
-		b.done = true // CompleteNs stays 0: "completion not seen"
+		e.counters.CompletionsUnseen++
+		b.done = true // CompleteNs stays 0: no device time
+		b.CompletedBeforeNs = reissueNs
 		if p, ok := e.ops[b.opID]; ok {
 			e.tryRelease(b.opID, p)
 		}

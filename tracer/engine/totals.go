@@ -135,8 +135,9 @@ func (e *Engine) Summary() *record.Summary {
 	s.UnattributedCauses = e.unattributedCauses()
 	s.IncompleteBios = e.counters.IncompleteBios
 	c := e.counters
-	s.IncompleteCauses = map[string]uint64{"completion_not_received": c.CompletionLost, "never_issued": c.NeverIssued,
-		"no_completion": c.IncompleteBios - min(c.IncompleteBios, c.CompletionLost+c.NeverIssued)}
+	s.IncompleteCauses = map[string]uint64{"never_issued": c.NeverIssued,
+		"no_completion": c.IncompleteBios - min(c.IncompleteBios, c.NeverIssued)}
+	s.CompletionsUnseen = c.CompletionsUnseen
 	s.DirtyPending = e.DirtyPending()
 	s.HitsNotItemized = e.hitsNotItemized()
 	return s
