@@ -53,7 +53,8 @@
 #
 # Cache: $VMTEST_CACHE (default REPO/.cache/vmtest): debs/, kernels/PKG_VERSION/ (extracted,
 # depmod'ed), initramfs/KVER-HASH.cpio.gz. Remove it to start over.
-# Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_QEMU, VMTEST_APPEND
+# Other env: VMTEST_ACCEL (default tcg; nested KVM hangs here), VMTEST_CPU (TCG's -cpu model,
+# default max), VMTEST_QEMU, VMTEST_APPEND
 # (extra kernel command line), VMTEST_MODULES (module names to load, deps resolved),
 # VMTEST_PVH (auto: boot xz-packed kernels from their vmlinux via PVH, 0 never, 1 also zstd).
 set -euo pipefail
@@ -303,9 +304,30 @@ build_initramfs() { # KTREE KVER -> sets INITRD
 	find "$CACHE/initramfs" -name "$kver-*.cpio.gz" ! -path "$INITRD" -mtime +0 -delete 2>/dev/null || true
 }
 
+# prefetch: from an empty cache (a CI run) the downloads dominate the set-up (122 s for four
+# kernels one after the other). Kernels of different suites are fetched at once, each suite's
+# kernels in turn (one private apt state per suite: two apt-gets on one would fight over its
+# lock). The loop below then finds them extracted and reports any failure itself.
+prefetch() {
+	local -A suites=()
+	local spec pv s p
+	for spec in "${KSPECS[@]}"; do
+		pv=$(resolve_spec "$spec") || return 0
+		[ -f "$CACHE/kernels/$(sed 's/=/_/' <<<"${pv#*:}")/.vmtest-ok" ] && continue
+		suites[${pv%%:*}]+=" ${pv#*:}"
+	done
+	[ ${#suites[@]} -gt 1 ] || return 0
+	msg "fetching the kernels of ${!suites[*]} at once"
+	for s in "${!suites[@]}"; do
+		( for p in ${suites[$s]}; do "$REPO/scripts/fetch-kernel.sh" -c "$CACHE" "$s" "$p" >/dev/null || true; done ) &
+	done
+	wait
+}
+
 KPKGS=() KVERS=() KIMAGES=() KINITRDS=()
 exec 9>"$CACHE/.lock"
 flock 9
+prefetch
 for spec in "${KSPECS[@]}"; do
 	pv=$(resolve_spec "$spec") || exit 2
 	fetch_kernel "$pv"
@@ -381,7 +403,7 @@ boot_one() {
 	# /dev/vdb: a small journaled ext4 for stacked-device tests (dm-linear over it)
 	stack=$d/stack.img; truncate -s 64M "$stack"
 	mkfs.ext4 -F -q -E lazy_itable_init=0,lazy_journal_init=0 "$stack"
-	accel=(-accel tcg -cpu max); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
+	accel=(-accel tcg -cpu "${VMTEST_CPU:-max}"); [ "$ACCEL" = kvm ] && accel=(-accel kvm -cpu host)
 	boot_how=bzImage; [[ ${KIMAGES[$i]} == */vmlinux-pvh ]] && boot_how="vmlinux via PVH"
 	msg "booting ${KPKGS[$i]} ($boot_how, $ACCEL, ${SMP} vCPUs, ${MEM} MiB, limit ${TIMEOUT}s)"
 	t0=$(now)

@@ -372,3 +372,19 @@ func (pc *probeCache) forget() {
 		pc.verdicts = map[string]string{}
 	}
 }
+
+// suspect is called when the hooks chosen from cached verdicts fail to
+// load or attach: a verdict may have gone stale in a way the key does not
+// see (a BPF LSM policy, ftrace disabled by sysctl). The file is removed so
+// the next run probes afresh, and err says so. Without reused verdicts err
+// is returned as it is.
+func (pc *probeCache) suspect(err error) error {
+	if pc == nil || pc.hits == 0 || err == nil {
+		return err
+	}
+	pc.hits = 0
+	if rmErr := os.Remove(pc.path); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		return fmt.Errorf("%w (the hooks were chosen from the probe cache %s, which could not be removed: %w; IOPATH_PROBE_CACHE=off probes afresh)", err, pc.path, rmErr)
+	}
+	return fmt.Errorf("%w (the hooks were chosen from this boot's probe cache: removed it, the next run probes afresh)", err)
+}

@@ -313,3 +313,35 @@ func TestProbeCacheSameChoice(t *testing.T) {
 		t.Errorf("choice with the cache off differs:\nwith %+v\noff  %+v", fresh, off)
 	}
 }
+
+// A load or attach failure after reused verdicts removes the file (the
+// next run probes afresh) and says so; without reused verdicts the error
+// is left alone and the file stays.
+func TestProbeCacheSuspect(t *testing.T) {
+	dir := t.TempDir()
+	savedCache(t, dir, testKey, map[string]error{"fentry:vfs_read:": nil})
+	fail := errors.New("attaching vfs_read (fentry vfs_read): permission denied")
+
+	fresh := loadProbeCache(dir, testKey) // nothing looked up: hits 0
+	if err := fresh.suspect(fail); err == nil || err.Error() != fail.Error() {
+		t.Errorf("no reused verdicts: error changed to %v", err)
+	}
+	if _, err := os.Stat(fresh.path); err != nil {
+		t.Errorf("no reused verdicts: file gone: %v", err)
+	}
+
+	used := loadProbeCache(dir, testKey)
+	wantVerdict(t, used, "fentry:vfs_read:", true, "")
+	err := used.suspect(fail)
+	if !errors.Is(err, fail) || !strings.Contains(err.Error(), "probe cache: removed it") {
+		t.Errorf("reused verdicts: error %v", err)
+	}
+	if _, err := os.Stat(used.path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reused verdicts: file still there (%v)", err)
+	}
+	wantVerdict(t, loadProbeCache(dir, testKey), "fentry:vfs_read:", false, "")
+	var nilCache *probeCache
+	if err := nilCache.suspect(fail); err == nil || err.Error() != fail.Error() {
+		t.Errorf("nil cache: %v", err)
+	}
+}

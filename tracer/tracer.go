@@ -166,7 +166,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	for _, h := range Hooks() {
 		if h.Loses == "" {
 			if _, ok := chosen[h.Name]; !ok {
-				return nil, fmt.Errorf("%w: %s (%s); run `iopath doctor` for details", ErrRequired, h.Name, strings.Join(rejections(statuses, h.Name), "; "))
+				return nil, pr.disk.suspect(fmt.Errorf("%w: %s (%s); run `iopath doctor` for details", ErrRequired, h.Name, strings.Join(rejections(statuses, h.Name), "; ")))
 			}
 		}
 	}
@@ -215,9 +215,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("the kernel's verifier rejected a program: %s (full log: IOPATH_VERBOSE=1)", verifierSummary(ve))
+			return nil, pr.disk.suspect(fmt.Errorf("the kernel's verifier rejected a program: %s (full log: IOPATH_VERBOSE=1)", verifierSummary(ve)))
 		}
-		return nil, fmt.Errorf("loading BPF programs: %w", err)
+		return nil, pr.disk.suspect(fmt.Errorf("loading BPF programs: %w", err))
 	}
 	ph.done("loading maps and programs")
 	t.targets = t.coll.Maps[bpf.IopathMapTargets]
@@ -243,7 +243,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			attached[a] = true
 			ls, err := attach(a, progs[a.prog])
 			if err != nil {
-				return nil, fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err)
+				return nil, pr.disk.suspect(fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err))
 			}
 			t.links = append(t.links, ls...)
 		}
