@@ -211,9 +211,23 @@ func postgresBin(t *testing.T) string {
 	return ""
 }
 
-// Must-be-true 3: pgbench -c 4 -T 20 under --comm postgres.
-func TestTracePgbench(t *testing.T) {
-	needRoot(t)
+// pgCluster is a PostgreSQL cluster of the test's own, in diskDir, that
+// listens on a Unix socket only; stopped at the end of the test.
+type pgCluster struct {
+	bin, pgbench string // server binaries' directory, pgbench
+	dir          string // the test's disk directory (cluster inside)
+	data, sock   string
+}
+
+// startPgCluster installs PostgreSQL if needed, creates and starts a
+// cluster (autovacuum off: no background reader wakes between the kernel's
+// read_bytes snapshots and the traced window's ends, pgbench -i vacuums),
+// loads pgbench's tables (scale 10, 160 MB) and finishes the spread
+// checkpoint pgbench -i's WAL started, whose paced writes
+// (read-before-write once the caches are dropped) would otherwise read
+// during the traced window.
+func startPgCluster(t *testing.T) *pgCluster {
+	t.Helper()
 	bin := postgresBin(t)
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
@@ -224,33 +238,51 @@ func TestTracePgbench(t *testing.T) {
 	}
 	dir := diskDir(t)
 	os.Chmod(dir, 0o755)
-	data := filepath.Join(dir, "pg")
-	sock := filepath.Join(dir, "sock") // postgres must create its socket there
-	asPg := func(name string, args ...string) *exec.Cmd {
-		c := exec.Command("runuser", append([]string{"-u", "postgres", "--", name}, args...)...)
-		c.Dir = "/"
-		return c
+	pg := &pgCluster{bin: bin, pgbench: pgbench, dir: dir, data: filepath.Join(dir, "pg"),
+		sock: filepath.Join(dir, "sock")} // postgres must create its socket there
+	os.Mkdir(pg.data, 0o700)
+	os.Mkdir(pg.sock, 0o755)
+	pg.run(t, exec.Command("chown", "postgres:postgres", pg.data, pg.sock))
+	pg.run(t, pg.asPg("initdb", "-D", pg.data, "-A", "trust", "-U", "postgres"))
+	pg.run(t, pg.asPg("pg_ctl", "-D", pg.data, "-w", "-l", filepath.Join(pg.data, "log"), "-o",
+		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off", pg.sock), "start"))
+	t.Cleanup(func() { pg.asPg("pg_ctl", "-D", pg.data, "-m", "fast", "-w", "stop").Run() })
+	pg.run(t, pg.asPg("pgbench", "-i", "-s", "10", "-q", "postgres"))
+	pg.run(t, pg.asPg("psql", "-c", "CHECKPOINT", "postgres"))
+	return pg
+}
+
+// asPg is a command of the cluster run as user postgres: name is a server
+// binary (initdb, pg_ctl), or a client (psql, pgbench) given the cluster's
+// socket and user.
+func (pg *pgCluster) asPg(name string, args ...string) *exec.Cmd {
+	path := filepath.Join(pg.bin, name)
+	switch name {
+	case "pgbench":
+		path = pg.pgbench
+		fallthrough
+	case "psql":
+		args = append([]string{"-h", pg.sock, "-U", "postgres"}, args...)
 	}
-	run := func(c *exec.Cmd) {
-		t.Helper()
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", c.Args, err, out)
-		}
+	c := exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
+	c.Dir = "/"
+	return c
+}
+
+// run runs c, failing the test with its output if it fails.
+func (pg *pgCluster) run(t *testing.T, c *exec.Cmd) {
+	t.Helper()
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", c.Args, err, out)
 	}
-	os.Mkdir(data, 0o700)
-	os.Mkdir(sock, 0o755)
-	run(exec.Command("chown", "postgres:postgres", data, sock))
-	run(asPg(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres"))
-	// autovacuum=off: no background reader wakes between the kernel's
-	// read_bytes snapshots and the traced window's ends (pgbench -i vacuums).
-	run(asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(data, "log"), "-o",
-		fmt.Sprintf("-k %s -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off", sock), "start"))
-	t.Cleanup(func() { asPg(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop").Run() })
-	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-i", "-s", "10", "-q", "postgres"))
-	// Finish the spread checkpoint pgbench -i's WAL started: its paced
-	// writes (read-before-write once the caches are dropped) would read
-	// between the trace's start and the kernel's first read_bytes snapshot.
-	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
+}
+
+// Must-be-true 3: pgbench -c 4 -T 20 under --comm postgres.
+func TestTracePgbench(t *testing.T) {
+	needRoot(t)
+	pg := startPgCluster(t)
+	dir, data := pg.dir, pg.data
+	run := func(c *exec.Cmd) { t.Helper(); pg.run(t, c) }
 
 	// Trace while pgbench runs, then a checkpoint (its directory fsyncs).
 	ready := filepath.Join(dir, "ready")
@@ -269,8 +301,8 @@ func TestTracePgbench(t *testing.T) {
 	postmaster := postmasterPid(t, data)
 	read0, background := clusterReadBytes(t, postmaster, 0)
 	t0 := monotonicNs()
-	run(asPg(pgbench, "-h", sock, "-U", "postgres", "-c", "4", "-T", "20", "postgres"))
-	run(asPg(filepath.Join(bin, "psql"), "-h", sock, "-U", "postgres", "-c", "CHECKPOINT", "postgres"))
+	run(pg.asPg("pgbench", "-c", "4", "-T", "20", "postgres"))
+	run(pg.asPg("psql", "-c", "CHECKPOINT", "postgres"))
 	t1 := monotonicNs()
 	read1, _ := clusterReadBytes(t, postmaster, background)
 	trace.Process.Signal(os.Interrupt)
