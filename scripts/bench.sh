@@ -25,6 +25,12 @@
 #                 raised, then restored), and whether the bounded dirty_pages
 #                 map overflowed (counted; shown with the default bound)
 #   6 drops       a 4 KiB ring buffer under --all: lost events are printed
+#   7 live        live delivery under pgbench: `pgbench -c 4 -T PG_SECONDS`
+#                 (30) on a cluster of its own under `iopath trace --json
+#                 --comm postgres`, stdout read through a pipe by
+#                 scripts/livelag: lag of each call record after its last
+#                 bio's completion (p50/p99/max) and iopath's RSS (skipped
+#                 without PostgreSQL)
 #   + profile     bpf_stats of iopath's programs during 1-byte cached reads
 #                 and 4 KiB cold reads, minus those of as long a run without
 #                 fio: which program is hot, ns per call
@@ -43,8 +49,8 @@
 #   ROUNDS (3), RUNTIME (5, seconds per fio run), STARTDELAY (2, seconds
 #   given to the tracer to attach), DIR (parent of the work directory; a disk
 #   filesystem, default /var/tmp), SKIP (space-separated section numbers or
-#   names to skip: "5 profile"), STARTUP_N (10), OUT (also write the final
-#   table to this file).
+#   names to skip: "5 profile"), STARTUP_N (10), PG_SECONDS (30, pgbench's
+#   run in 7), OUT (also write the final table to this file).
 # Needs root, fio, bpftrace, bpftool, jq, go, curl. Restores every sysctl it
 # changes (kernel.bpf_stats_enabled, vm.dirty_*) on exit, Ctrl-C included.
 set -euo pipefail
@@ -100,9 +106,11 @@ restore_sysctls() {
 	saved_sysctl=()
 }
 bg_keep=
+pg_data= # the PostgreSQL cluster of benchmark 7 while it runs
 cleanup() {
 	local p
 	[ -z "$bg_keep" ] || kill "$bg_keep" 2>/dev/null || true
+	[ -z "$pg_data" ] || (cd / && runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w stop >/dev/null 2>&1) || true
 	for p in "${bg_pids[@]}"; do
 		kill -INT "$p" 2>/dev/null || true
 	done
@@ -702,6 +710,58 @@ if ! skip 6 drops; then
 	echo "  summary says: ${line:-NOTHING (lost events not printed)}"
 	n=$(sed -n 's/^lost events: \([0-9]*\);.*/\1/p' <<<"$line")
 	row "6 drops: --ringbuf-size 4096 --all" "read-1byte workload, 2 s" "\"${line%%;*}\"" "" "lost > 0, printed" "$([ -n "$n" ] && ((n > 0)) && echo ok || echo MISS)"
+fi
+
+# --- 7: live delivery under pgbench -------------------------------------
+# Issue 12: a call's record is due once the call returned and its last bio
+# completed; a live consumer (a pipe) must get it within 1 s, and iopath's
+# RSS must stay bounded. 30 s of pgbench by default (the integration test
+# TestTracePgbenchLive runs 60 s and asserts both).
+PG_SECONDS=${PG_SECONDS:-30}
+if ! skip 7 live; then
+	echo
+	echo "== 7. live delivery: pgbench -c 4 -T $PG_SECONDS under iopath trace --json --comm postgres, stdout read through a pipe (scripts/livelag)"
+	pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+	if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ] || [ ! -x "$pg_bin/pgbench" ]; then
+		echo "  skipped: PostgreSQL is not installed (apt-get install postgresql postgresql-contrib)"
+		row "7 live delivery" "skipped" "PostgreSQL not installed" "" "" ""
+	else
+		CGO_ENABLED=0 go build -trimpath -o "$work/livelag" ./scripts/livelag
+		aspg() { (cd / && runuser -u postgres -- "$pg_bin/$1" "${@:2}"); }
+		chmod 755 "$work" # postgres creates its files and socket inside
+		pg_data=$work/pg
+		mkdir -m 700 "$pg_data" "$work/pgsock"
+		chown postgres:postgres "$pg_data" "$work/pgsock"
+		pgc=(-h "$work/pgsock" -U postgres)
+		aspg initdb -D "$pg_data" -A trust -U postgres >"$work/pg.init" 2>&1 || die "initdb failed: $(tail -5 "$work/pg.init")"
+		aspg pg_ctl -D "$pg_data" -w -l "$pg_data/log" -o "-k $work/pgsock -c listen_addresses='' -c max_wal_size=64MB -c min_wal_size=32MB -c autovacuum=off" \
+			start >/dev/null || die "PostgreSQL did not start: $(tail -5 "$pg_data/log")"
+		aspg pgbench "${pgc[@]}" -i -s 10 -q postgres >"$work/pg.init" 2>&1 || die "pgbench -i failed: $(tail -5 "$work/pg.init")"
+		aspg psql "${pgc[@]}" -qc CHECKPOINT postgres >/dev/null
+		fifo=$shm/live.fifo rf=$shm/live.ready
+		mkfifo "$fifo"
+		# iopath's shell opens the FIFO (blocking until livelag opens
+		# it) and then execs iopath: $tp is iopath's pid.
+		"$bin" trace --json --comm postgres --ready-file "$rf" >"$fifo" 2>"$shm/live.trace.err" &
+		tp=$!
+		bg_pids+=("$tp")
+		"$work/livelag" --rss-pid "$tp" <"$fifo" >"$shm/live.out" 2>"$shm/live.err" &
+		lp=$!
+		wait_for test -e "$rf" || die "iopath did not attach: $(cat "$shm/live.trace.err")"
+		aspg pgbench "${pgc[@]}" -c 4 -T "$PG_SECONDS" postgres >"$work/pg.run" 2>&1 || die "pgbench failed: $(tail -5 "$work/pg.run")"
+		tps=$(awk '/^tps/{printf "%.0f", $3; exit}' "$work/pg.run")
+		stop "$tp"
+		bg_pids=()
+		wait "$lp" || die "livelag failed: $(cat "$shm/live.err")"
+		aspg pg_ctl -D "$pg_data" -m fast -w stop >/dev/null
+		pg_data=
+		declare -A lv=()
+		for kv in $(cat "$shm/live.out"); do lv[${kv%%=*}]=${kv#*=}; done
+		echo "  $(cat "$shm/live.out") (pgbench: $tps tps)"
+		row "7 live delivery: pgbench -c 4 -T $PG_SECONDS ($tps tps)" "iopath trace --json --comm postgres, stdout read through a pipe" \
+			"record lag after its last bio: p50 ${lv[lag_p50_ms]} ms, p99 ${lv[lag_p99_ms]} ms, max ${lv[lag_max_ms]} ms ($(si "${lv[records]}")records); RSS max $(mib $((lv[rss_max_kib] * 1024))) (first 10 s $(mib $((lv[rss_first10s_kib] * 1024))), last 10 s $(mib $((lv[rss_last10s_kib] * 1024))))" \
+			"" "p99 <= 1000 ms" "$(verdict "${lv[lag_p99_ms]}" "<=" 1000)"
+	fi
 fi
 
 # --- the table -----------------------------------------------------------
