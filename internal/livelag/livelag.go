@@ -162,17 +162,17 @@ func SampleRSS(pid int, every time.Duration, stop <-chan struct{}) <-chan RSS {
 	return res
 }
 
-// Max is the largest sample of the first d of the series (d ≤ 0: all of
-// it); MaxLast the largest of its last d.
-func (s RSS) Max(d time.Duration) uint64 {
-	n := len(s.Samples)
-	if d > 0 {
-		n = min(n, int(d/s.Every))
+// MaxIn is the largest sample taken in [from, to) after sampling began
+// (to ≤ 0: until the end), KiB.
+func (s RSS) MaxIn(from, to time.Duration) uint64 {
+	i, j := min(len(s.Samples), int(from/s.Every)), len(s.Samples)
+	if to > 0 {
+		j = min(j, int(to/s.Every))
 	}
-	return maxOf(s.Samples[:n])
+	return maxOf(s.Samples[i:max(i, j)])
 }
 
-// MaxLast is the largest sample of the last d of the series.
+// MaxLast is the largest sample of the last d of the series, KiB.
 func (s RSS) MaxLast(d time.Duration) uint64 {
 	n := min(len(s.Samples), int(d/s.Every))
 	return maxOf(s.Samples[len(s.Samples)-n:])

@@ -40,7 +40,7 @@ func main() {
 	fmt.Printf("records=%d lines=%d lag_p50_ms=%s lag_p99_ms=%s lag_max_ms=%s", len(res.Lags), res.Lines, ms(0.5), ms(0.99), ms(1))
 	if rss != nil {
 		s := <-rss
-		fmt.Printf(" rss_max_kib=%d rss_first10s_kib=%d rss_last10s_kib=%d", s.Max(0), s.Max(10*time.Second), s.MaxLast(10*time.Second))
+		fmt.Printf(" rss_max_kib=%d rss_first10s_kib=%d rss_last10s_kib=%d", s.MaxIn(0, 0), s.MaxIn(0, 10*time.Second), s.MaxLast(10*time.Second))
 	}
 	fmt.Println()
 }
