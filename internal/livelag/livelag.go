@@ -7,6 +7,7 @@ package livelag
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,7 +82,7 @@ func Read(r io.Reader) (Result, error) {
 			}
 			var c call
 			if err := json.Unmarshal(l.b, &c); err != nil {
-				o.err = fmt.Errorf("bad JSON line %.200q: %v", l.b, err)
+				o.err = fmt.Errorf("bad JSON line %.200q: %w", l.b, err)
 				continue
 			}
 			if c.Type != "syscall" {
@@ -100,10 +101,10 @@ func Read(r io.Reader) (Result, error) {
 	var rerr error
 	for {
 		b, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: gather it whole.
 			whole := append([]byte(nil), b...)
-			for err == bufio.ErrBufferFull {
+			for errors.Is(err, bufio.ErrBufferFull) {
 				b, err = br.ReadSlice('\n')
 				whole = append(whole, b...)
 			}
@@ -115,7 +116,7 @@ func Read(r io.Reader) (Result, error) {
 			lines <- line{MonotonicNs(), b}
 		}
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				rerr = err
 			}
 			break
