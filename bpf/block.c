@@ -17,7 +17,6 @@
 #include "flush.h"
 #include "unattributed.h"
 
-#define REQ_OP_MASK 0xff
 #define REQ_OP_WRITE 1
 
 /* 7.x renamed page->compound_head to compound_info (fallback for
@@ -471,6 +470,7 @@ SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(tp_block_rq_requeue, struct request *rq)
 {
 	agg_rq_requeue(rq); /* agg.h */
+	flush_requeued(rq); /* flush.h */
 	__u64 key = (__u64)rq;
 	if (!bpf_map_lookup_elem(&inflight, &key))
 		return 0;

@@ -272,6 +272,10 @@ enum own_flag {
 	OWN_WRITEBACK = 1, /* bio carries tracked dirty pages */
 	OWN_JOURNAL = 2,   /* queued by jbd2 while a traced fsync-family call waited on its device */
 	OWN_FLUSH_SEQ = 4, /* set at issue: the bio's request is in a flush sequence (flush.c) */
+	/* EV_FLUSH_DONE with no bio: the flush request flush_rq (issued at
+	 * flush_issue_ns) completed, but no BPF program saw its completion: the
+	 * kernel issued it again (flush.c, flush_issue). */
+	OWN_FLUSH_UNSEEN = 8,
 	/* Bits 8-11: enum unattributed_cause of a bio queued outside any
 	 * traced call; bits 16-27: the syscall number for CAUSE_SYSCALL. */
 	OWN_CAUSE_SHIFT = 8,

@@ -33,14 +33,6 @@
 #include "op.h"
 #include "flush.h" /* included after block.c (iopath.bpf.c): rq_dev */
 
-/* Flush requests in flight (a device has one per hardware queue). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u64); /* struct request * */
-	__type(value, struct flush_seen);
-} flush_issued SEC(".maps");
-
 /* The last completed flush of each hardware queue. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -48,11 +40,6 @@ struct {
 	__type(key, __u64); /* struct blk_mq_hw_ctx * */
 	__type(value, struct flush_seen);
 } flush_last SEC(".maps");
-
-static __always_inline bool is_flush_rq(struct request *rq)
-{
-	return (rq->cmd_flags & REQ_OP_MASK) == REQ_OP_FLUSH_ && !rq->bio;
-}
 
 static __always_inline int flush_issue(struct request *rq);
 
@@ -78,6 +65,22 @@ static __always_inline int flush_issue(struct request *rq)
 		.issue_ns = bpf_ktime_get_ns(), .rq = key, .cmd_flags = rq->cmd_flags,
 		.tid = (__u32)bpf_get_current_pid_tgid(),
 	};
+	struct flush_seen *prev = bpf_map_lookup_elem(&flush_issued, &key);
+	if (prev) {
+		/* Issued again with no completion seen and no requeue (which
+		 * forgets it: flush_requeued): the kernel ended the previous
+		 * flush (a hardware queue has one flush request, reused only
+		 * when the last one is done), but no BPF program saw it
+		 * (docs/kernel-notes.md, "Completions BPF never sees"). Say so:
+		 * the engine gives it to the calls it served. */
+		struct flush_done_ev ev = {
+			.type = EV_FLUSH_DONE, .flush_rq = key, .flush_issue_ns = prev->issue_ns,
+			.flush_flags = prev->cmd_flags, .flush_tid = prev->tid, .done_ns = s.issue_ns,
+			.own_flags = OWN_FLUSH_UNSEEN,
+		};
+		ev.dev = rq_dev(rq); /* block.c */
+		emit(&ev, sizeof(ev));
+	}
 	if (bpf_map_update_elem(&flush_issued, &key, &s, BPF_ANY))
 		count_event(CNT_FLUSH_FULL);
 	return 0;

@@ -6,6 +6,9 @@
 #include "events.h" /* struct flush_done_ev is in the -type contract */
 
 #define REQ_OP_FLUSH_ 2
+#ifndef REQ_OP_MASK
+#define REQ_OP_MASK 0xff
+#endif
 
 /* A flush request as flush.c remembers it (flush_issued, flush_last). */
 struct flush_seen {
@@ -25,6 +28,30 @@ struct flush_seen {
  * __RQF_SCHED_TAGS, set on every request of a queue with an I/O scheduler),
  * else 1 << 4, the #define of 5.10 and 6.1. */
 const volatile __u32 rqf_flush_seq_bit = 1U << 4;
+
+/* Flush requests in flight (a device has one per hardware queue): flush.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64); /* struct request * */
+	__type(value, struct flush_seen);
+} flush_issued SEC(".maps");
+
+static __always_inline bool is_flush_rq(struct request *rq)
+{
+	return (rq->cmd_flags & REQ_OP_MASK) == REQ_OP_FLUSH_ && !rq->bio;
+}
+
+/* flush_requeued forgets a flush request the driver handed back
+ * (block_rq_requeue, block.c): its next issue is the same flush, not a sign
+ * that its completion went unseen. */
+static __always_inline void flush_requeued(struct request *rq)
+{
+	if (!is_flush_rq(rq))
+		return;
+	__u64 key = (__u64)rq;
+	bpf_map_delete_elem(&flush_issued, &key);
+}
 
 static __always_inline __u32 rqf_flush_seq(void)
 {

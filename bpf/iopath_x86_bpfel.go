@@ -484,11 +484,12 @@ type IopathOtherKey struct {
 type IopathOwnFlag uint32
 
 const (
-	IopathOwnFlagOWN_WRITEBACK   IopathOwnFlag = 1
-	IopathOwnFlagOWN_JOURNAL     IopathOwnFlag = 2
-	IopathOwnFlagOWN_FLUSH_SEQ   IopathOwnFlag = 4
-	IopathOwnFlagOWN_CAUSE_SHIFT IopathOwnFlag = 8
-	IopathOwnFlagOWN_SYSNR_SHIFT IopathOwnFlag = 16
+	IopathOwnFlagOWN_WRITEBACK    IopathOwnFlag = 1
+	IopathOwnFlagOWN_JOURNAL      IopathOwnFlag = 2
+	IopathOwnFlagOWN_FLUSH_SEQ    IopathOwnFlag = 4
+	IopathOwnFlagOWN_FLUSH_UNSEEN IopathOwnFlag = 8
+	IopathOwnFlagOWN_CAUSE_SHIFT  IopathOwnFlag = 8
+	IopathOwnFlagOWN_SYSNR_SHIFT  IopathOwnFlag = 16
 )
 
 type IopathPageRange struct {

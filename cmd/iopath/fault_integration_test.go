@@ -405,7 +405,7 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 	f := coldFile(t, diskDir(t), 1<<20)
 	cacheNoReadahead(t, f)
 	ino := inoOf(t, f)
-	tr, _ := traceFaults(t, false, "write", f, 8192+5)
+	tr, kernelMajor := traceFaults(t, false, "write", f, 8192+5)
 	var wf *record.Fault
 	for i, fr := range tr.faultsOn(ino) {
 		if fr.Write && fr.DirtiedPages > 0 {
@@ -419,8 +419,11 @@ func TestFaultMappedWriteMsync(t *testing.T) {
 		t.Fatalf("no write fault dirtied a page: faults %+v; calls on the file %+v; pids %+v, files %+v; diagnostics %v, truncations %v, evictions %v",
 			tr.faultsOn(ino), tr.forIno(ino), tr.summary.Pids, tr.summary.Files, tr.summary.Diagnostics, tr.summary.Truncations, tr.summary.MapEvictions)
 	}
-	if wf.Index != 2 || wf.Major || len(wf.Bios) != 0 {
-		t.Errorf("write fault %+v", *wf)
+	// No IO; major only as the kernel counted it: 5.10 may redo the fault
+	// (VM_FAULT_RETRY, seen there with the page cached and no readahead
+	// flag) and counts a redone fault as major (FAULT_FLAG_TRIED).
+	if wf.Index != 2 || wf.Major != (kernelMajor == 1) || (wf.Major && !wf.Retried) || len(wf.Bios) != 0 || kernelMajor > 1 {
+		t.Errorf("write fault %+v; the kernel counted %d major faults", *wf, kernelMajor)
 	}
 	var ms *record.Syscall
 	for i, c := range tr.forIno(ino) {

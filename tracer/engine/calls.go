@@ -112,7 +112,10 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 
 // tryRelease prints a call once its record and all its bios are complete.
 func (e *Engine) tryRelease(id uint64, p *pendingOp) {
-	if !p.ready() || queuedSeen(p.bios) < p.queued {
+	if !p.ready() {
+		return
+	}
+	if queuedSeen(p.bios) < p.queued && (len(e.flush.unseen) == 0 || !e.claimUnseenFlush(p) || queuedSeen(p.bios) < p.queued) {
 		return
 	}
 	for _, b := range p.bios {

@@ -40,6 +40,8 @@ const (
 type flushState struct {
 	wait   map[uint64]*bioRef // issued bios in a flush sequence, by bio pointer, until their final end
 	caches map[uint32]string  // kernel dev_t -> queue/write_cache ("write back", "write through", "")
+	unseen []unseenFlush      // flush requests completed unseen, newest last (flushunseen.go)
+	disks  map[uint32]uint32  // kernel dev_t -> its disk's (flushunseen.go)
 }
 
 // awaitsFlush says whether a completed bio still waits for the end of its
@@ -73,6 +75,10 @@ func (e *Engine) holdForFlush(b *bioRef) {
 // HandleFlushDone takes an EV_FLUSH_DONE record.
 func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 	e.seen(ev.DoneNs)
+	if ev.OwnFlags&OwnFlushUnseen != 0 {
+		e.flushUnseen(ev) // flushunseen.go
+		return
+	}
 	fl := record.Bio{Dev: e.devName(ev.Dev), QueueNs: ev.QueueNs, IssueNs: ev.FlushIssueNs, CompleteNs: ev.FlushDoneNs,
 		D2CNs: sub(ev.FlushDoneNs, ev.FlushIssueNs), Q2CNs: sub(ev.DoneNs, ev.QueueNs), Kind: record.BioFlush,
 		Rwbs: e.rwbsName(ev.FlushFlags), Error: kernel.BlkStatus(ev.FlushError)}
