@@ -57,7 +57,7 @@ awk -v req="${REQUIRE[*]}" '
 	match($0, /^=== vmtest \[[^]]+\]/) { k = substr($0, 13, RLENGTH - 13); if (!(k in seen)) { seen[k] = 1; ks[++nk] = k } }
 	/^--- (PASS|FAIL): [^ ]+ \([0-9.]+s\)$/ {
 		name = $3; d = $4; gsub(/[()s]/, "", d)
-		n[k]++; tot[k] += d; t[k, n[k]] = d; nm[k, n[k]] = name
+		n[k]++; tot[k] += d; t[k, n[k]] = d + 0; nm[k, n[k]] = name   # + 0: compare as numbers
 		if ($2 == "PASS:") passed[k, name] = 1
 	}
 	END {

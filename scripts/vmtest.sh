@@ -37,7 +37,7 @@
 # (a cwd outside the repository becomes /tmp in the guest). scripts/vmtest-go.sh builds the test
 # binaries of several packages and runs them all in one boot per kernel.
 # Environment given to the programs:
-#   TMPDIR=/mnt/disk/tmp  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
+#   TMPDIR=/mnt/disk/tmp (/var/tmp links there)  IOPATH_TESTDISK=/mnt/disk  IOPATH_VM_KERNEL=$(uname -r)  IOPATH_VM=1
 #   IOPATH_STACKDISK=/dev/vdb
 # Mounted: proc, sysfs, devtmpfs, tmpfs /tmp, tracefs /sys/kernel/tracing, debugfs, bpffs
 # /sys/fs/bpf, cgroup2 /sys/fs/cgroup. vm.dirty_* sysctls are set to the kernel defaults.
@@ -198,6 +198,8 @@ mkdir -p "$VMTEST_REPO" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=26
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i+1)); done
 mkdir -p /mnt/disk && mount -t ext4 /dev/vda /mnt/disk || fatal "cannot mount /dev/vda (ext4) at /mnt/disk"
 mkdir -p /mnt/disk/tmp && chmod 1777 /mnt/disk/tmp
+# /var/tmp on the disk too, as on a Debian system (tests put page-cache files there)
+mkdir -p /var && ln -s /mnt/disk/tmp /var/tmp
 # vm.dirty_* defaults (what a stock kernel and the CI host use)
 echo 3000 > /proc/sys/vm/dirty_expire_centisecs
 echo 500 > /proc/sys/vm/dirty_writeback_centisecs

@@ -109,7 +109,9 @@ func TestTraceDeviceFlush(t *testing.T) {
 				}
 				var flushes []record.Bio
 				for _, b := range c.Bios {
-					if b.CompleteNs == 0 {
+					// completed_before_ns: completed, the completion hidden
+					// from BPF by the build host's kernel (docs/kernel-notes.md).
+					if b.CompleteNs == 0 && b.CompletedBeforeNs == 0 {
 						t.Errorf("%s: bio not completed: %+v", c.Syscall, b)
 					}
 					if b.Kind == "flush" {
@@ -122,7 +124,8 @@ func TestTraceDeviceFlush(t *testing.T) {
 						t.Errorf("%s %s: device_flush %q, flush bios %+v", c.Syscall, c.Path, c.DeviceFlush, flushes)
 					}
 					for _, f := range flushes {
-						if f.Rwbs != "FF" || f.IssueNs == 0 || f.D2CNs == 0 || f.CompleteNs < f.IssueNs {
+						unseen := f.CompleteNs == 0 && f.CompletedBeforeNs > f.IssueNs
+						if f.Rwbs != "FF" || f.IssueNs == 0 || (!unseen && (f.D2CNs == 0 || f.CompleteNs < f.IssueNs)) {
 							t.Errorf("flush bio %+v", f)
 						}
 					}
