@@ -40,7 +40,7 @@ func FaultStory(r *record.Fault) string {
 	}
 	b.WriteString("\n")
 	if r.Retried {
-		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock to wait for the page, then redid the fault\n")
+		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock while the page was read or locked (VM_FAULT_RETRY), then redid the fault\n")
 	}
 	c := r.Cache
 	switch {
@@ -112,6 +112,32 @@ func faultTable(b *strings.Builder, s *record.Summary) {
 			per = Bytes(p.FaultDiskBytesRead / p.MajorFaults)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", p.Pid, Safe(p.Comm), p.Faults, p.MajorFaults, Bytes(p.FaultDiskBytesRead), per)
+	}
+	tw.Flush()
+}
+
+// fileFaultTable prints the per-file fault counts, when any file had
+// faults of its mappings.
+func fileFaultTable(b *strings.Builder, s *record.Summary) {
+	any := false
+	for _, f := range s.Files {
+		any = any || f.Faults > 0
+	}
+	if !any {
+		return
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MAPPED FILE\tDEV\tINO\tFAULTS\tMAJOR\tFAULT DISK READ\tPER MAJOR FAULT")
+	for _, f := range s.Files {
+		if f.Faults == 0 {
+			continue
+		}
+		per := "-"
+		if f.MajorFaults > 0 {
+			per = Bytes(f.FaultDiskBytesRead / f.MajorFaults)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", Safe(f.Path), f.Dev, f.Ino, f.Faults, f.MajorFaults, Bytes(f.FaultDiskBytesRead), per)
 	}
 	tw.Flush()
 	for _, f := range s.Files {

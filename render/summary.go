@@ -42,6 +42,7 @@ func SummaryText(s *record.Summary) string {
 		}
 		tw.Flush()
 	}
+	fileFaultTable(&b, s) // fault.go
 	for _, n := range s.HitsNotItemized {
 		dir, whose := "read", fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
 		if n.Write {
