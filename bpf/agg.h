@@ -434,12 +434,16 @@ static __always_inline void agg_dropped(__u32 pid, __u32 dev, __u64 ino, __u32 n
 
 static __always_inline __u32 agg_rq_op(__u32 cmd_flags)
 {
-	switch (cmd_flags & AGG_REQ_OP_MASK) {
-	case 0: return AGG_RQ_READ;   /* REQ_OP_READ */
-	case 1: return AGG_RQ_WRITE;  /* REQ_OP_WRITE */
-	case 2: return AGG_RQ_FLUSH;  /* REQ_OP_FLUSH */
-	}
-	return AGG_RQ_DISCARD; /* discard (3), secure erase (5), write zeroes (9) and the rest */
+	/* As the kernel's disk statistics group them (op_stat_group,
+	 * include/linux/blkdev.h): discard alone is a discard; the other ops
+	 * with the write bit (odd numbers: secure erase 5, write zeroes 9,
+	 * zone append 13) are writes, the rest reads. */
+	__u32 op = cmd_flags & AGG_REQ_OP_MASK;
+	if (op == 2)
+		return AGG_RQ_FLUSH;   /* REQ_OP_FLUSH */
+	if (op == 3)
+		return AGG_RQ_DISCARD; /* REQ_OP_DISCARD */
+	return (op & 1) ? AGG_RQ_WRITE : AGG_RQ_READ;
 }
 
 /* agg_dev_of returns the entry of disk dev and direction op, created if

@@ -188,6 +188,8 @@ struct op {
 	__u64 agg_ino;
 	__u32 agg_dev;
 	__u32 agg_write;
+	__u32 agg_gen;      /* the inode's i_generation: a reused inode number is another file */
+	__u32 agg_pad;
 	__u64 agg_calls;
 	__u64 agg_bytes_requested;
 	__u64 agg_bytes_returned;
@@ -419,7 +421,7 @@ struct stat_key {
 	__u32 pid;
 	__u32 dev;
 	__u32 write; /* 0 read family, 1 write family */
-	__u32 pad;
+	__u32 gen; /* i_generation of the inode (a reused inode number is another file) */
 };
 
 /* Aggregate of calls not streamed (cache hits with no IO and no wait). */

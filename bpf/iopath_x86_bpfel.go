@@ -366,6 +366,8 @@ type IopathOp struct {
 	AggIno            uint64
 	AggDev            uint32
 	AggWrite          uint32
+	AggGen            uint32
+	AggPad            uint32
 	AggCalls          uint64
 	AggBytesRequested uint64
 	AggBytesReturned  uint64
@@ -553,7 +555,7 @@ type IopathStatKey struct {
 	Pid   uint32
 	Dev   uint32
 	Write uint32
-	Pad   uint32
+	Gen   uint32
 }
 
 type IopathStatVal struct {

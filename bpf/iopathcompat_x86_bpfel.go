@@ -176,6 +176,8 @@ type IopathCompatOp struct {
 	AggIno            uint64
 	AggDev            uint32
 	AggWrite          uint32
+	AggGen            uint32
+	AggPad            uint32
 	AggCalls          uint64
 	AggBytesRequested uint64
 	AggBytesReturned  uint64
@@ -289,7 +291,7 @@ type IopathCompatStatKey struct {
 	Pid   uint32
 	Dev   uint32
 	Write uint32
-	Pad   uint32
+	Gen   uint32
 }
 
 type IopathCompatStatVal struct {

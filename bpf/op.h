@@ -374,7 +374,7 @@ static __always_inline struct stat_val *other_hits(struct op *op)
 static __always_inline void flush_hits(struct op *op)
 {
 	struct stat_key k = {
-		.ino = op->agg_ino, .pid = op->pid, .dev = op->agg_dev, .write = op->agg_write,
+		.ino = op->agg_ino, .pid = op->pid, .dev = op->agg_dev, .write = op->agg_write, .gen = op->agg_gen,
 	};
 	struct stat_val *v = bpf_map_lookup_elem(&hit_stats, &k);
 	if (!v) {
@@ -548,13 +548,17 @@ static __always_inline void op_end_in(__s64 ret, const int access)
 		return;
 	}
 	__u32 w = is_write_sys(op->sys);
-	if (op->agg_calls && (op->agg_ino != op->ino || op->agg_dev != op->dev || op->agg_write != w))
+	struct file *file = (struct file *)op->file;
+	/* Two loads: an inode number reused after a delete is another file,
+	 * whose hits must not be summed with the deleted one's. */
+	__u32 gen = BPF_CORE_READ(file, f_inode, i_generation);
+	if (op->agg_calls && (op->agg_ino != op->ino || op->agg_dev != op->dev || op->agg_write != w || op->agg_gen != gen))
 		flush_hits(op);
 	if (op->agg_calls == 0) {
 		op->agg_ino = op->ino;
 		op->agg_dev = op->dev;
 		op->agg_write = w;
-		struct file *file = (struct file *)op->file;
+		op->agg_gen = gen;
 		bpf_probe_read_kernel_str(op->agg_name, sizeof(op->agg_name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 	}
 	op->agg_calls++;

@@ -642,7 +642,7 @@ func (t *Tracer) addTaskHits() {
 		}
 		val := bpf.IopathStatVal{Calls: op.AggCalls, BytesRequested: op.AggBytesRequested,
 			BytesReturned: op.AggBytesReturned, Pages: op.AggPages, Name: op.AggName, Comm: op.Comm}
-		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite}, val)
+		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite, Gen: op.AggGen}, val)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // Calls that are pure cache hits are not streamed: the kernel sums them per
@@ -35,7 +36,7 @@ func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
 	if ps := e.pids[k.Pid]; ps.Comm == "" {
 		ps.Comm = cString(v.Comm[:])
 	}
-	fs := e.file(fkey(k.Dev, k.Ino))
+	fs := e.hitsFile(k)
 	addHitTotals(&fs.Totals, k.Write != 0, &v)
 	if fs.Path == "" && v.Name[0] != 0 {
 		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
@@ -89,4 +90,23 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// hitsFile is the summary row of the file whose hits key k counts: the
+// current row of its inode number, unless k's i_generation is another file's
+// (a deleted file whose inode number was reused), whose row is kept apart
+// (names.go), or made apart here when no record named it.
+func (e *Engine) hitsFile(k bpf.IopathStatKey) *record.FileSummary {
+	key := fkey(k.Dev, k.Ino)
+	if e.sameInode(key, k.Gen) {
+		return e.file(key)
+	}
+	dev := kernel.Dev(k.Dev)
+	for i := range e.renames.retired {
+		if f := &e.renames.retired[i]; f.Dev == dev && f.Ino == k.Ino && f.Generation == k.Gen {
+			return f
+		}
+	}
+	e.renames.retired = append(e.renames.retired, record.FileSummary{Dev: dev, Ino: k.Ino, Generation: k.Gen})
+	return &e.renames.retired[len(e.renames.retired)-1]
 }

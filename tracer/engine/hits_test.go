@@ -98,3 +98,34 @@ func TestHitsNotItemizedEmptyList(t *testing.T) {
 		t.Errorf("summary JSON without an empty hits_not_itemized list: %s", b)
 	}
 }
+
+// A deleted file's cache hits stay on its row when a new file reuses its
+// inode number (the kernel keys hits by i_generation too): they were
+// credited to the new file before.
+func TestHitsOfReusedInode(t *testing.T) {
+	s := enginetest.NewStream()
+	o := enginetest.Named(enginetest.Op(uint64(7)<<32|1, bpf.IopathOpSysSYS_WRITE, 0, 4096, 4096, 100, 200), "app", "/var/tmp/a.tmp")
+	o.PathGen = 11
+	s.E.HandleOp(o)
+	o = enginetest.Named(enginetest.Op(uint64(7)<<32|2, bpf.IopathOpSysSYS_WRITE, 0, 4096, 4096, 300, 400), "app", "/var/tmp/b0")
+	o.PathGen = 22 // the same inode number 42, another file
+	s.E.HandleOp(o)
+	s.E.AddHits(bpf.IopathStatKey{Ino: 42, Pid: 100, Dev: enginetest.Dev, Gen: 11}, hitVal(1025, 2048, "app"))
+	s.E.AddHits(bpf.IopathStatKey{Ino: 42, Pid: 100, Dev: enginetest.Dev, Gen: 22}, hitVal(1, 1, "app"))
+	var a, b *record.FileSummary
+	sum := s.E.Summary()
+	for i := range sum.Files {
+		switch f := &sum.Files[i]; f.Generation {
+		case 11:
+			a = f
+		case 22:
+			b = f
+		}
+	}
+	if a == nil || b == nil {
+		t.Fatalf("rows %+v: want one per generation", sum.Files)
+	}
+	if a.ReadCalls != 1025 || b.ReadCalls != 1 || a.Path != "/var/tmp/a.tmp" || b.Path != "/var/tmp/b0" {
+		t.Errorf("deleted file %s: %d read calls, new file %s: %d; want 1025 and 1", a.Path, a.ReadCalls, b.Path, b.ReadCalls)
+	}
+}
