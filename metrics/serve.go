@@ -22,8 +22,10 @@ type ServeOptions struct {
 }
 
 // Serve serves the aggregates of s on ln: /metrics (read at each scrape),
-// /healthz ("ok"). It returns nil after the first SIGINT or SIGTERM of sig
-// (open scrapes get 5 s to finish), or why serving or the tracer failed.
+// /healthz ("ok"). After the first SIGINT or SIGTERM of sig it stops (open
+// scrapes get 5 s to finish) and returns session.Interrupted, so that
+// iopath exits 130 or 143 as for every command; else it returns why
+// serving or the tracer failed.
 func Serve(ln net.Listener, s *session.Session, sig *session.Signals, o ServeOptions) error {
 	col := New(aggregate.NewReader(s.T.AggMaps()).Read, o.PerComm, s.T.Counters)
 	col.Missed = s.T.MissedRuns
@@ -52,7 +54,7 @@ func Serve(ln net.Listener, s *session.Session, sig *session.Signals, o ServeOpt
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close()
 	}
-	return nil
+	return session.Interrupted{Signal: sig.Signal()}
 }
 
 // handler serves col's metrics at /metrics (a family that fails to read

@@ -31,7 +31,7 @@ per-call record leaves the kernel. /healthz answers "ok".
 
 Labels stay bounded: per-process series only for the command names given to
 --per-comm, never per pid or file. SIGINT or SIGTERM stops the server and
-unloads every BPF program and map (exit status 0). Metric names and help texts:
+unloads every BPF program and map (exit status 130 or 143). Metric names and help texts:
 README.md, "iopath serve"; a scrape config and queries: docs/prometheus.md.`,
 		Example: `  iopath serve
   iopath serve --listen :9465 --per-comm postgres,nginx`,

@@ -257,14 +257,14 @@ func TestServePrometheus(t *testing.T) {
 		t.Errorf("lost_events_total %v", v)
 	}
 
-	// SIGTERM: exit 0, every BPF program unloaded.
+	// SIGTERM: exit 143, every BPF program unloaded.
 	serve.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- serve.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("iopath serve after SIGTERM: %v\n%s", err, serveLog.String())
+		if code := exitStatus(err); code != 143 {
+			t.Errorf("iopath serve after SIGTERM: exit status %d (%v), want 143\n%s", code, err, serveLog.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("iopath serve still running 15 s after SIGTERM")
