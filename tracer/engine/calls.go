@@ -185,6 +185,7 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 		}
 		rec.Bios = append(rec.Bios, b.Bio)
 	}
+	unseenTimes(rec) // flushunseen.go
 	if record.IsSync(rec.Syscall) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
 		if rec.Syscall == "sync" || rec.Syscall == "syncfs" {

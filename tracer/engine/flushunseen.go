@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/iopath/iopath/bpf"
@@ -106,4 +107,30 @@ func (e *Engine) diskOf(kdev uint32) uint32 {
 	}
 	e.flush.disks[kdev] = d
 	return d
+}
+
+// unavailableUnseen names, in a record's unavailable list, what a bio
+// completed unseen cannot give.
+const unavailableUnseen = "bios.complete_ns, d2c_ns, q2c_ns of bios with completed_before_ns (completion not seen by BPF)"
+
+// unseenTimes tightens the bound of a call's bios completed unseen to the
+// call's return where the call waited for them (the fsync family and
+// O_DIRECT: a bio cannot complete after the call that waited for it
+// returned), and says in unavailable which times are missing.
+func unseenTimes(rec *record.Syscall) {
+	end, waited := rec.TimeNs+rec.DurationNs, record.IsSync(rec.Syscall) || rec.Direct
+	any := false
+	for i := range rec.Bios {
+		b := &rec.Bios[i]
+		if b.CompletedBeforeNs == 0 {
+			continue
+		}
+		any = true
+		if waited && end > b.IssueNs && end < b.CompletedBeforeNs {
+			b.CompletedBeforeNs = end
+		}
+	}
+	if any && !slices.Contains(rec.Unavailable, unavailableUnseen) {
+		rec.Unavailable = append(rec.Unavailable, unavailableUnseen)
+	}
 }
