@@ -47,15 +47,32 @@ func (iv *Intervals) Idle(flush func()) func() {
 	return func() {
 		if iv.prev != nil && time.Since(iv.prev.At) >= iv.every {
 			if cur, err := iv.rd.Read(); err == nil {
-				d := aggregate.Delta(iv.prev, cur)
-				if iv.json {
-					iv.out.WriteJSON(Build("interval", d, cur, SortDisk, 10, iv.t.Counters()["ringbuf_lost"], iv.t.MissedRuns()))
-				} else {
-					iv.out.WriteText("── " + Table(d, cur, ByProcess, SortDisk, 10) + "\n")
-				}
-				iv.prev = cur
+				iv.print(cur)
 			}
 		}
 		flush()
 	}
+}
+
+// Final prints the run's last, partial interval (from the last summary to
+// the end), so that the intervals add up to the run as top's do; call it
+// once the trace has ended, before the summary.
+func (iv *Intervals) Final() {
+	if iv == nil || iv.prev == nil {
+		return
+	}
+	if cur, err := iv.rd.Read(); err == nil {
+		iv.print(cur)
+	}
+}
+
+// print writes the interval from iv.prev to cur.
+func (iv *Intervals) print(cur *aggregate.Snapshot) {
+	d := aggregate.Delta(iv.prev, cur)
+	if iv.json {
+		iv.out.WriteJSON(Build("interval", d, cur, SortDisk, 10, iv.t.Counters()["ringbuf_lost"], iv.t.MissedRuns()))
+	} else {
+		iv.out.WriteText("── " + Table(d, cur, ByProcess, SortDisk, 10) + "\n")
+	}
+	iv.prev = cur
 }

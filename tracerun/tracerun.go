@@ -48,6 +48,7 @@ type traced struct {
 	s   *session.Session
 	out *render.Printer
 	end func() // flush out, remove the ready file, unload the tracer
+	iv  *topview.Intervals
 }
 
 // open loads the tracer with o's printer as its output, says on o.Notes
@@ -68,7 +69,7 @@ func open(sig *session.Signals, o *Options) (*traced, error) {
 		s.Close()
 		return nil, err
 	}
-	return &traced{s: s, out: out, end: func() {
+	return &traced{s: s, out: out, iv: iv, end: func() {
 		out.Flush()
 		removeReady()
 		s.Close()
@@ -110,6 +111,7 @@ func Run(sig *session.Signals, o Options, command *session.Command) (session.Res
 	if err != nil {
 		return res, err
 	}
+	t.iv.Final() // the last, partial interval
 	o.Timeline.Summary(res.Summary)
 	t.out.Summary(res.Summary)
 	return res, nil

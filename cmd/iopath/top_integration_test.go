@@ -213,8 +213,10 @@ func TestTraceInterval(t *testing.T) {
 	for _, iv := range intervals {
 		reads += iv.Total.Reads
 	}
-	if reads == 0 || reads > 4000+100 {
-		t.Errorf("intervals count %d reads; the workload made 4000 (the last interval is not printed)", reads)
+	// The last, partial interval is printed too: the intervals add up to
+	// the run (the workload's 4000 reads and a few of its start-up's).
+	if reads < 4000 || reads > 4000+100 {
+		t.Errorf("intervals count %d reads; the workload made 4000", reads)
 	}
 }
 
