@@ -94,6 +94,7 @@ enum counter {
 	CNT_AIO_IOCB_TRUNC,     /* iocbs of io_submit calls beyond AIO_MAX_IOCBS: not reported (adds iocbs, not calls) */
 	CNT_AIO_REAP_TRUNC,     /* io_events of io_getevents calls beyond AIO_MAX_IOCBS: not reported (adds events) */
 	CNT_URING_FULL,         /* uring_reqs map full: an io_uring request was not followed */
+	CNT_FAULT_VMA_BUSY,     /* a user fault not traced: bpf_find_vma's trylock of the mmap lock failed (another thread held it) */
 	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
 	                         * preallocated, the kernel's BPF allocator had none free then); hits
 	                         * counted in hit_other like a full map's */

@@ -102,7 +102,15 @@ static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
 	return NULL;
 #else
 	struct vma_ctx c = {};
-	if (bpf_find_vma(bpf_get_current_task_btf(), addr, vma_cb, &c, 0) || !c.file)
+	long err = bpf_find_vma(bpf_get_current_task_btf(), addr, vma_cb, &c, 0);
+	if (err == -EBUSY) {
+		/* Another thread holds the mmap lock (mmap, munmap, a new
+		 * thread's stack) while this fault runs under its VMA lock
+		 * (6.4+): the file cannot be known here. Counted, not silent. */
+		count_event(CNT_FAULT_VMA_BUSY);
+		return NULL;
+	}
+	if (err || !c.file)
 		return NULL;
 	*index = ((addr - c.start) >> PAGE_SHIFT) + c.pgoff;
 	return (struct file *)c.file;

@@ -206,8 +206,9 @@ const (
 	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
 	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
 	IopathCounterCNT_URING_FULL       IopathCounter = 21
-	IopathCounterCNT_OPS_NOMEM        IopathCounter = 22
-	IopathCounterCNT_MAX              IopathCounter = 23
+	IopathCounterCNT_FAULT_VMA_BUSY   IopathCounter = 22
+	IopathCounterCNT_OPS_NOMEM        IopathCounter = 23
+	IopathCounterCNT_MAX              IopathCounter = 24
 )
 
 type IopathDirtyGoneEv struct {

@@ -9,6 +9,7 @@
 
 #define PAGE_SHIFT 12
 #define E2BIG 7
+#define EBUSY 16 /* bpf_find_vma: the mmap lock was taken (trylock) */
 #define EEXIST 17
 #define MAX_RQ_BIOS 256  /* bios walked per request (rq->bio chain, bpf_loop) */
 #define MAX_WALK_STEPS 4352 /* folios + bvecs walked per writeback bio (bpf_loop) */

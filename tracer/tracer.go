@@ -561,7 +561,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
-	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem",
+	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -617,7 +617,10 @@ func (t *Tracer) Summary() *record.Summary {
 		// Records whose omitted path was never received (its record was lost).
 		"paths_missing": t.dec.MissingPaths,
 		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
-		"faults_unended": c["faults_unended"]}
+		"faults_unended": c["faults_unended"],
+		// User faults not traced: another thread held the mmap lock, so
+		// bpf_find_vma could not name the file (lost: said in the text).
+		"faults_vma_busy": c["faults_vma_busy"]}
 	return s
 }
 
