@@ -93,56 +93,59 @@ func FaultStory(r *record.Fault) string {
 // faultTable prints the per-process fault counts, when any process faulted
 // on a file mapping.
 func faultTable(b *strings.Builder, s *record.Summary) {
-	any := false
+	rows := make([]faultRow, 0, len(s.Pids))
 	for _, p := range s.Pids {
-		any = any || p.Faults > 0
+		rows = append(rows, faultRow{fmt.Sprintf("%d\t%s", p.Pid, Safe(p.Comm)), &p.Totals})
 	}
-	if !any {
-		return
-	}
-	b.WriteString("\n")
-	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PID\tCOMM\tFILE FAULTS\tMAJOR\tFAULT DISK READ\tPER MAJOR FAULT")
-	for _, p := range s.Pids {
-		if p.Faults == 0 {
-			continue
-		}
-		per := "-"
-		if p.MajorFaults > 0 {
-			per = Bytes(p.FaultDiskBytesRead / p.MajorFaults)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", p.Pid, Safe(p.Comm), p.Faults, p.MajorFaults, Bytes(p.FaultDiskBytesRead), per)
-	}
-	tw.Flush()
+	writeFaultRows(b, "PID\tCOMM\tFILE FAULTS", rows)
 }
 
 // fileFaultTable prints the per-file fault counts, when any file had
 // faults of its mappings.
 func fileFaultTable(b *strings.Builder, s *record.Summary) {
-	any := false
+	rows := make([]faultRow, 0, len(s.Files))
+	for i := range s.Files {
+		f := &s.Files[i]
+		rows = append(rows, faultRow{fmt.Sprintf("%s\t%s\t%d", Safe(f.Path), f.Dev, f.Ino), &f.Totals})
+	}
+	writeFaultRows(b, "MAPPED FILE\tDEV\tINO\tFAULTS", rows)
 	for _, f := range s.Files {
-		any = any || f.Faults > 0
+		if f.Faults > 0 && kernel.MemoryOnly(f.FS) {
+			fmt.Fprintf(b, "%s is on %s, memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), f.FS, Count(f.Faults, "fault"))
+		}
+	}
+}
+
+// faultRow is one row of a fault table: its leading cells (tab-separated)
+// and the totals whose fault counts follow.
+type faultRow struct {
+	cells string
+	t     *record.Totals
+}
+
+// writeFaultRows writes the rows that had faults under head (whose last
+// column names the fault count), with major faults, their disk bytes and
+// the bytes per major fault; nothing when no row had a fault.
+func writeFaultRows(b *strings.Builder, head string, rows []faultRow) {
+	any := false
+	for _, r := range rows {
+		any = any || r.t.Faults > 0
 	}
 	if !any {
 		return
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MAPPED FILE\tDEV\tINO\tFAULTS\tMAJOR\tFAULT DISK READ\tPER MAJOR FAULT")
-	for _, f := range s.Files {
-		if f.Faults == 0 {
+	fmt.Fprintln(tw, head+"\tMAJOR\tFAULT DISK READ\tPER MAJOR FAULT")
+	for _, r := range rows {
+		if r.t.Faults == 0 {
 			continue
 		}
 		per := "-"
-		if f.MajorFaults > 0 {
-			per = Bytes(f.FaultDiskBytesRead / f.MajorFaults)
+		if r.t.MajorFaults > 0 {
+			per = Bytes(r.t.FaultDiskBytesRead / r.t.MajorFaults)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", Safe(f.Path), f.Dev, f.Ino, f.Faults, f.MajorFaults, Bytes(f.FaultDiskBytesRead), per)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.cells, r.t.Faults, r.t.MajorFaults, Bytes(r.t.FaultDiskBytesRead), per)
 	}
 	tw.Flush()
-	for _, f := range s.Files {
-		if f.Faults > 0 && kernel.MemoryOnly(f.FS) {
-			fmt.Fprintf(b, "%s is on %s, memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), f.FS, Count(f.Faults, "fault"))
-		}
-	}
 }

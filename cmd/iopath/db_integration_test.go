@@ -413,10 +413,28 @@ func monotonicNs() uint64 {
 // foreignPostgres adds to foreign the running postgres processes that are
 // neither the postmaster nor its children: other clusters'.
 func foreignPostgres(postmaster int, foreign map[uint32]bool) {
+	for _, p := range procStats() {
+		if p.comm == "postgres" && p.pid != postmaster && p.ppid != postmaster {
+			foreign[uint32(p.pid)] = true
+		}
+	}
+}
+
+// procStat is what /proc/PID/stat says of a process.
+type procStat struct {
+	pid, ppid int
+	comm      string
+	state     string
+}
+
+// procStats reads /proc/PID/stat of every process (comm may hold spaces
+// and parentheses: split at the last ')').
+func procStats() []procStat {
+	var out []procStat
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == postmaster {
+		if err != nil {
 			continue
 		}
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -424,14 +442,17 @@ func foreignPostgres(postmaster int, foreign map[uint32]bool) {
 			continue
 		}
 		open, close := strings.IndexByte(string(st), '('), strings.LastIndexByte(string(st), ')')
-		if open < 0 || close < open || string(st[open+1:close]) != "postgres" {
+		if open < 0 || close < open {
 			continue
 		}
 		f := strings.Fields(string(st[close+1:]))
-		if len(f) >= 2 && f[1] != strconv.Itoa(postmaster) {
-			foreign[uint32(pid)] = true
+		if len(f) < 2 {
+			continue
 		}
+		ppid, _ := strconv.Atoi(f[1])
+		out = append(out, procStat{pid: pid, ppid: ppid, comm: string(st[open+1 : close]), state: f[0]})
 	}
+	return out
 }
 
 // postmasterPid is the pid in the data directory's postmaster.pid.
@@ -484,23 +505,11 @@ func clusterReadBytes(t *testing.T, postmaster, settle int) (uint64, int) {
 // postmasterChildren lists the postmaster's child processes and whether one
 // is a zombie.
 func postmasterChildren(postmaster int) (pids []int, zombie bool) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == postmaster {
-			continue
+	for _, p := range procStats() {
+		if p.ppid == postmaster && p.pid != postmaster {
+			zombie = zombie || p.state == "Z"
+			pids = append(pids, p.pid)
 		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(postmaster) {
-			continue
-		}
-		zombie = zombie || f[0] == "Z"
-		pids = append(pids, pid)
 	}
 	return pids, zombie
 }
