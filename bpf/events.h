@@ -98,6 +98,8 @@ enum counter {
 	CNT_OPS_NOMEM,          /* hit_stats had room but could not allocate the entry (-ENOMEM: not
 	                         * preallocated, the kernel's BPF allocator had none free then); hits
 	                         * counted in hit_other like a full map's */
+	CNT_FAULT_VMA_RECOVERED, /* of CNT_FAULT_VMA_BUSY: faults opened later, at mm_filemap_fault (6.11+), from
+	                          * the page cache's inode: traced, without a path */
 	CNT_MAX,
 };
 
@@ -241,6 +243,7 @@ struct op {
 	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
 	__u32 advice;       /* madvise/fadvise64: the advice argument */
 	__u32 map_pending; /* msync/madvise whose file find_vma's fexit will give: its op_sys (bpf/fault.c) */
+	__u32 fault_busy;  /* FAULT_BUSY*: the user fault at fault_addr found the mmap lock taken (bpf/fault.c) */
 	__u64 req_id;       /* issue 13: SYS_AIO_* / SYS_URING_*: the request this op is (part of) */
 	char comm[16];
 	struct ra_decision ra[MAX_RA];

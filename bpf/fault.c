@@ -35,6 +35,11 @@
 
 #define X86_PF_WRITE 2
 
+/* op->fault_busy: the user fault at op->fault_addr could not name its file
+ * (bpf_find_vma found the mmap lock taken); filemap_fault may still. */
+#define FAULT_BUSY       1
+#define FAULT_BUSY_WRITE 2
+
 /* Set by the loader when a mm_filemap_fault program is attached. */
 const volatile __u8 fault_filemap_hooked = 0;
 
@@ -90,7 +95,7 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct 
 /* vma_file returns the file mapped at addr in the current task (NULL for an
  * anonymous mapping) and the page index of addr in it. bpf_find_vma takes
  * the mmap lock with a trylock: a contended lock gives NULL. */
-static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
+static __always_inline struct file *vma_file(__u64 addr, __u64 *index, bool *busy)
 {
 #ifdef IOPATH_COMPAT
 	/* bpf_find_vma is 5.17+, like bpf_loop: the compat build (kernels
@@ -108,6 +113,7 @@ static __always_inline struct file *vma_file(__u64 addr, __u64 *index)
 		 * thread's stack) while this fault runs under its VMA lock
 		 * (6.4+): the file cannot be known here. Counted, not silent. */
 		count_event(CNT_FAULT_VMA_BUSY);
+		*busy = true;
 		return NULL;
 	}
 	if (err || !c.file)
@@ -149,7 +155,8 @@ static __always_inline void map_call_begin(struct op *op, __u32 sys, __u64 addr,
 		return;
 	}
 	__u64 index = 0;
-	struct file *file = vma_file(addr, &index);
+	bool busy = false;
+	struct file *file = vma_file(addr, &index, &busy);
 	if (file)
 		map_call_open(op, sys, file, index, addr, len, arg);
 }
@@ -209,6 +216,7 @@ static __always_inline struct op *fault_pass(__u64 addr)
 	struct op *op = op_slot((__u32)id, id >> 32);
 	if (!op)
 		return NULL;
+	op->fault_busy = 0;
 	if (op->active && op->sys == SYS_FAULT) {
 		if ((op->fault_addr >> PAGE_SHIFT) == (addr >> PAGE_SHIFT)) {
 			/* The same page again: the kernel returned to user space to
@@ -227,17 +235,22 @@ static __always_inline struct op *fault_pass(__u64 addr)
 	return op;
 }
 
-/* fault_open opens the fault at addr on page index of file in op. */
-static __always_inline void fault_open(struct op *op, struct file *file, __u64 index, __u64 addr, bool write)
+/* fault_opened sets up the fault at addr just opened in op. */
+static __always_inline void fault_opened(struct op *op, __u64 addr, bool write)
 {
-	if (!op_begin_in(op, SYS_FAULT, file, -1, index << PAGE_SHIFT, 1 << PAGE_SHIFT, FILE_PROBE))
-		return;
 	op->fault_addr = addr;
 	op->fault_flags = write ? FAULT_WRITE : 0;
 	if (fault_filemap_hooked)
 		op->fault_flags |= FAULT_FILEMAP_SEEN;
 	op->around_index = 0;
 	op->around_pages = 0;
+}
+
+/* fault_open opens the fault at addr on page index of file in op. */
+static __always_inline void fault_open(struct op *op, struct file *file, __u64 index, __u64 addr, bool write)
+{
+	if (op_begin_in(op, SYS_FAULT, file, -1, index << PAGE_SHIFT, 1 << PAGE_SHIFT, FILE_PROBE))
+		fault_opened(op, addr, write);
 }
 
 /* fault_begin: a user-mode fault at addr seen by page_fault_user (the file
@@ -248,9 +261,38 @@ static __always_inline void fault_begin(__u64 addr, __u64 error_code)
 	if (!op)
 		return;
 	__u64 index = 0;
-	struct file *file = vma_file(addr, &index);
+	bool busy = false;
+	struct file *file = vma_file(addr, &index, &busy);
 	if (file)
 		fault_open(op, file, index, addr, error_code & X86_PF_WRITE);
+	else if (busy) {
+		op->fault_addr = addr;
+		op->fault_busy = FAULT_BUSY | (error_code & X86_PF_WRITE ? FAULT_BUSY_WRITE : 0);
+	}
+}
+
+/* fault_recover opens a user fault whose file bpf_find_vma could not name
+ * (the mmap lock was taken) when it reaches filemap_fault: mapping is the
+ * file's page cache, index the faulting page (the tracepoint's arguments,
+ * 6.11+). The fault is then known by its inode, without a struct file: its
+ * record has no path of its own (userspace names it from the inode's other
+ * records). A fault that never reaches filemap_fault (fault-around mapped
+ * the page, an anonymous mapping) stays counted in CNT_FAULT_VMA_BUSY only. */
+static __always_inline void fault_recover(struct address_space *mapping, __u64 index)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op || !op->fault_busy || op->active)
+		return;
+	bool write = op->fault_busy & FAULT_BUSY_WRITE;
+	op->fault_busy = 0;
+	struct inode *inode = BPF_CORE_READ(mapping, host);
+	if (!inode || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+		return;
+	if (!op_start(op, SYS_FAULT, NULL, -1, index << PAGE_SHIFT, 1 << PAGE_SHIFT, BPF_CORE_READ(inode, i_ino),
+		      BPF_CORE_READ(inode, i_sb, s_dev), 0, BPF_CORE_READ(inode, i_sb, s_magic)))
+		return;
+	fault_opened(op, op->fault_addr, write);
+	count_event(CNT_FAULT_VMA_RECOVERED);
 }
 
 /* fault_begin_vma: handle_mm_fault(vma, address, flags, regs) (the 4-argument
@@ -364,6 +406,7 @@ int BPF_KRETPROBE(kretprobe_filemap_fault, long ret)
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(btf_filemap_fault, struct address_space *mapping, unsigned long index)
 {
+	fault_recover(mapping, index);
 	fault_filemap();
 	return 0;
 }
@@ -436,7 +479,10 @@ static __always_inline void fault_count(struct op *op)
 static __always_inline void fault_end(bool major)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (!op || !op->active || op->sys != SYS_FAULT)
+	if (!op)
+		return;
+	op->fault_busy = 0;
+	if (!op->active || op->sys != SYS_FAULT)
 		return;
 	op->active = 0;
 	op->ret = 0;

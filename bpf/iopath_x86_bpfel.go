@@ -184,31 +184,32 @@ type IopathBioSplitEv struct {
 type IopathCounter uint32
 
 const (
-	IopathCounterCNT_RINGBUF_LOST     IopathCounter = 0
-	IopathCounterCNT_OPS_FULL         IopathCounter = 1
-	IopathCounterCNT_BIO_OWNER_FULL   IopathCounter = 2
-	IopathCounterCNT_DIRTY_FULL       IopathCounter = 3
-	IopathCounterCNT_INFLIGHT_FULL    IopathCounter = 4
-	IopathCounterCNT_RQ_CHAIN_TRUNC   IopathCounter = 5
-	IopathCounterCNT_RQ_OWN_TRUNC     IopathCounter = 6
-	IopathCounterCNT_RANGES_TRUNC     IopathCounter = 7
-	IopathCounterCNT_BVEC_TRUNC       IopathCounter = 8
-	IopathCounterCNT_WB_MATCH_TRUNC   IopathCounter = 9
-	IopathCounterCNT_TASK_OPS_FULL    IopathCounter = 10
-	IopathCounterCNT_WALK_FOLIOS      IopathCounter = 11
-	IopathCounterCNT_WALK_MATCHED     IopathCounter = 12
-	IopathCounterCNT_WALK_BIOS        IopathCounter = 13
-	IopathCounterCNT_TARGETS_FULL     IopathCounter = 14
-	IopathCounterCNT_HIT_OTHER_FULL   IopathCounter = 15
-	IopathCounterCNT_FAULT_UNENDED    IopathCounter = 16
-	IopathCounterCNT_FAULT_STATS_FULL IopathCounter = 17
-	IopathCounterCNT_FLUSH_FULL       IopathCounter = 18
-	IopathCounterCNT_AIO_IOCB_TRUNC   IopathCounter = 19
-	IopathCounterCNT_AIO_REAP_TRUNC   IopathCounter = 20
-	IopathCounterCNT_URING_FULL       IopathCounter = 21
-	IopathCounterCNT_FAULT_VMA_BUSY   IopathCounter = 22
-	IopathCounterCNT_OPS_NOMEM        IopathCounter = 23
-	IopathCounterCNT_MAX              IopathCounter = 24
+	IopathCounterCNT_RINGBUF_LOST        IopathCounter = 0
+	IopathCounterCNT_OPS_FULL            IopathCounter = 1
+	IopathCounterCNT_BIO_OWNER_FULL      IopathCounter = 2
+	IopathCounterCNT_DIRTY_FULL          IopathCounter = 3
+	IopathCounterCNT_INFLIGHT_FULL       IopathCounter = 4
+	IopathCounterCNT_RQ_CHAIN_TRUNC      IopathCounter = 5
+	IopathCounterCNT_RQ_OWN_TRUNC        IopathCounter = 6
+	IopathCounterCNT_RANGES_TRUNC        IopathCounter = 7
+	IopathCounterCNT_BVEC_TRUNC          IopathCounter = 8
+	IopathCounterCNT_WB_MATCH_TRUNC      IopathCounter = 9
+	IopathCounterCNT_TASK_OPS_FULL       IopathCounter = 10
+	IopathCounterCNT_WALK_FOLIOS         IopathCounter = 11
+	IopathCounterCNT_WALK_MATCHED        IopathCounter = 12
+	IopathCounterCNT_WALK_BIOS           IopathCounter = 13
+	IopathCounterCNT_TARGETS_FULL        IopathCounter = 14
+	IopathCounterCNT_HIT_OTHER_FULL      IopathCounter = 15
+	IopathCounterCNT_FAULT_UNENDED       IopathCounter = 16
+	IopathCounterCNT_FAULT_STATS_FULL    IopathCounter = 17
+	IopathCounterCNT_FLUSH_FULL          IopathCounter = 18
+	IopathCounterCNT_AIO_IOCB_TRUNC      IopathCounter = 19
+	IopathCounterCNT_AIO_REAP_TRUNC      IopathCounter = 20
+	IopathCounterCNT_URING_FULL          IopathCounter = 21
+	IopathCounterCNT_FAULT_VMA_BUSY      IopathCounter = 22
+	IopathCounterCNT_OPS_NOMEM           IopathCounter = 23
+	IopathCounterCNT_FAULT_VMA_RECOVERED IopathCounter = 24
+	IopathCounterCNT_MAX                 IopathCounter = 25
 )
 
 type IopathDirtyGoneEv struct {
@@ -415,6 +416,8 @@ type IopathOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	MapPending        uint32
+	FaultBusy         uint32
+	_                 [4]byte
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {

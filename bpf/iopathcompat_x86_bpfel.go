@@ -224,6 +224,8 @@ type IopathCompatOp struct {
 	FaultFlags        uint32
 	Advice            uint32
 	MapPending        uint32
+	FaultBusy         uint32
+	_                 [4]byte
 	ReqId             uint64
 	Comm              [16]int8
 	Ra                [4]struct {

@@ -133,6 +133,40 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	return op;
 }
 
+/* op_start writes a call's identity into op and makes it active: sys on the
+ * file (NULL: a sync, or a fault known only by its inode) of inode number
+ * ino on dev. */
+static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file *file, __s64 fd, __s64 offset,
+					   __u64 count, __u64 ino, __u32 dev, __u32 f_flags, __u64 magic)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	op->type = EV_OP;
+	op->sys = sys;
+	op->pid = tgid;
+	op->tid = tid;
+	op->seq++;
+	op->op_id = ((__u64)tid << 32) | op->seq;
+	op->start_ns = bpf_ktime_get_ns();
+	op->fd = fd;
+	op->offset = offset < 0 ? 0 : offset;
+	op->count = count;
+	op->ino = ino;
+	op->dev = dev;
+	op->f_flags = f_flags;
+	op->file = (__u64)file;
+	op->fs_magic = magic;
+	op->touched = 0;
+	op->active = 1;
+	if (sys != SYS_SYNC_FILE_RANGE)
+		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
+	if (is_sync_sys(sys) && dev) {
+		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
+		__sync_fetch_and_add(&syncs_active, 1);
+	}
+	return op;
+}
+
 /* op_begin starts a call for the current task if it is traced and the file is
  * a regular file or block device (or the call is sync/syncfs). offset < 0
  * means "the file position" (read/write, or preadv2 with -1). access is
@@ -144,8 +178,6 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 {
 	if (!file && sys != SYS_SYNC)
 		return NULL;
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u64 ino = 0, magic = 0;
 	__u32 dev = 0, f_flags = 0;
 	if (file) {
@@ -195,30 +227,7 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 		if ((f_flags & 02000 /* O_APPEND */) && is_write_sys(sys))
 			offset = access == FILE_BTF ? inode->i_size : BPF_CORE_READ(inode, i_size);
 	}
-	op->type = EV_OP;
-	op->sys = sys;
-	op->pid = tgid;
-	op->tid = tid;
-	op->seq++;
-	op->op_id = ((__u64)tid << 32) | op->seq;
-	op->start_ns = bpf_ktime_get_ns();
-	op->fd = fd;
-	op->offset = offset < 0 ? 0 : offset;
-	op->count = count;
-	op->ino = ino;
-	op->dev = dev;
-	op->f_flags = f_flags;
-	op->file = (__u64)file;
-	op->fs_magic = magic;
-	op->touched = 0;
-	op->active = 1;
-	if (sys != SYS_SYNC_FILE_RANGE)
-		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
-	if (is_sync_sys(sys) && dev) {
-		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
-		__sync_fetch_and_add(&syncs_active, 1);
-	}
-	return op;
+	return op_start(op, sys, file, fd, offset, count, ino, dev, f_flags, magic);
 }
 
 /* op_begin: op_begin_in for the current thread, if traced. */

@@ -62,7 +62,7 @@ func SummaryText(s *record.Summary) string {
 		fmt.Fprintf(&b, "bios without completion by cause: %d never seen issued, %d still waiting when released\n",
 			c["never_issued"], c["no_completion"])
 	}
-	if n := s.Diagnostics["faults_vma_busy"]; n > 0 {
+	if n := s.Diagnostics["faults_vma_busy"] - min(s.Diagnostics["faults_vma_recovered"], s.Diagnostics["faults_vma_busy"]); n > 0 {
 		fmt.Fprintf(&b, "INCOMPLETE: %d page faults not traced (another thread held the mmap lock when iopath looked up the fault's file): their bios are unattributed (page_fault) and they are missing from faults and major_faults\n", n)
 	}
 	if s.CompletionsUnseen > 0 {

@@ -562,6 +562,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
 	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
+	bpf.IopathCounterCNT_FAULT_VMA_RECOVERED: "faults_vma_recovered",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -618,9 +619,11 @@ func (t *Tracer) Summary() *record.Summary {
 		"paths_missing": t.dec.MissingPaths,
 		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
 		"faults_unended": c["faults_unended"],
-		// User faults not traced: another thread held the mmap lock, so
-		// bpf_find_vma could not name the file (lost: said in the text).
-		"faults_vma_busy": c["faults_vma_busy"]}
+		// User faults whose file bpf_find_vma could not name (another
+		// thread held the mmap lock); of those, the ones opened later at
+		// mm_filemap_fault from the page cache's inode. The rest are lost
+		// (said in the text).
+		"faults_vma_busy": c["faults_vma_busy"], "faults_vma_recovered": c["faults_vma_recovered"]}
 	return s
 }
 

@@ -65,12 +65,23 @@ func retryImplied(o *bpf.IopathOp) bool {
 	return o.PagesAdded > 0 || o.FaultFlags&FaultWrite == 0 && o.BlockedNs > 0
 }
 
+// faultPath names a fault's file. A fault opened at filemap_fault because
+// bpf_find_vma found the mmap lock taken (bpf/fault.c, fault_recover) has
+// no struct file, so no path of its own: it gets the inode's latest name
+// from the inode's other records ("" when it has none).
+func (e *Engine) faultPath(o *bpf.IopathOp) string {
+	if o.File == 0 && o.PathDepth == 0 {
+		return e.paths[fkey(o.Dev, o.Ino)]
+	}
+	return e.opPath(o)
+}
+
 // faultRecord turns a fault's kernel record into its JSON record.
 func (e *Engine) faultRecord(o *bpf.IopathOp) *record.Fault {
 	index := o.Offset >> 12
 	rec := &record.Fault{
 		Type: record.TypeFault, OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
-		Path: e.opPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic), Index: index, Address: o.FaultAddr,
+		Path: e.faultPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic), Index: index, Address: o.FaultAddr,
 		Write: o.FaultFlags&FaultWrite != 0, Major: o.FaultFlags&FaultMajor != 0,
 		Retried:    o.FaultFlags&FaultRetried != 0 || e.InferFaultRetry && retryImplied(o),
 		DurationNs: sub(o.EndNs, o.StartNs), BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages,
