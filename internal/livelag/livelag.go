@@ -66,7 +66,11 @@ func (r Result) Quantile(q float64) uint64 {
 // latest of its return (time_ns + duration_ns) and its bios' completions
 // (complete_ns, or completed_before_ns where the completion was inferred):
 // a record is due once its call returned and its last bio completed.
-func Read(r io.Reader) (Result, error) {
+func Read(r io.Reader) (Result, error) { return readAt(r, MonotonicNs) }
+
+// readAt is Read with the clock that stamps each line (a fixed one in tests:
+// a lag measured with the real clock depends on how fast the test runs).
+func readAt(r io.Reader, now func() uint64) (Result, error) {
 	lines := make(chan line, 1<<16)
 	type out struct {
 		res Result
@@ -113,7 +117,7 @@ func Read(r io.Reader) (Result, error) {
 			b = append([]byte(nil), b...)
 		}
 		if len(b) > 0 {
-			lines <- line{MonotonicNs(), b}
+			lines <- line{now(), b}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
