@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -123,7 +124,10 @@ func (p *Prepared) openFile() (*os.File, bool, error) {
 		p.Path, p.created = f.Name(), true
 		return f, false, nil
 	default:
-		dir, err := os.MkdirTemp("", "iopath-workload-")
+		// Named iopath-workload-PID-RANDOM like session.MkWorkDir's, so a
+		// run killed by SIGKILL leaves a directory the next run removes
+		// (session.CleanStale).
+		dir, err := os.MkdirTemp("", "iopath-workload-"+strconv.Itoa(os.Getpid())+"-")
 		if err != nil {
 			return nil, false, dirError(os.TempDir(), "--dir (or $TMPDIR)", err)
 		}

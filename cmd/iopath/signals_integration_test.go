@@ -254,6 +254,45 @@ func TestTraceWorkloadSignals(t *testing.T) {
 	}
 }
 
+// issue 10 item 7 for the standalone workload: SIGKILL of `iopath
+// workload` leaves its file's directory in $TMPDIR, named by its pid, and
+// the next `iopath workload` removes it (and says so).
+func TestWorkloadSIGKILLCleanedNextRun(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := iopathCmd(tmp, "workload", "read-1byte", "--duration", "1m")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	opened := func() bool {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, tmp+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(readyWait()); !opened(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("iopath workload %d never opened a file in %s", cmd.Process.Pid, tmp)
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	left := leftovers(tmp)
+	if len(left) == 0 || !strings.HasPrefix(left[0], filepath.Join(tmp, fmt.Sprintf("iopath-workload-%d-", cmd.Process.Pid))) {
+		t.Fatalf("after SIGKILL, expected iopath %d's work directory, found %v", cmd.Process.Pid, left)
+	}
+	_, stderr, code := runIopath(t, tmp, "workload", "read-1byte", "--count", "10")
+	if code != 0 || !strings.Contains(stderr, fmt.Sprintf("removed %s, left by iopath pid %d which no longer runs", left[0], cmd.Process.Pid)) {
+		t.Errorf("the next run: exit %d, stderr %q", code, stderr)
+	}
+	if l := leftovers(tmp); len(l) > 0 {
+		t.Errorf("left after the next run: %v", l)
+	}
+}
+
 // workloadChild waits for the workload child of iopath pid to run with its
 // file open (so past catching its signals) and returns its pid.
 func workloadChild(t *testing.T, pid int, dir string) int {

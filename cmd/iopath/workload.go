@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/iopath/iopath/session"
@@ -102,6 +103,11 @@ func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 	}
 	if err := f.spec.Validate(); err != nil {
 		return err
+	}
+	if f.spec.Dir == "" && f.spec.File == "" {
+		// The file goes to a new directory in $TMPDIR (workloads.Prepare):
+		// first remove those of runs killed by SIGKILL.
+		session.CleanStale(os.TempDir(), "workload", cmd.ErrOrStderr())
 	}
 	sig := session.Catch()
 	defer sig.Stop()
