@@ -260,6 +260,12 @@ struct op {
 	__u32 path_done;  /* enum path_done_flag bits (PATH_ROOT: the walk reached the root) */
 	__u32 path_trunc; /* bit j: path[j] was cut at PART_LEN - 1 bytes */
 	char path[PATH_PARTS][PART_LEN]; /* sent up to path_depth */
+	/* The dentry walk's state between bpf_loop steps (op.h, path_step):
+	 * never sent. In the map value, not the loop's stack context: kernels
+	 * before 6.7 verified a callback once with the context's initial
+	 * constants (see struct wb_work). */
+	__u64 walk_dentry; /* struct dentry * to name next */
+	__u64 walk_mount;  /* struct mount * it is on */
 };
 
 struct issue_own {

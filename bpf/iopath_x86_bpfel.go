@@ -429,17 +429,19 @@ type IopathOp struct {
 		ReqCount  uint32
 		Kind      uint32
 	}
-	Ranges    [24]IopathPageRange
-	PathType  uint32
-	PathTid   uint32
-	PathNo    uint32
-	PathGen   uint32
-	PathIno   uint64
-	PathDev   uint32
-	PathDepth uint32
-	PathDone  uint32
-	PathTrunc uint32
-	Path      [8][48]int8
+	Ranges     [24]IopathPageRange
+	PathType   uint32
+	PathTid    uint32
+	PathNo     uint32
+	PathGen    uint32
+	PathIno    uint64
+	PathDev    uint32
+	PathDepth  uint32
+	PathDone   uint32
+	PathTrunc  uint32
+	Path       [8][48]int8
+	WalkDentry uint64
+	WalkMount  uint64
 }
 
 type IopathOpSys uint32

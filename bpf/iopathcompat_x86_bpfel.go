@@ -243,16 +243,18 @@ type IopathCompatOp struct {
 		Nr    uint32
 		Flags uint32
 	}
-	PathType  uint32
-	PathTid   uint32
-	PathNo    uint32
-	PathGen   uint32
-	PathIno   uint64
-	PathDev   uint32
-	PathDepth uint32
-	PathDone  uint32
-	PathTrunc uint32
-	Path      [8][48]int8
+	PathType   uint32
+	PathTid    uint32
+	PathNo     uint32
+	PathGen    uint32
+	PathIno    uint64
+	PathDev    uint32
+	PathDepth  uint32
+	PathDone   uint32
+	PathTrunc  uint32
+	Path       [8][48]int8
+	WalkDentry uint64
+	WalkMount  uint64
 }
 
 type IopathCompatOtherKey struct {

@@ -243,10 +243,69 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 	return op_begin_in(op, sys, file, fd, offset, count, access);
 }
 
-/* fill_path records the file's dentry names, deepest first, crossing mounts
- * the way d_path does; only for streamed calls. */
-static __always_inline void fill_path_of(struct op *op, struct file *file, __u64 ino, __u32 dev)
+/* path_step names one dentry of the walk fill_path_of started in op
+ * (walk_dentry on walk_mount), crossing to the parent mount at a mount's
+ * root the way d_path does. Returns 1 when the walk is done: the root
+ * reached (PATH_ROOT), or PATH_PARTS names taken. */
+struct path_walk {
+	struct op *op;
+};
+
+static long path_step(__u32 i, struct path_walk *w)
 {
+	struct op *op = w->op;
+	if (!op)
+		return 1;
+	struct dentry *d = (struct dentry *)op->walk_dentry;
+	struct mount *mnt = (struct mount *)op->walk_mount;
+	struct dentry *mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
+	if (d == mnt_root) {
+		struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
+		if (parent == mnt || !parent) {
+			op->path_done = PATH_ROOT;
+			return 1;
+		}
+		op->walk_dentry = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
+		op->walk_mount = (__u64)parent;
+		return 0;
+	}
+	struct dentry *up = BPF_CORE_READ(d, d_parent);
+	if (up == d) {
+		op->path_done = PATH_ROOT;
+		return 1;
+	}
+	__u32 j = op->path_depth;
+	if (j >= PATH_PARTS)
+		return 1;
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN && BPF_CORE_READ(d, d_name.len) >= PART_LEN)
+		op->path_trunc |= 1U << j;
+	op->path_depth = j + 1;
+	op->walk_dentry = (__u64)up;
+	return 0;
+}
+
+/* fill_path records the file's dentry names, deepest first, crossing mounts
+ * the way d_path does; only for streamed calls. At most PATH_PARTS + 4
+ * steps (names plus mount crossings), with bpf_loop (5.17+; compat.h: a
+ * bounded loop on 5.10), so the verifier checks one step instead of every
+ * unrolled iteration. In the main build also a global function, checked
+ * once per program instead of at each inlined copy: before, the walk made
+ * ~50,000 of the instructions the verifier processed per copy (1.19 M in
+ * all on 6.18: most of iopath's start-up, and of every trace start under
+ * qemu's TCG). The file is a scalar (global functions take no kernel
+ * pointers before 6.8's __arg_trusted; it is read with BPF_CORE_READ
+ * anyway); op is a pointer to memory (5.12+). The compat build (5.10)
+ * inlines it: its global functions take no pointer arguments. */
+#ifdef IOPATH_COMPAT
+static __always_inline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
+#else
+__noinline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
+#endif
+{
+	struct file *file = (struct file *)file_ptr;
+	if (!op)
+		return 0;
 	op->path_type = EV_PATH;
 	op->path_tid = op->tid;
 	op->path_ino = ino;
@@ -256,44 +315,18 @@ static __always_inline void fill_path_of(struct op *op, struct file *file, __u64
 	op->path_done = 0;
 	op->path_trunc = 0;
 	if (!file)
-		return;
-	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+		return 0;
 	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
-	struct mount *mnt = container_of(vm, struct mount, mnt);
-	__u32 j = 0;
-	for (int i = 0; i < PATH_PARTS + 4; i++) {
-		struct dentry *mnt_root = BPF_CORE_READ(vm, mnt_root);
-		if (d == mnt_root) {
-			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
-			if (parent == mnt || !parent) {
-				op->path_done = PATH_ROOT;
-				break;
-			}
-			d = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = parent;
-			vm = &parent->mnt;
-			continue;
-		}
-		struct dentry *up = BPF_CORE_READ(d, d_parent);
-		if (up == d) {
-			op->path_done = PATH_ROOT;
-			break;
-		}
-		if (j >= PATH_PARTS)
-			break;
-		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-		if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN &&
-		    BPF_CORE_READ(d, d_name.len) >= PART_LEN)
-			op->path_trunc |= 1U << j;
-		j++;
-		d = up;
-	}
-	op->path_depth = j;
+	op->walk_dentry = (__u64)BPF_CORE_READ(file, f_path.dentry);
+	op->walk_mount = (__u64)container_of(vm, struct mount, mnt);
+	struct path_walk w = {.op = op};
+	LOOP(PATH_PARTS + 4, PATH_PARTS + 4, path_step, &w); /* compat.h */
+	return 0;
 }
 
 static __always_inline void fill_path(struct op *op)
 {
-	fill_path_of(op, (struct file *)op->file, op->ino, op->dev);
+	fill_path_of(op, op->file, op->ino, op->dev);
 }
 
 /* emit_path sends the path fields of op as an EV_PATH. */
@@ -319,7 +352,7 @@ static __always_inline void name_copy_output(struct op *op)
 	if (BPF_CORE_READ(out, f_inode, i_ino) != op->out_ino)
 		return; /* the pages dirtied are not the output fd's (a race with close/dup2) */
 	__u32 no = op->path_no;
-	fill_path_of(op, out, op->out_ino, op->out_dev);
+	fill_path_of(op, (__u64)out, op->out_ino, op->out_dev);
 	op->path_done |= PATH_NAME_ONLY;
 	op->path_no = 0;
 	emit_path(op);
