@@ -32,6 +32,8 @@ func TestServeBadListen(t *testing.T) {
 	tmp := t.TempDir()
 	checkRefused(t, tmp, "--listen nonsense: address nonsense: missing port in address", "serve", "--listen", "nonsense")
 	checkRefused(t, tmp, "invalid port", "serve", "--listen", "127.0.0.1:99999")
+	// A port that is not a number names the port, not the host.
+	checkRefused(t, tmp, `--listen :abc: port "abc" is not a number: give HOST:PORT with a port of 0 to 65535, e.g. --listen :9465`, "serve", "--listen", ":abc")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
