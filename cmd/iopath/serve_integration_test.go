@@ -213,6 +213,11 @@ func TestServePrometheus(t *testing.T) {
 	}
 	// At least one scrape before the workload: its counters start at 0.
 	waitQuery(t, web, `up{job="iopath"}`, func(v float64) bool { return v == 1 })
+	// Every attached program has its missed-runs counter from the first
+	// scrape, at 0 while it missed none (it was absent until a miss).
+	if v, ok := promQuery(t, web, `count(iopath_missed_runs_total)`); !ok || v < 10 {
+		t.Errorf("%v iopath_missed_runs_total series before the workload, want one per attached program", v)
+	}
 
 	cmd := exec.Command(wl, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--size", "32m",
 		"--count", "2000", "--dir", tmp, "--json")
