@@ -38,7 +38,7 @@ func TestFaultReadAroundConsumedByLaterFaults(t *testing.T) {
 	// The kernel counted 60 minor faults in the window without streaming them.
 	var st bpf.IopathFaultStat
 	st.Faults = 60
-	s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev}, Pid: 100}, st)
 	// A fault on page 1024 that slept on a page of the window still in flight.
 	wait := enginetest.Fault(faultID(2), 1024, 0x7f0000400000, engine.FaultFilemap|engine.FaultRetried, 1_000_000, 1_300_000)
 	wait.BlockedNs = 280_000
