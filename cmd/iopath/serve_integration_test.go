@@ -217,6 +217,8 @@ func TestServePrometheus(t *testing.T) {
 	// scrape, at 0 while it missed none (it was absent until a miss).
 	if v, ok := promQuery(t, web, `count(iopath_missed_runs_total)`); !ok || v < 10 {
 		t.Errorf("%v iopath_missed_runs_total series before the workload, want one per attached program", v)
+	} else {
+		t.Logf("%v iopath_missed_runs_total series before the workload", v)
 	}
 
 	cmd := exec.Command(wl, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--size", "32m",
