@@ -446,7 +446,11 @@ static __always_inline void agg_renamed(struct task_struct *task, const char *co
 	if (!agg_on)
 		return;
 	__u32 tgid = BPF_CORE_READ(task, tgid);
-	if (BPF_CORE_READ(task, pid) != tgid || BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+	if (BPF_CORE_READ(task, pid) != tgid)
+		return;
+	/* A kernel without the bit: the exec's rename ends the part, and
+	 * agg_exec ends an empty one (no row: nothing counted). */
+	if (bpf_core_field_exists(task->in_execve) && BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
 		return;
 	struct agg_io *v = bpf_map_lookup_elem(&agg_procs, &tgid);
 	if (!v)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/topview"
+	"golang.org/x/sys/unix"
 )
 
 // TestTopReusedInode: a file written and read, deleted, then a new file
@@ -23,11 +24,23 @@ import (
 // no i_generation.
 func TestTopReusedInode(t *testing.T) {
 	needRoot(t)
-	fs := testutil.LoopExt4(t, 64<<20)
-	a, b := filepath.Join(fs.Dir, "a.tmp"), filepath.Join(fs.Dir, "b0")
+	// A filesystem no other process allocates inodes on: the VM's fresh
+	// test disk, else a loop device's ext4 of this test's own.
+	dir := os.Getenv("IOPATH_TESTDISK")
+	if dir == "" || os.Getenv("IOPATH_VM") != "1" {
+		dir = testutil.LoopExt4(t, 64<<20).Dir
+	} else {
+		dir = diskDir(t)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	dev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	a, b := filepath.Join(dir, "a.tmp"), filepath.Join(dir, "b0")
 	script := `head -c 16384 /dev/zero > "$1"; cat "$1" > /dev/null; stat -c 'ino %i' "$1"; rm "$1"
 head -c 8192 /dev/zero > "$2"; sync "$2"; cat "$2" > /dev/null; stat -c 'ino %i' "$2"`
-	stdout, stderr, code := runIopath(t, fs.Dir, "top", "--json", "--interval", "100ms", "--rows", "0", "--",
+	stdout, stderr, code := runIopath(t, dir, "top", "--json", "--interval", "100ms", "--rows", "0", "--",
 		"sh", "-c", script, "sh", a, b)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
@@ -45,7 +58,7 @@ head -c 8192 /dev/zero > "$2"; sync "$2"; cat "$2" > /dev/null; stat -c 'ino %i'
 	}
 	rows := map[string]*topview.IOJSON{}
 	for i, f := range run.total.Files {
-		if f.Ino == inos[0] && f.Dev == fmt.Sprintf("%d:%d", fs.Major, fs.Minor) {
+		if f.Ino == inos[0] && f.Dev == dev {
 			if rows[f.Name] != nil {
 				t.Errorf("two rows named %s", f.Name)
 			}
