@@ -1,11 +1,16 @@
 package main
 
-// Privileged tests of what `iopath top` names its rows by: a file by its
-// (dev, inode, i_generation), a process by its main thread's current comm.
+// Privileged tests of what `iopath top` and `iopath serve --per-comm` name
+// their numbers by: a file by its (dev, inode, i_generation), a process by
+// its main thread's current comm.
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
+	"strconv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,5 +160,58 @@ func TestTopFollowsComm(t *testing.T) {
 	}
 	if intervals != renamed.ReadBytes {
 		t.Errorf("intervals: %d bytes read under iopwriter; the total %d", intervals, renamed.ReadBytes)
+	}
+}
+
+// TestServePerCommFollowsRename: `serve --per-comm A,B`, a shell that
+// names itself A, reads a file, names itself B, reads another: A's series
+// have the first read and the first rename's write, B's the second. A
+// comm read once (at the first call) put everything under sh.
+func TestServePerCommFollowsRename(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	f1, f2 := filepath.Join(tmp, "first"), filepath.Join(tmp, "second")
+	if err := os.WriteFile(f1, []byte("abc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f2, []byte("defghij\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Names no other process on the machine has (serve counts every one).
+	a, b := fmt.Sprintf("iopA%d", os.Getpid()%100000), fmt.Sprintf("iopB%d", os.Getpid()%100000)
+	_, addr, log := startServe(t, tmp, "--per-comm", a+","+b)
+	sh := exec.Command("sh", "-c", `printf "$3" > /proc/$$/comm; read x < "$1"; printf "$4" > /proc/$$/comm; read y < "$2"`, "sh", f1, f2, a, b)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("sh: %v %s", err, out)
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	value := func(comm, op string) float64 {
+		prefix := fmt.Sprintf("iopath_process_syscall_bytes_total{comm=%q,op=%q} ", comm, op)
+		for _, l := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+				return f
+			}
+		}
+		t.Fatalf("no series %s in /metrics (serve: %s)", prefix, log.String())
+		return 0
+	}
+	// The write that renames counts under the new name (the rename happens
+	// inside it, the call ends after).
+	for _, c := range []struct {
+		comm         string
+		read, writes float64
+	}{{a, 4, float64(len(a))}, {b, 8, float64(len(b))}} {
+		if r, w := value(c.comm, "read"), value(c.comm, "write"); r != c.read || w != c.writes {
+			t.Errorf("comm %s: %v bytes read, %v written; want %v and %v", c.comm, r, w, c.read, c.writes)
+		}
 	}
 }
