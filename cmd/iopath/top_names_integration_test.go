@@ -114,35 +114,9 @@ func keys(m map[string]*topview.IOJSON) []string {
 func TestTopFollowsComm(t *testing.T) {
 	needRoot(t)
 	tmp := diskDir(t)
-	f1, f2 := filepath.Join(tmp, "before"), filepath.Join(tmp, "after")
-	if err := os.WriteFile(f1, []byte("abc\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f2, []byte("defghij\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f1, f2 := twoFiles(t, tmp)
 	// dash's builtins: read(2) a byte at a time, one write(2) for printf.
-	stdout, stderr, code := runIopath(t, tmp, "top", "--json", "--interval", "50ms", "--rows", "0", "--",
-		"sh", "-c", `read x < "$1"; printf iopwriter > /proc/$$/comm; read y < "$2"`, "sh", f1, f2)
-	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, stderr)
-	}
-	run := parseTop(t, stdout)
-	var sh, renamed *topview.IOJSON
-	for i, p := range run.total.Processes {
-		switch p.Comm {
-		case "sh":
-			sh = &run.total.Processes[i]
-		case "iopwriter":
-			renamed = &run.total.Processes[i]
-		}
-	}
-	if sh == nil || renamed == nil {
-		t.Fatalf("want a row for sh and one for iopwriter: %+v", run.total.Processes)
-	}
-	if sh.Pid != renamed.Pid || !sh.Exited {
-		t.Errorf("sh: pid %d ended %v; iopwriter: pid %d; want one pid, sh's part ended", sh.Pid, sh.Exited, renamed.Pid)
-	}
+	run, sh, renamed := topParts(t, tmp, `read x < "$1"; printf iopwriter > /proc/$$/comm; read y < "$2"`, []string{f1, f2}, "sh", "iopwriter")
 	// The renamed part: f2's 8 bytes and "iopwriter" written to comm.
 	if renamed.ReadBytes != 8 || renamed.WriteBytes != uint64(len("iopwriter")) {
 		t.Errorf("iopwriter read %d bytes, wrote %d; want 8 and %d", renamed.ReadBytes, renamed.WriteBytes, len("iopwriter"))
@@ -170,13 +144,7 @@ func TestTopFollowsComm(t *testing.T) {
 func TestServePerCommFollowsRename(t *testing.T) {
 	needRoot(t)
 	tmp := diskDir(t)
-	f1, f2 := filepath.Join(tmp, "first"), filepath.Join(tmp, "second")
-	if err := os.WriteFile(f1, []byte("abc\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(f2, []byte("defghij\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f1, f2 := twoFiles(t, tmp)
 	// Names no other process on the machine has (serve counts every one).
 	a, b := fmt.Sprintf("iopA%d", os.Getpid()%100000), fmt.Sprintf("iopB%d", os.Getpid()%100000)
 	_, addr, log := startServe(t, tmp, "--per-comm", a+","+b)
@@ -214,4 +182,17 @@ func TestServePerCommFollowsRename(t *testing.T) {
 			t.Errorf("comm %s: %v bytes read, %v written; want %v and %v", c.comm, r, w, c.read, c.writes)
 		}
 	}
+}
+
+// twoFiles writes dir/before ("abc\n", 4 bytes) and dir/after
+// ("defghij\n", 8 bytes).
+func twoFiles(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	f1, f2 := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	for f, data := range map[string]string{f1: "abc\n", f2: "defghij\n"} {
+		if err := os.WriteFile(f, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f1, f2
 }
