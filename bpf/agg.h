@@ -390,8 +390,8 @@ static __always_inline void agg_merge(struct agg_io *dst, const struct agg_io *s
  * under that comm; v goes on from 0. The entry is inserted whole (copied
  * per CPU first), so userspace never reads it half made; then exactly the
  * copied values are subtracted from v, so calls that other threads end
- * meanwhile stay in v: nothing is lost. With no room the part goes to
- * agg_other[0] (counted). */
+ * meanwhile stay in v: nothing is lost. Without an entry of its own the
+ * part goes to agg_other[0] (counted in AGG_OV_PROCS). */
 static __always_inline void agg_split(struct agg_io *v, __u32 tgid)
 {
 	__u32 one = 1;
@@ -399,22 +399,22 @@ static __always_inline void agg_split(struct agg_io *v, __u32 tgid)
 	if (!c)
 		return;
 	__u32 seg = v->segments;
-	v->segments = seg + 1;
 	__u32 key = tgid | AGG_ENDED | ((seg % AGG_SEGMENTS) << AGG_SEG_SHIFT);
 	__builtin_memcpy(c, v, sizeof(*c));
 	c->segments = seg;
-	long err = bpf_map_update_elem(&agg_procs, &key, c, BPF_NOEXIST);
-	if (err) {
-		/* AGG_SEGMENTS parts ended before userspace read (EEXIST), or no room. */
-		struct agg_io *o = bpf_map_lookup_elem(&agg_procs, &key);
-		if (!o) {
-			__u32 other = 0;
-			agg_overflow(AGG_OV_PROCS);
-			o = bpf_map_lookup_elem(&agg_other, &other);
-		}
-		if (o)
-			agg_merge(o, c);
+	if (bpf_map_update_elem(&agg_procs, &key, c, BPF_NOEXIST)) {
+		/* No room, or AGG_SEGMENTS parts of the process ended since
+		 * userspace last read (their keys wrap): an entry still there may
+		 * be being removed by userspace, so the part goes to the totals
+		 * only, counted. */
+		__u32 other = 0;
+		struct agg_io *o = bpf_map_lookup_elem(&agg_other, &other);
+		if (!o)
+			return;
+		agg_overflow(AGG_OV_PROCS);
+		agg_merge(o, c);
 	}
+	v->segments = seg + 1;
 	__u64 *d = (__u64 *)v;
 	const __u64 *s = (const __u64 *)c;
 	for (int i = 0; i < offsetof(struct agg_io, name) / 8; i++)
