@@ -212,3 +212,24 @@ func TestFaultRetryInferred(t *testing.T) {
 		}
 	}
 }
+
+// Faults the kernel counted on a deleted file stay on its row when a new
+// file reuses its inode number (fault_stats is keyed by i_generation, as
+// hit_stats is).
+func TestFaultsOfReusedInode(t *testing.T) {
+	s := enginetest.NewStream()
+	for i, gen := range []uint32{11, 22} {
+		o := enginetest.Named(enginetest.Op(uint64(7)<<32|uint64(i+1), bpf.IopathOpSysSYS_WRITE, 0, 4096, 4096, 100, 200), "app", []string{"/var/tmp/a.tmp", "/var/tmp/b0"}[i])
+		o.PathGen = gen // the same inode number 42, another file
+		s.E.HandleOp(o)
+	}
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev, Gen: 11}, Pid: 100}, bpf.IopathFaultStat{Faults: 5})
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev, Gen: 22}, Pid: 100}, bpf.IopathFaultStat{Faults: 1})
+	got := map[string]uint64{}
+	for _, f := range s.E.Summary().Files {
+		got[f.Path] = f.Faults
+	}
+	if got["/var/tmp/a.tmp"] != 5 || got["/var/tmp/b0"] != 1 {
+		t.Errorf("faults per file %v, want a.tmp 5 and b0 1", got)
+	}
+}
