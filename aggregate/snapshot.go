@@ -251,7 +251,9 @@ func (a *IO) Amplification() (float64, bool) {
 
 // Delta returns cur - prev: per key, the counters of the interval between
 // the two reads. Keys absent from prev count from 0; keys absent from cur
-// (removed, exited earlier) are not in the result.
+// (removed, exited earlier) are not in the result. A process that ended a
+// part in between (Proc.Part moved on) counts its live entry from 0 and
+// the part from what the live entry had at prev.
 func Delta(prev, cur *Snapshot) *Snapshot {
 	d := &Snapshot{
 		At: cur.At, Elapsed: cur.At.Sub(prev.At), Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{},
@@ -297,7 +299,8 @@ func NewInterval(at time.Time) *Snapshot {
 
 // Accumulate adds the interval d to the interval s (made by NewInterval):
 // s then spans from its start to d's end, with every row any of the
-// intervals had (exited processes included).
+// intervals had (exited processes and ended parts included, each under its
+// own comm; files under their latest name).
 func (s *Snapshot) Accumulate(d *Snapshot) {
 	s.Elapsed += d.Elapsed
 	s.At = d.At
