@@ -130,3 +130,58 @@ func TestRatios(t *testing.T) {
 		t.Error("pending below 0")
 	}
 }
+
+// TestDeltaOfEndedParts: a process renamed (or exec'ed) between two reads
+// shows as its ended part under the old comm, with the calls since the
+// previous read only, and its live entry, restarted at the split, under
+// the new comm; over the intervals each comm gets exactly its calls.
+func TestDeltaOfEndedParts(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a := snap(t0, 7, "db", 0)
+	b := snap(t0.Add(time.Second), 7, "db", 10)
+	// The kernel moved the 10 + 5 calls of "db" to its ended part 0; 4
+	// calls came under the new name.
+	c := snap(t0.Add(2*time.Second), 7, "db-writer", 4)
+	c.Procs[7].Part = 1
+	part := &Proc{Pid: 7, Comm: "db", Exited: true, Part: 0}
+	part.Calls[Read] = 15
+	c.Procs[EndedKey(7, 0)] = part
+	d := Delta(b, c)
+	if got := d.Procs[EndedKey(7, 0)].Calls[Read]; got != 5 {
+		t.Errorf("ended part: %d reads in the interval, want 5 (15 - the 10 read before)", got)
+	}
+	if got := d.Procs[7].Calls[Read]; got != 4 {
+		t.Errorf("renamed process: %d reads in the interval, want 4 (its entry restarted)", got)
+	}
+	tot := NewInterval(t0)
+	tot.Accumulate(Delta(a, b))
+	tot.Accumulate(d)
+	byComm := map[string]uint64{}
+	for _, p := range tot.Procs {
+		byComm[p.Comm] += p.Calls[Read]
+	}
+	if byComm["db"] != 15 || byComm["db-writer"] != 4 || len(tot.Procs) != 2 {
+		t.Errorf("over the run: %v in %d rows, want db 15 and db-writer 4 in 2", byComm, len(tot.Procs))
+	}
+	// An exec that keeps the comm: the live entry restarted too.
+	e := snap(t0.Add(2*time.Second), 7, "db", 3)
+	e.Procs[7].Part = 1
+	e.Procs[EndedKey(7, 0)] = part
+	if got := Delta(b, e).Procs[7].Calls[Read]; got != 3 {
+		t.Errorf("exec under the same comm: %d reads, want 3", got)
+	}
+}
+
+// TestAccumulateNamesLatest: a file's row over the run has its latest name.
+func TestAccumulateNamesLatest(t *testing.T) {
+	k := FileKey{Dev: 1, Ino: 2, Gen: 3}
+	tot := NewInterval(time.Unix(0, 0))
+	for _, name := range []string{"a.tmp", "a"} {
+		d := NewInterval(time.Unix(0, 0))
+		d.Files[k] = &File{FileKey: k, Name: name}
+		tot.Accumulate(d)
+	}
+	if got := tot.Files[k].Name; got != "a" {
+		t.Errorf("name %q, want the latest, a", got)
+	}
+}

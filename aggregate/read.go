@@ -16,7 +16,18 @@ type Maps struct {
 	Rqs                               *ebpf.Map // requests in flight: issue time (CLOCK_MONOTONIC ns)
 }
 
-const execed = 1 << 31
+// agg_procs keys (bpf/agg.h): bits 0-21 the tgid; with bit 31 (AGG_ENDED)
+// an ended part of the process (before an exec or a rename of its main
+// thread), numbered modulo 512 in bits 22-30.
+const (
+	ended    = 1 << 31
+	partBits = 22
+	pidMask  = 1<<partBits - 1
+	parts    = 512
+)
+
+// EndedKey is the Snapshot.Procs key of part n of process pid once ended.
+func EndedKey(pid, n uint32) uint32 { return pid&pidMask | ended | (n%parts)<<partBits }
 
 // Reader reads snapshots from the maps. It removes the entries of exited
 // processes from agg_procs (keeping their counts in Retired), so that a
@@ -47,10 +58,10 @@ func (r *Reader) Read() (*Snapshot, error) {
 	var gone []uint32
 	it := r.M.Procs.Iterate()
 	for it.Next(&pid, &v) {
-		// A key with bit 31 holds a program that exec'ed (bpf/agg.h
-		// AGG_EXECED): ended, like an exited process.
-		p := &Proc{Pid: pid &^ execed, Comm: cString(v.Name[:]), IO: ioOf(&v)}
-		if pid&execed != 0 || !r.alive(pid) {
+		// A key with bit 31 holds an ended part (bpf/agg.h AGG_ENDED):
+		// ended, like an exited process.
+		p := &Proc{Pid: pid & pidMask, Comm: cString(v.Name[:]), Part: v.Segments, IO: ioOf(&v)}
+		if pid&ended != 0 || !r.alive(pid) {
 			p.Exited = true
 			gone = append(gone, pid)
 		}
@@ -84,7 +95,7 @@ func (r *Reader) Read() (*Snapshot, error) {
 	var fk bpf.IopathAggFileKey
 	fit := r.M.Files.Iterate()
 	for fit.Next(&fk, &v) {
-		k := FileKey{Dev: fk.Dev, Ino: fk.Ino}
+		k := FileKey{Dev: fk.Dev, Ino: fk.Ino, Gen: fk.Gen}
 		s.Files[k] = &File{FileKey: k, Name: cString(v.Name[:]), IO: ioOf(&v)}
 	}
 	if err := fit.Err(); err != nil {

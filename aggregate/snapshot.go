@@ -82,25 +82,41 @@ type IO struct {
 	Lat             [Ops]Hist
 }
 
-// Proc is one process's IO (key: tgid; with bit 31 set, the part of a
-// process before its execve, ended).
+// Proc is one process's IO (key: tgid), or an ended part of it (key
+// EndedKey): a process's counts are split where it exec'ed and where its
+// main thread was renamed, so that each part counts under its own comm.
 type Proc struct {
-	Pid    uint32
-	Comm   string // at its first traced call
-	Exited bool   // gone (exited, or exec'ed into another program): its entry was folded into Snapshot.Retired after this read
+	Pid uint32
+	// Comm is the comm of the process's main thread (/proc/PID/comm, as ps
+	// shows it): read at its first traced call, then followed at the
+	// task_rename tracepoint (prctl(PR_SET_NAME), a write to
+	// /proc/PID/comm) and at exec (bpf/agg.h agg_renamed, agg_exec). A
+	// thread naming itself does not rename the process.
+	Comm string
+	// Exited: gone (exited), or a part that ended (an exec, a rename):
+	// its entry was folded into Snapshot.Retired after this read.
+	Exited bool
+	// Part numbers the parts of the process: the live entry's is the
+	// part it counts now (the parts ended before it: 0 to Part-1).
+	Part uint32
 	IO
 }
 
-// FileKey names a file: its filesystem's kernel dev_t and inode.
+// FileKey names a file: its filesystem's kernel dev_t, inode number and
+// i_generation (an inode number reused after a delete is another file).
 type FileKey struct {
 	Dev uint32
 	Ino uint64
+	Gen uint32
 }
 
 // File is one file's IO.
 type File struct {
 	FileKey
-	Name string // last path component when first seen
+	// Name is the last path component at its latest call after a rename
+	// (at its first call without one): a file's own, never a deleted
+	// file's whose inode number it reuses.
+	Name string
 	IO
 }
 
@@ -191,13 +207,16 @@ func sub(a, b uint64) uint64 {
 // AllCalls is the number of calls of every class.
 func (a *IO) AllCalls() uint64 { return a.Calls[Read] + a.Calls[Write] + a.Calls[Sync] }
 
-// AllLat is the latency histogram of every class.
-func (a *IO) AllLat() Hist {
-	var h Hist
+// MaxP99 is the highest p99 latency of the call classes, in ns (0
+// without calls): the slowest class's, never a mix of reads and fsyncs.
+func (a *IO) MaxP99() float64 {
+	var m float64
 	for i := range Ops {
-		h.Add(&a.Lat[i])
+		if v, ok := a.Lat[i].Quantile(0.99); ok && v > m {
+			m = v
+		}
 	}
-	return h
+	return m
 }
 
 // DiskBytes is every byte this IO put on or read from the disk: its calls'
@@ -232,7 +251,9 @@ func (a *IO) Amplification() (float64, bool) {
 
 // Delta returns cur - prev: per key, the counters of the interval between
 // the two reads. Keys absent from prev count from 0; keys absent from cur
-// (removed, exited earlier) are not in the result.
+// (removed, exited earlier) are not in the result. A process that ended a
+// part in between (Proc.Part moved on) counts its live entry from 0 and
+// the part from what the live entry had at prev.
 func Delta(prev, cur *Snapshot) *Snapshot {
 	d := &Snapshot{
 		At: cur.At, Elapsed: cur.At.Sub(prev.At), Procs: map[uint32]*Proc{}, Files: map[FileKey]*File{},
@@ -240,7 +261,11 @@ func Delta(prev, cur *Snapshot) *Snapshot {
 	}
 	for k, p := range cur.Procs {
 		q := *p
-		if o := prev.Procs[k]; o != nil && o.Comm == p.Comm {
+		if o := prev.Procs[k]; o != nil && !o.Exited && o.Part == p.Part && o.Comm == p.Comm {
+			q.IO = p.Sub(&o.IO) // the same part of the same process
+		} else if o := prev.Procs[p.Pid]; k&ended != 0 && o != nil && !o.Exited && o.Part == p.Part {
+			// A part that ended since: it holds what its live entry
+			// had at the previous read.
 			q.IO = p.Sub(&o.IO)
 		}
 		d.Procs[k] = &q
@@ -274,24 +299,34 @@ func NewInterval(at time.Time) *Snapshot {
 
 // Accumulate adds the interval d to the interval s (made by NewInterval):
 // s then spans from its start to d's end, with every row any of the
-// intervals had (exited processes included).
+// intervals had (exited processes and ended parts included, each under its
+// own comm; files under their latest name).
 func (s *Snapshot) Accumulate(d *Snapshot) {
 	s.Elapsed += d.Elapsed
 	s.At = d.At
 	for k, p := range d.Procs {
 		q := s.Procs[k]
+		if q != nil && k&ended == 0 && q.Part != p.Part {
+			// The live entry ended parts since: what s counted under it is
+			// part q.Part's, under q.Comm (d has that part's rest).
+			s.proc(EndedKey(p.Pid, q.Part), q).Add(&q.IO)
+			q.IO = IO{}
+		}
 		if q == nil {
 			q = &Proc{Pid: p.Pid}
 			s.Procs[k] = q
 		}
-		q.Comm, q.Exited = p.Comm, p.Exited
+		q.Comm, q.Exited, q.Part = p.Comm, p.Exited, p.Part
 		q.Add(&p.IO)
 	}
 	for k, f := range d.Files {
 		g := s.Files[k]
 		if g == nil {
-			g = &File{FileKey: k, Name: f.Name}
+			g = &File{FileKey: k}
 			s.Files[k] = g
+		}
+		if f.Name != "" {
+			g.Name = f.Name // the latest
 		}
 		g.Add(&f.IO)
 	}
@@ -306,4 +341,15 @@ func (s *Snapshot) Accumulate(d *Snapshot) {
 	s.OtherProcs.Add(&d.OtherProcs)
 	s.OtherFiles.Add(&d.OtherFiles)
 	s.Global.fields().add(d.Global.fields())
+}
+
+// proc returns s's row of key k, made ended like live (its pid, comm and
+// part) if s has none.
+func (s *Snapshot) proc(k uint32, live *Proc) *Proc {
+	q := s.Procs[k]
+	if q == nil {
+		q = &Proc{Pid: live.Pid, Comm: live.Comm, Exited: true, Part: live.Part}
+		s.Procs[k] = q
+	}
+	return q
 }

@@ -7,7 +7,8 @@
  *
  * Hooks call in with one line each: op_end (agg_call), claim in block.c
  * (agg_written), dirty_gone in filemap.c (agg_dropped), block_rq_issue /
- * complete / requeue (agg_rq_*).
+ * complete / requeue (agg_rq_*), sched_process_exec (agg_exec) and
+ * task_rename (agg_renamed) in sched.c.
  *
  * Bounded: agg_procs and agg_files refuse new keys when full; the calls of
  * a refused key go to agg_other (so totals stay exact) and are counted in
@@ -49,10 +50,13 @@ enum agg_overflow {
 	AGG_OV_MAX = 5,
 };
 
+/* A file: an inode number reused after a delete is another file (its
+ * i_generation differs), which must not be summed with the deleted one's
+ * calls nor shown under its name. Also fault_stats' file (fault.c). */
 struct agg_file_key {
 	__u64 ino;
 	__u32 dev; /* the file's superblock s_dev (kernel dev_t) */
-	__u32 pad;
+	__u32 gen; /* the inode's i_generation */
 };
 
 /* What the calls of one process or one file did. */
@@ -73,7 +77,14 @@ struct agg_io {
 	__u64 nobdev_pages;        /* read pages of files without a block device (proc, sysfs, cgroup, tmpfs): not in hit/miss */
 	__u64 direct_read_bytes;   /* bytes returned by O_DIRECT reads: no page-cache pages, not in hit/miss */
 	__u64 lat[AGG_OPS][AGG_BUCKETS]; /* call duration, log2 ns */
-	char name[PART_LEN];       /* processes: comm at the first call; files: last path component */
+	/* Not counters (agg_merge and agg_split stop at name). Processes: the
+	 * comm of the process's main thread (/proc/PID/comm), followed
+	 * through renames (agg_renamed) and exec; files: the last path
+	 * component at the latest call after a rename anywhere. */
+	char name[PART_LEN];
+	__u64 named_renames; /* files: rename_gen + 1 when name was read */
+	__u32 segments;      /* processes: parts ended so far (agg_split) */
+	__u32 pad;
 };
 
 struct agg_dev_key {
@@ -234,11 +245,11 @@ static __always_inline __u32 agg_class(__u32 sys)
 	return AGG_OPS; /* faults, madvise, fadvise64, readahead: not aggregated */
 }
 
-/* Where agg_call adds what has no entry of its own (a call without a
- * file): per CPU, never read. */
+/* [0]: where agg_call adds what has no entry of its own (a call without a
+ * file), never read; [1]: agg_split's copy of the part it ends. Per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct agg_io);
 } agg_sink SEC(".maps");
@@ -289,20 +300,28 @@ __noinline int agg_call(void)
 		return 0;
 	bool fresh = false;
 	struct agg_io *p = agg_entry(&agg_procs, &op->pid, 0, &fresh);
-	if (!p)
+	if (!p) {
 		p = sink;
-	else if (fresh)
-		bpf_get_current_comm(p->name, sizeof(p->name));
+	} else if (fresh) {
+		/* The main thread's comm, as agg_renamed follows it (a thread's
+		 * own name, prctl(PR_SET_NAME) in a worker, is not the process's). */
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		BPF_CORE_READ_STR_INTO(&p->name, task, group_leader, comm);
+	}
 	struct agg_io *f = sink;
 	if (op->ino) {
-		struct agg_file_key fk = {.ino = op->ino, .dev = op->dev};
+		struct file *file = (struct file *)op->file;
+		struct agg_file_key fk = {.ino = op->ino, .dev = op->dev, .gen = BPF_CORE_READ(file, f_inode, i_generation)};
 		fresh = false;
 		f = agg_entry(&agg_files, &fk, 1, &fresh);
+		/* Named at its first call, and again at its next call after any
+		 * rename (rename.c counts them): the name of its latest call. */
+		__u64 renames = rename_gen + 1;
 		if (!f) {
 			f = sink;
-		} else if (fresh) {
-			struct file *file = (struct file *)op->file;
+		} else if (fresh || f->named_renames != renames) {
 			bpf_probe_read_kernel_str(f->name, sizeof(f->name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
+			f->named_renames = renames;
 		}
 	}
 	__u64 lat = bpf_ktime_get_ns() - op->start_ns;
@@ -349,7 +368,12 @@ __noinline int agg_call(void)
 	return 0;
 }
 
-#define AGG_EXECED 0x80000000U /* agg_procs key bit: the entry of a program that exec'ed (pids are < 2^22) */
+/* agg_procs keys: bits 0-21 the tgid (pids are < 2^22, PID_MAX_LIMIT);
+ * with AGG_ENDED, an ended part of the process (before an exec or a
+ * rename), numbered in bits 22-30 (agg_io.segments modulo AGG_SEGMENTS). */
+#define AGG_ENDED 0x80000000U
+#define AGG_SEG_SHIFT 22
+#define AGG_SEGMENTS 512
 
 /* agg_merge adds every counter of src to dst (not the name). */
 static __always_inline void agg_merge(struct agg_io *dst, const struct agg_io *src)
@@ -360,11 +384,46 @@ static __always_inline void agg_merge(struct agg_io *dst, const struct agg_io *s
 		__sync_fetch_and_add(&d[i], s[i]);
 }
 
-/* agg_exec: process tgid ran execve, so its entry so far is the old
- * program's (and comm). The entry moves to key tgid | AGG_EXECED, which
- * userspace folds as ended (aggregate.Reader) under the old comm; the new
- * program's calls start an entry of their own. Two execs before userspace
- * reads add up; with no room the old program's counts go to agg_other. */
+/* agg_split ends the part of process tgid counted so far in v (under the
+ * comm in v->name): its counters move to a new entry, key tgid |
+ * AGG_ENDED | its number, which userspace folds as ended (aggregate.Reader)
+ * under that comm; v goes on from 0. The entry is inserted whole (copied
+ * per CPU first), so userspace never reads it half made; then exactly the
+ * copied values are subtracted from v, so calls that other threads end
+ * meanwhile stay in v: nothing is lost. Without an entry of its own the
+ * part goes to agg_other[0] (counted in AGG_OV_PROCS). */
+static __always_inline void agg_split(struct agg_io *v, __u32 tgid)
+{
+	__u32 one = 1;
+	struct agg_io *c = bpf_map_lookup_elem(&agg_sink, &one);
+	if (!c)
+		return;
+	__u32 seg = v->segments;
+	__u32 key = tgid | AGG_ENDED | ((seg % AGG_SEGMENTS) << AGG_SEG_SHIFT);
+	__builtin_memcpy(c, v, sizeof(*c));
+	c->segments = seg;
+	if (bpf_map_update_elem(&agg_procs, &key, c, BPF_NOEXIST)) {
+		/* No room, or AGG_SEGMENTS parts of the process ended since
+		 * userspace last read (their keys wrap): an entry still there may
+		 * be being removed by userspace, so the part goes to the totals
+		 * only, counted. */
+		__u32 other = 0;
+		struct agg_io *o = bpf_map_lookup_elem(&agg_other, &other);
+		if (!o)
+			return;
+		agg_overflow(AGG_OV_PROCS);
+		agg_merge(o, c);
+	}
+	v->segments = seg + 1;
+	__u64 *d = (__u64 *)v;
+	const __u64 *s = (const __u64 *)c;
+	for (int i = 0; i < offsetof(struct agg_io, name) / 8; i++)
+		__sync_fetch_and_add(&d[i], -s[i]);
+}
+
+/* agg_exec: process tgid ran execve (sched_process_exec, in the new
+ * program), so its counts so far are the old program's, under the old
+ * comm: they end (agg_split), the new program's go on under its comm. */
 static __always_inline void agg_exec(__u32 tgid)
 {
 	if (!agg_on)
@@ -372,24 +431,44 @@ static __always_inline void agg_exec(__u32 tgid)
 	struct agg_io *v = bpf_map_lookup_elem(&agg_procs, &tgid);
 	if (!v)
 		return;
-	__u32 old = tgid | AGG_EXECED;
-	if (bpf_map_update_elem(&agg_procs, &old, v, BPF_NOEXIST)) {
-		struct agg_io *o = bpf_map_lookup_elem(&agg_procs, &old);
-		if (!o) {
-			__u32 other = 0;
-			agg_overflow(AGG_OV_PROCS);
-			o = bpf_map_lookup_elem(&agg_other, &other);
-		}
-		if (o)
-			agg_merge(o, v);
-	}
-	bpf_map_delete_elem(&agg_procs, &tgid);
+	agg_split(v, tgid);
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	BPF_CORE_READ_STR_INTO(&v->name, task, group_leader, comm);
 }
 
-/* agg_cleaned counts nr tracked dirty pages of (dev, ino), dirtied by
- * process pid, as cleaned: written back (bytes > 0: outside any traced
- * call, so no call counted the bio) or dropped (truncated, evicted). */
-static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 nr, __u64 bytes)
+/* agg_renamed: task's comm becomes comm (task_rename: prctl(PR_SET_NAME),
+ * a write to /proc/PID/comm; fired before the change). A process is named
+ * by its main thread: the rename of another thread changes nothing. The
+ * counts so far end under the old comm, the next calls count under the new
+ * one. An exec's rename is left to agg_exec (the program changes too). */
+static __always_inline void agg_renamed(struct task_struct *task, const char *comm)
+{
+	if (!agg_on)
+		return;
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	if (BPF_CORE_READ(task, pid) != tgid)
+		return;
+	/* A kernel without the bit: the exec's rename ends the part, and
+	 * agg_exec ends an empty one (no row: nothing counted). */
+	if (bpf_core_field_exists(task->in_execve) && BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return;
+	struct agg_io *v = bpf_map_lookup_elem(&agg_procs, &tgid);
+	if (!v)
+		return;
+	char name[16] = {};
+	bpf_probe_read_kernel_str(name, sizeof(name), comm);
+	__u64 *n = (__u64 *)name, *o = (__u64 *)v->name;
+	if (n[0] == o[0] && n[1] == o[1])
+		return; /* the same name (both NUL-padded: comm is 16 bytes) */
+	agg_split(v, tgid);
+	__builtin_memcpy(v->name, name, sizeof(name));
+}
+
+/* agg_cleaned counts nr tracked dirty pages of file (dev, ino, gen: its
+ * inode's i_generation), dirtied by process pid, as cleaned: written back
+ * (bytes > 0: outside any traced call, so no call counted the bio) or
+ * dropped (truncated, evicted). */
+static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 gen, __u32 nr, __u64 bytes)
 {
 	struct agg_io *p = bpf_map_lookup_elem(&agg_procs, &pid);
 	if (p) {
@@ -397,7 +476,7 @@ static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 n
 		if (bytes)
 			__sync_fetch_and_add(&p->wb_bytes, bytes);
 	}
-	struct agg_file_key fk = {.ino = ino, .dev = dev};
+	struct agg_file_key fk = {.ino = ino, .dev = dev, .gen = gen};
 	struct agg_io *f = bpf_map_lookup_elem(&agg_files, &fk);
 	if (f) {
 		__sync_fetch_and_add(&f->cleaned_pages, nr);
@@ -406,15 +485,15 @@ static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 n
 	}
 }
 
-/* agg_written: a write bio carries tracked dirty folio (dev, ino) of nr
- * pages, bio_pages of them in this bio, dirtied at dirtied_ns; traced
+/* agg_written: a write bio carries tracked dirty folio (dev, ino, gen) of
+ * nr pages, bio_pages of them in this bio, dirtied at dirtied_ns; traced
  * says whether a traced call queued the bio (its bio_bytes count it). */
-static __always_inline void agg_written(__u32 pid, __u32 dev, __u64 ino, __u32 nr, __u32 bio_pages, __u64 dirtied_ns,
-					 bool traced)
+static __always_inline void agg_written(__u32 pid, __u32 dev, __u64 ino, __u32 gen, __u32 nr, __u32 bio_pages,
+					 __u64 dirtied_ns, bool traced)
 {
 	if (!agg_on)
 		return;
-	agg_cleaned(pid, dev, ino, nr, traced ? 0 : (__u64)bio_pages << PAGE_SHIFT);
+	agg_cleaned(pid, dev, ino, gen, nr, traced ? 0 : (__u64)bio_pages << PAGE_SHIFT);
 	__u32 zero = 0;
 	struct agg_global *g = bpf_map_lookup_elem(&agg_g, &zero);
 	if (g) {
@@ -424,10 +503,10 @@ static __always_inline void agg_written(__u32 pid, __u32 dev, __u64 ino, __u32 n
 	}
 }
 
-static __always_inline void agg_dropped(__u32 pid, __u32 dev, __u64 ino, __u32 nr)
+static __always_inline void agg_dropped(__u32 pid, __u32 dev, __u64 ino, __u32 gen, __u32 nr)
 {
 	if (agg_on)
-		agg_cleaned(pid, dev, ino, nr, 0);
+		agg_cleaned(pid, dev, ino, gen, nr, 0);
 }
 
 #define AGG_REQ_OP_MASK 0xff

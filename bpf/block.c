@@ -46,8 +46,10 @@ static __always_inline struct folio *folio_of(struct page *page)
 }
 
 /* claim records one tracked dirty folio in the event, merging contiguous
- * folios of the same call into one match, and forgets it. */
-static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v, __u32 bio_pages)
+ * folios of the same call into one match, and forgets it; gen is its
+ * inode's i_generation (the aggregates' file key). */
+static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, struct dirty_val *v, __u32 bio_pages,
+				  __u32 gen)
 {
 	__u32 n = ev->nr_match;
 	if (n > 0 && n <= MAX_WB_MATCH) {
@@ -60,7 +62,7 @@ static __always_inline void claim(struct wb_bio_ev *ev, struct dirty_key *k, str
 			goto forget;
 		}
 	}
-	agg_written(v->pid, k->dev, k->ino, v->nr, bio_pages, v->ts, ev->op_id != 0); /* agg.h */
+	agg_written(v->pid, k->dev, k->ino, gen, v->nr, bio_pages, v->ts, ev->op_id != 0); /* agg.h */
 	if (n >= MAX_WB_MATCH) {
 		/* Full: send these matches and continue in a new part. */
 		if (!agg_only)
@@ -134,7 +136,7 @@ static long folio_step(__u32 step, void *unused)
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty_pages, &k);
 	if (v) {
 		count_event(CNT_WALK_MATCHED);
-		claim(ev, &k, v, in_bio);
+		claim(ev, &k, v, in_bio, agg_on ? BPF_CORE_READ(host, i_generation) : 0);
 	}
 	return 0;
 }

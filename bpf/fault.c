@@ -43,10 +43,12 @@
 /* Set by the loader when a mm_filemap_fault program is attached. */
 const volatile __u8 fault_filemap_hooked = 0;
 
+/* A process's faults on one file (agg.h agg_file_key: i_generation too,
+ * so that a file reusing a deleted one's inode number is another). */
 struct fault_key {
-	__u64 ino;
+	struct agg_file_key file;
 	__u32 pid;
-	__u32 dev;
+	__u32 pad;
 };
 
 /* Faults not streamed (minor, no IO, no wait), per process and file. */
@@ -452,12 +454,15 @@ int tp_filemap_map_pages(struct trace_event_raw_mm_filemap_op_page_cache_range *
 /* fault_count adds a fault that is not streamed to fault_stats. */
 static __always_inline void fault_count(struct op *op)
 {
-	struct fault_key k = { .ino = op->ino, .pid = op->pid, .dev = op->dev };
+	struct file *file = (struct file *)op->file;
+	struct fault_key k = {
+		.file = { .ino = op->ino, .dev = op->dev, .gen = BPF_CORE_READ(file, f_inode, i_generation) },
+		.pid = op->pid,
+	};
 	struct fault_stat *v = bpf_map_lookup_elem(&fault_stats, &k);
 	if (!v) {
 		struct fault_stat zero = { .fs_magic = op->fs_magic };
 		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
-		struct file *file = (struct file *)op->file;
 		bpf_probe_read_kernel_str(zero.name, sizeof(zero.name), BPF_CORE_READ(file, f_path.dentry, d_name.name));
 		if (bpf_map_update_elem(&fault_stats, &k, &zero, BPF_NOEXIST) == -E2BIG) {
 			count_event(CNT_FAULT_STATS_FULL);

@@ -143,7 +143,7 @@ static __always_inline int dirty_gone(struct address_space *mapping, __u64 index
 	};
 	if (bpf_map_delete_elem(&dirty_pages, &k) == 0)
 		__sync_fetch_and_add(&dirty_tracked, -1);
-	agg_dropped(ev.pid, k.dev, k.ino, ev.nr); /* agg.h */
+	agg_dropped(ev.pid, k.dev, k.ino, agg_on ? BPF_CORE_READ(host, i_generation) : 0, ev.nr); /* agg.h */
 	if (!agg_only)
 		emit(&ev, sizeof(ev));
 	return 0;

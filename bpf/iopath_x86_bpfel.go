@@ -36,7 +36,7 @@ type IopathAggFileKey struct {
 	_   structs.HostLayout
 	Ino uint64
 	Dev uint32
-	Pad uint32
+	Gen uint32
 }
 
 type IopathAggGlobal struct {
@@ -67,6 +67,9 @@ type IopathAggIo struct {
 	DirectReadBytes uint64
 	Lat             [3][32]uint64
 	Name            [48]int8
+	NamedRenames    uint64
+	Segments        uint32
+	Pad             uint32
 }
 
 type IopathAggOp uint32
@@ -263,10 +266,10 @@ const (
 )
 
 type IopathFaultKey struct {
-	_   structs.HostLayout
-	Ino uint64
-	Pid uint32
-	Dev uint32
+	_    structs.HostLayout
+	File IopathAggFileKey
+	Pid  uint32
+	Pad  uint32
 }
 
 type IopathFaultStat struct {
@@ -847,6 +850,7 @@ const (
 	IopathProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathProgTpSchedSwitch               = "tp_sched_switch"
+	IopathProgTpTaskRename                = "tp_task_rename"
 	IopathProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
 	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
@@ -1020,6 +1024,7 @@ type IopathProgramSpecs struct {
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
+	TpTaskRename                *ebpf.ProgramSpec `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
@@ -1305,6 +1310,7 @@ type IopathPrograms struct {
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
+	TpTaskRename                *ebpf.Program `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
@@ -1411,6 +1417,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
+		p.TpTaskRename,
 		p.TpWritebackDirtyFolio,
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,

@@ -36,7 +36,7 @@ type IopathCompatAggFileKey struct {
 	_   structs.HostLayout
 	Ino uint64
 	Dev uint32
-	Pad uint32
+	Gen uint32
 }
 
 type IopathCompatAggGlobal struct {
@@ -67,6 +67,9 @@ type IopathCompatAggIo struct {
 	DirectReadBytes uint64
 	Lat             [3][32]uint64
 	Name            [48]int8
+	NamedRenames    uint64
+	Segments        uint32
+	Pad             uint32
 }
 
 type IopathCompatAggRq struct {
@@ -106,10 +109,10 @@ type IopathCompatDirtyVal struct {
 }
 
 type IopathCompatFaultKey struct {
-	_   structs.HostLayout
-	Ino uint64
-	Pid uint32
-	Dev uint32
+	_    structs.HostLayout
+	File IopathCompatAggFileKey
+	Pid  uint32
+	Pad  uint32
 }
 
 type IopathCompatFaultStat struct {
@@ -475,6 +478,7 @@ const (
 	IopathCompatProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathCompatProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathCompatProgTpSchedSwitch               = "tp_sched_switch"
+	IopathCompatProgTpTaskRename                = "tp_task_rename"
 	IopathCompatProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
 	IopathCompatProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
 	IopathCompatProgTpWritebackSingleInodeStart = "tp_writeback_single_inode_start"
@@ -649,6 +653,7 @@ type IopathCompatProgramSpecs struct {
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
+	TpTaskRename                *ebpf.ProgramSpec `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.ProgramSpec `ebpf:"tp_writeback_single_inode_start"`
@@ -939,6 +944,7 @@ type IopathCompatPrograms struct {
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
+	TpTaskRename                *ebpf.Program `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
 	TpWritebackSingleInodeStart *ebpf.Program `ebpf:"tp_writeback_single_inode_start"`
@@ -1045,6 +1051,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
+		p.TpTaskRename,
 		p.TpWritebackDirtyFolio,
 		p.TpWritebackDirtyPage,
 		p.TpWritebackSingleInodeStart,

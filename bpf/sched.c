@@ -8,7 +8,8 @@
  *   args 1 and 2 in every version (5.18 appended prev_state).
  * "follow" (sched_process_fork / sched_process_exit / sched_process_exec):
  *   children of traced processes are traced; per-thread state is dropped when
- *   a thread exits or execs, and reset when a tid is given to a new thread. */
+ *   a thread exits or execs, and reset when a tid is given to a new thread.
+ *   task_rename: the aggregates follow a process's comm (agg.h agg_renamed). */
 #include "op.h"
 
 SEC("tp_btf/sched_switch")
@@ -77,5 +78,14 @@ int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct
 	if (p->pid != old_pid)
 		op_release(p->pid);
 	agg_exec(p->tgid); /* agg.h */
+	return 0;
+}
+
+/* prctl(PR_SET_NAME), a write to /proc/PID/comm, and exec's (every kernel:
+ * __set_task_comm, before the change). */
+SEC("tp_btf/task_rename")
+int BPF_PROG(tp_task_rename, struct task_struct *task, const char *comm)
+{
+	agg_renamed(task, comm); /* agg.h */
 	return 0;
 }

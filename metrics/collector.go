@@ -21,9 +21,12 @@ type Collector struct {
 	// Lost returns the kernel's loss counters by name (ring buffer, full
 	// maps): iopath_lost_events_total and iopath_map_full_total.
 	Lost func() map[string]uint64
-	// Missed returns, per BPF program, the runs the kernel skipped
-	// (iopath_missed_runs_total); nil: not reported.
-	Missed func() map[string]uint64
+	// Missed returns, per attached BPF program, the runs the kernel
+	// skipped, zeros included: iopath_missed_runs_total has a series per
+	// program from the first scrape, as a counter should. ok false: the
+	// kernel does not count them (before 5.12), no series. nil: not
+	// reported.
+	Missed func() (missed map[string]uint64, ok bool)
 }
 
 // New returns a Collector of read (an aggregate.Reader's Read: cumulative
@@ -108,7 +111,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(ch, noDisk, s.Global.Overflow[aggregate.OverflowNoDisk])
 	if c.Missed != nil {
-		m := c.Missed()
+		m, _ := c.Missed()
 		names := make([]string, 0, len(m))
 		for n := range m {
 			names = append(names, n)

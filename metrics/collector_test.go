@@ -71,11 +71,18 @@ func TestCollector(t *testing.T) {
 	c := New(func() (*aggregate.Snapshot, error) { return s, nil }, []string{"postgres"}, func() map[string]uint64 {
 		return map[string]uint64{"ringbuf_lost": 9}
 	})
-	c.Missed = func() map[string]uint64 { return map[string]uint64{"tp_block_rq_complete": 46} }
+	c.Missed = func() (map[string]uint64, bool) {
+		return map[string]uint64{"tp_block_rq_complete": 46, "raw_sys_exit": 0}, true
+	}
 	s.Global.Overflow[aggregate.OverflowNoDisk] = 2
 	fams := gather(t, c)
 	if v := find(t, fams, "iopath_missed_runs_total", "program=tp_block_rq_complete").GetCounter().GetValue(); v != 46 {
 		t.Errorf("missed runs %v, want 46", v)
+	}
+	// A program that missed no run has its series, at 0 (a counter exists
+	// from the start: increase() and absent-series alerts need it).
+	if m := find(t, fams, "iopath_missed_runs_total", "program=raw_sys_exit"); m.GetCounter().GetValue() != 0 {
+		t.Errorf("missed runs of raw_sys_exit %v, want a series at 0", m.GetCounter().GetValue())
 	}
 	if v := find(t, fams, "iopath_disk_requests_unnamed_total", "").GetCounter().GetValue(); v != 2 {
 		t.Errorf("requests without a disk %v, want 2", v)
@@ -120,5 +127,17 @@ func TestCollector(t *testing.T) {
 	reg.MustRegister(bad)
 	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "map gone") {
 		t.Errorf("gather of a failing read: %v", err)
+	}
+}
+
+// On a kernel that does not count skipped runs (before 5.12) there is no
+// iopath_missed_runs_total series: a 0 would claim none was skipped.
+func TestCollectorMissedUncounted(t *testing.T) {
+	s := &aggregate.Snapshot{At: time.Now(), Procs: map[uint32]*aggregate.Proc{}, Files: map[aggregate.FileKey]*aggregate.File{},
+		Devices: map[aggregate.DevKey]*aggregate.Device{}, RetiredByComm: map[string]*aggregate.IO{}}
+	c := New(func() (*aggregate.Snapshot, error) { return s, nil }, nil, nil)
+	c.Missed = func() (map[string]uint64, bool) { return map[string]uint64{}, false }
+	if f := gather(t, c)["iopath_missed_runs_total"]; f != nil {
+		t.Errorf("missed_runs_total series without the kernel's count: %v", f)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 )
 
@@ -11,6 +12,9 @@ import (
 // matches the cause: a host that is no address of this machine, a port in
 // use, a privileged port, or a malformed HOST:PORT.
 func Listen(addr string) (net.Listener, error) {
+	if err := checkPort(addr); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err == nil {
 		return ln, nil
@@ -35,4 +39,19 @@ func Listen(addr string) (net.Listener, error) {
 		hint = "give HOST:PORT with a port of 0 to 65535, e.g. --listen 127.0.0.1:9465"
 	}
 	return nil, fmt.Errorf("--listen %s: %w: %s", addr, cause, hint)
+}
+
+// checkPort refuses a port that is neither a number nor a service name
+// (/etc/services): net.Listen reports it as a failed lookup ("lookup
+// tcp/abc: unknown port"), which reads as if the host were wrong.
+func checkPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" || strings.Trim(port, "0123456789") == "" {
+		return nil // a malformed address or a number: net.Listen says what is wrong
+	}
+	if _, err := net.LookupPort("tcp", port); err == nil {
+		return nil
+	}
+	return fmt.Errorf("--listen %s: port %q is not a number: give HOST:PORT with a port of 0 to 65535, e.g. --listen %s",
+		addr, port, net.JoinHostPort(host, "9465"))
 }

@@ -23,6 +23,8 @@ func TestListenHints(t *testing.T) {
 		busy.Addr().String(): "the port is in use",
 		"192.0.2.1:9465":     "the host is not an address of this machine",
 		"127.0.0.1:99999":    "port of 0 to 65535",
+		":abc":               `--listen :abc: port "abc" is not a number: give HOST:PORT with a port of 0 to 65535, e.g. --listen :9465`,
+		"[::1]:x9":           `port "x9" is not a number`,
 	} {
 		ln, err := Listen(addr)
 		if err == nil {

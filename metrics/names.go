@@ -61,11 +61,11 @@ var (
 	mapFull = metric("counter", "map_full_total",
 		"Entries a bounded BPF map refused (counted elsewhere: agg_procs/agg_files into the totals only; agg_rqs without latency; task_ops: a thread's calls not traced).", "map")
 	missedRuns = metric("counter", "missed_runs_total",
-		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection, Linux 5.12+): what they would have counted is in no other metric.", "program")
+		"Runs of a BPF program the kernel skipped because it was already running on that CPU (recursion protection): what they would have counted is in no other metric. One series per attached program from the start, 0 while it missed none; none on kernels that do not count skipped runs (before 5.12).", "program")
 	noDisk = metric("counter", "disk_requests_unnamed_total",
 		"Block requests completed without a disk to name them by: not in iopath_disk_requests_total.")
 	procSyscalls = perComm("syscalls_total",
-		"Calls of the processes with this comm (only comms given to --per-comm).", "op")
+		"Calls of the processes with this comm (only comms given to --per-comm): the comm of the process's main thread at the call (/proc/PID/comm), followed through prctl(PR_SET_NAME) and exec.", "op")
 	procBytes = perComm("syscall_bytes_total",
 		"Bytes read and written by the calls of the processes with this comm (--per-comm).", "op")
 	procDiskBytes = perComm("disk_bytes_total",

@@ -28,7 +28,7 @@ type ServeOptions struct {
 // serving or the tracer failed.
 func Serve(ln net.Listener, s *session.Session, sig *session.Signals, o ServeOptions) error {
 	col := New(aggregate.NewReader(s.T.AggMaps()).Read, o.PerComm, s.T.Counters)
-	col.Missed = s.T.MissedRuns
+	col.Missed = s.T.ProgramMisses
 	srv := &http.Server{Handler: handler(col), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

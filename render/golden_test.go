@@ -307,7 +307,7 @@ var stories = []struct {
 		s.E.HandleOp(o)
 		var st bpf.IopathFaultStat
 		st.Faults = 40
-		s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
+		s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev}, Pid: 100}, st)
 	}},
 	{name: "libaio", feed: func(s *enginetest.Stream) {
 		// One io_submit of two O_DIRECT 4 KiB reads (user data 1 and 2),

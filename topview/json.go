@@ -45,7 +45,8 @@ type IOJSON struct {
 	Exited bool   `json:"exited,omitempty"`
 	Dev    string `json:"dev,omitempty"` // files: the filesystem's MAJ:MIN
 	Ino    uint64 `json:"ino,omitempty"`
-	Name   string `json:"name,omitempty"`
+	Gen    uint32 `json:"generation,omitempty"` // files: the inode's i_generation (a reused inode number is another file, another row)
+	Name   string `json:"name,omitempty"`       // files: the last path component at its latest call
 
 	Reads           uint64   `json:"reads"`
 	Writes          uint64   `json:"writes"`
@@ -66,8 +67,14 @@ type IOJSON struct {
 	DirtiedPages    uint64   `json:"dirtied_pages"`
 	DirtyPending    uint64   `json:"dirty_pending_pages"` // since the start: dirtied, not yet written back or dropped
 	ThrottleNs      uint64   `json:"throttle_ns"`
-	LatP50Ns        *float64 `json:"lat_p50_ns"` // every call; null without calls
-	LatP99Ns        *float64 `json:"lat_p99_ns"`
+	// Call latency percentiles per op (a read's and an fsync's are never
+	// mixed); null without calls of that op.
+	ReadP50Ns  *float64 `json:"read_lat_p50_ns"`
+	ReadP99Ns  *float64 `json:"read_lat_p99_ns"`
+	WriteP50Ns *float64 `json:"write_lat_p50_ns"`
+	WriteP99Ns *float64 `json:"write_lat_p99_ns"`
+	SyncP50Ns  *float64 `json:"sync_lat_p50_ns"` // fsync, fdatasync, sync_file_range, sync, syncfs, msync
+	SyncP99Ns  *float64 `json:"sync_lat_p99_ns"`
 }
 
 // DeviceJSON is one disk and request class.
@@ -107,9 +114,11 @@ func IOOf(io, cum *aggregate.IO) IOJSON {
 	}
 	j.HitRatio = ptr(io.HitRatio())
 	j.Amplification = ptr(io.Amplification())
-	h := io.AllLat()
-	j.LatP50Ns = ptr(h.Quantile(0.5))
-	j.LatP99Ns = ptr(h.Quantile(0.99))
+	for op, q := range [aggregate.Ops][2]**float64{aggregate.Read: {&j.ReadP50Ns, &j.ReadP99Ns},
+		aggregate.Write: {&j.WriteP50Ns, &j.WriteP99Ns}, aggregate.Sync: {&j.SyncP50Ns, &j.SyncP99Ns}} {
+		*q[0] = ptr(io.Lat[op].Quantile(0.5))
+		*q[1] = ptr(io.Lat[op].Quantile(0.99))
+	}
 	return j
 }
 
@@ -135,7 +144,7 @@ func Build(typ string, d, cur *aggregate.Snapshot, k SortKey, rows int, lost uin
 			r := &rs[i]
 			j := IOOf(&r.IO, &r.Cum)
 			if by == ByFile {
-				j.Dev, j.Ino, j.Name = DevName(r.File.Dev), r.File.Ino, r.Name
+				j.Dev, j.Ino, j.Gen, j.Name = DevName(r.File.Dev), r.File.Ino, r.File.Gen, r.Name
 			} else {
 				j.Pid, j.Comm, j.Exited = r.Pid, r.Comm, r.Exited
 			}

@@ -76,9 +76,7 @@ func (r *Row) key(k SortKey) float64 {
 	case SortCalls:
 		return float64(r.IO.AllCalls())
 	case SortLatency:
-		h := r.IO.AllLat()
-		p99, _ := h.Quantile(0.99)
-		return p99
+		return r.IO.MaxP99()
 	case SortThrottle:
 		return float64(r.IO.ThrottleNs)
 	}
@@ -117,7 +115,10 @@ func Rows(d, cur *aggregate.Snapshot, by By, k SortKey) []Row {
 		if c := cmp.Compare(a.Pid, b.Pid); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.File.Ino, b.File.Ino)
+		if c := cmp.Compare(a.File.Ino, b.File.Ino); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.File.Gen, b.File.Gen)
 	})
 	return rows
 }
@@ -125,12 +126,16 @@ func Rows(d, cur *aggregate.Snapshot, by By, k SortKey) []Row {
 // DevName names a filesystem's dev_t as MAJ:MIN.
 func DevName(dev uint32) string { return fmt.Sprintf("%d:%d", dev>>20, dev&(1<<20-1)) }
 
-// Label is a row's first column: "pid comm" or the file's name and inode.
-func (r *Row) Label(by By) string {
+// Label is a row's first column: "pid comm" or the file's name and inode
+// (and its generation with gen: another row has the same inode number).
+func (r *Row) Label(by By, gen bool) string {
 	if by == ByFile {
 		name := r.Name
 		if name == "" {
 			name = "?"
+		}
+		if gen {
+			return fmt.Sprintf("%s (%s ino %d gen %d)", safe(name), DevName(r.File.Dev), r.File.Ino, r.File.Gen)
 		}
 		return fmt.Sprintf("%s (%s ino %d)", safe(name), DevName(r.File.Dev), r.File.Ino)
 	}
@@ -139,6 +144,21 @@ func (r *Row) Label(by By) string {
 		s += " (exited)"
 	}
 	return s
+}
+
+// reusedInodes returns the (dev, ino) of files with more than one row.
+func reusedInodes(rs []Row) map[aggregate.FileKey]bool {
+	n := map[aggregate.FileKey]int{}
+	for i := range rs {
+		n[aggregate.FileKey{Dev: rs[i].File.Dev, Ino: rs[i].File.Ino}]++
+	}
+	out := map[aggregate.FileKey]bool{}
+	for k, c := range n {
+		if c > 1 {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // safe keeps a name printable (a file name may hold control bytes).

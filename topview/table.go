@@ -32,19 +32,19 @@ func Table(d, cur *aggregate.Snapshot, by By, k SortKey, rows int) string {
 	if by == ByFile {
 		first = "FILE"
 	}
-	fmt.Fprintf(tw, "%s\tREADS\tWRITES\tREAD\tWRITTEN\tHIT\tDISK R\tDISK W\tAMP\tRA PAGES\tDIRTY\tTHROTTLE\tP50\tP99\t\n", first)
+	fmt.Fprintf(tw, "%s\tREADS\tWRITES\tREAD\tWRITTEN\tHIT\tDISK R\tDISK W\tAMP\tRA PAGES\tDIRTY\tTHROTTLE\tREAD P50/P99\tWRITE P50/P99\tSYNC P50/P99\t\n", first)
+	reused := reusedInodes(rs)
 	for i := range rs {
 		r := &rs[i]
 		io := &r.IO
-		h := io.AllLat()
-		p50, ok50 := h.Quantile(0.5)
-		p99, ok99 := h.Quantile(0.99)
 		amp, okAmp := io.Amplification()
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Label(by),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n",
+			r.Label(by, reused[aggregate.FileKey{Dev: r.File.Dev, Ino: r.File.Ino}]),
 			io.Calls[aggregate.Read], io.Calls[aggregate.Write], render.Bytes(io.Bytes[aggregate.Read]),
 			render.Bytes(io.Bytes[aggregate.Write]), hitText(io, false), render.Bytes(io.DiskReadBytes),
 			render.Bytes(io.DiskWriteBytes+io.WritebackBytes), times(amp, okAmp), io.ReadaheadPages,
-			r.Cum.DirtyPending(), render.Duration(io.ThrottleNs), dur(p50, ok50), dur(p99, ok99))
+			r.Cum.DirtyPending(), render.Duration(io.ThrottleNs),
+			pcts(&io.Lat[aggregate.Read]), pcts(&io.Lat[aggregate.Write]), pcts(&io.Lat[aggregate.Sync]))
 	}
 	tw.Flush()
 	if omitted > 0 {
@@ -120,11 +120,14 @@ func times(v float64, ok bool) string {
 	return fmt.Sprintf("%.2fx", v)
 }
 
-func dur(ns float64, ok bool) string {
+// pcts is a latency histogram's p50/p99 ("-" without calls).
+func pcts(h *aggregate.Hist) string {
+	p50, ok := h.Quantile(0.5)
 	if !ok {
 		return "-"
 	}
-	return render.Duration(uint64(ns))
+	p99, _ := h.Quantile(0.99)
+	return render.Duration(uint64(p50)) + "/" + render.Duration(uint64(p99))
 }
 
 func durp(ns *float64) string {

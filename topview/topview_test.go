@@ -45,7 +45,7 @@ func TestRowsSorted(t *testing.T) {
 		}
 	}
 	rs := Rows(d, cur, ByFile, SortDisk)
-	if len(rs) != 1 || rs[0].Label(ByFile) != "data?.db (8:1 ino 42)" {
+	if len(rs) != 1 || rs[0].Label(ByFile, false) != "data?.db (8:1 ino 42)" {
 		t.Errorf("file rows %+v", rs)
 	}
 }
@@ -124,5 +124,61 @@ func TestHitTextBypass(t *testing.T) {
 	io.HitPages = 1
 	if got := hitText(io, true); !strings.Contains(got, "100.0%") || !strings.Contains(got, "O_DIRECT") {
 		t.Errorf("total with O_DIRECT and one hit: %q", got)
+	}
+}
+
+// TestLatencyPerOp: a row's percentiles are per op, never a mix: 99 fast
+// reads and one slow fsync give a fast read p99 and a slow sync p50.
+func TestLatencyPerOp(t *testing.T) {
+	d, cur := interval()
+	p := d.Procs[1]
+	p.Lat[aggregate.Read] = aggregate.Hist{}
+	p.Calls[aggregate.Read], p.Lat[aggregate.Read][10] = 99, 99 // [1, 2) µs
+	p.Calls[aggregate.Sync], p.Lat[aggregate.Sync][24] = 1, 1   // [16.8, 33.6) ms
+	iv := Build("interval", d, cur, SortDisk, 0, 0, nil)
+	var row *IOJSON
+	for i := range iv.Processes {
+		if iv.Processes[i].Pid == 1 {
+			row = &iv.Processes[i]
+		}
+	}
+	if row == nil || row.ReadP99Ns == nil || row.SyncP50Ns == nil {
+		t.Fatalf("row %+v", row)
+	}
+	if *row.ReadP99Ns >= 2048 || *row.SyncP50Ns < 1<<24 || row.WriteP50Ns != nil {
+		t.Errorf("read p99 %v ns (want < 2048), sync p50 %v ns (want ≥ 2^24), write p50 %v (want null)", *row.ReadP99Ns, *row.SyncP50Ns, row.WriteP50Ns)
+	}
+	if tab := Table(d, cur, ByProcess, SortDisk, 0); !strings.Contains(tab, "SYNC P50/P99") {
+		t.Errorf("table without per-op percentiles:\n%s", tab)
+	}
+	// By the slowest op's p99: pid 3's reads (bucket 25), then pid 1's fsync.
+	if rs := Rows(d, cur, ByProcess, SortLatency); rs[0].Pid != 3 || rs[1].Pid != 1 {
+		t.Errorf("sorted by latency: pids %d, %d first; want 3, 1", rs[0].Pid, rs[1].Pid)
+	}
+}
+
+// TestReusedInodeRows: two files on one inode number (a deleted file's,
+// reused) are two rows, each under its own name, told apart by generation.
+func TestReusedInodeRows(t *testing.T) {
+	d, cur := interval()
+	for gen, name := range map[uint32]string{7: "a.tmp", 9: "b0"} {
+		fk := aggregate.FileKey{Dev: 8<<20 | 1, Ino: 100, Gen: gen}
+		f := &aggregate.File{FileKey: fk, Name: name}
+		f.Calls[aggregate.Write] = uint64(gen)
+		d.Files[fk] = f
+	}
+	iv := Build("interval", d, cur, SortCalls, 0, 0, nil)
+	got := map[string]uint32{}
+	for _, f := range iv.Files {
+		if f.Ino == 100 {
+			got[f.Name] = f.Gen
+		}
+	}
+	if len(got) != 2 || got["a.tmp"] != 7 || got["b0"] != 9 {
+		t.Errorf("rows of inode 100: %v, want a.tmp gen 7 and b0 gen 9", got)
+	}
+	tab := Table(d, cur, ByFile, SortCalls, 0)
+	if !strings.Contains(tab, "a.tmp (8:1 ino 100 gen 7)") || !strings.Contains(tab, "b0 (8:1 ino 100 gen 9)") || !strings.Contains(tab, "data?.db (8:1 ino 42)") {
+		t.Errorf("table:\n%s", tab)
 	}
 }

@@ -90,7 +90,7 @@ func (m *Model) View() tea.View {
 
 func (m *Model) text() string {
 	head := titleStyle.Render(fmt.Sprintf(" iopath top: %s, every %s, %s view, sorted by %s ", m.Title, m.Interval, m.By, m.Sort))
-	help := helpStyle.Render("f/tab: processes ↔ files   s: next sort (d disk, c calls, l p99 latency, t throttle)   q: quit")
+	help := helpStyle.Render("f/tab: processes ↔ files   s: next sort (d disk, c calls, l p99 of the slowest op, t throttle)   q: quit")
 	if m.last == nil {
 		return head + "\n(waiting for the first interval)\n" + help + "\n"
 	}

@@ -1,6 +1,9 @@
 package tracer
 
 import (
+	"sync"
+
+	"github.com/cilium/ebpf/btf"
 	"github.com/iopath/iopath/aggregate"
 	"github.com/iopath/iopath/bpf"
 )
@@ -21,14 +24,50 @@ func (t *Tracer) AggMaps() aggregate.Maps {
 // program ran, Linux 5.12+ counts them in recursion_misses). What such a
 // run would have counted is lost: top, serve and trace show these.
 func (t *Tracer) MissedRuns() map[string]uint64 {
+	all, _ := t.ProgramMisses()
+	for name, n := range all {
+		if n == 0 {
+			delete(all, name)
+		}
+	}
+	return all
+}
+
+// ProgramMisses returns MissedRuns for every loaded (attached) program,
+// zeros included: a Prometheus counter exists from the start. ok is false
+// when the kernel does not count skipped runs (struct bpf_prog_info
+// without recursion_misses in its BTF: before 5.12), where a 0 would say
+// that none was skipped; the map is then empty.
+func (t *Tracer) ProgramMisses() (map[string]uint64, bool) {
 	out := map[string]uint64{}
+	if !countsMisses() {
+		return out, false
+	}
 	for name, p := range t.coll.Programs {
-		if st, err := p.Stats(); err == nil && st.RecursionMisses > 0 {
+		if st, err := p.Stats(); err == nil {
 			out[name] = st.RecursionMisses
 		}
 	}
-	return out
+	return out, true
 }
+
+// countsMisses probes the kernel's BTF for bpf_prog_info.recursion_misses.
+var countsMisses = sync.OnceValue(func() bool {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return false
+	}
+	var info *btf.Struct
+	if spec.TypeByName("bpf_prog_info", &info) != nil {
+		return false
+	}
+	for _, m := range info.Members {
+		if m.Name == "recursion_misses" {
+			return true
+		}
+	}
+	return false
+})
 
 // dropFaultsAggOnly leaves the fault hooks out under AggOnly: a fault is a
 // record of its own (bpf/fault.c streams it), which top and serve never

@@ -266,7 +266,7 @@ func Hooks() []Hook {
 		}},
 		{Name: "follow", Loses: "children of traced processes", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpSchedProcessFork, akTPBTF, "sched_process_fork"), fn(bpf.IopathProgTpSchedProcessExit, akTPBTF, "sched_process_exit"),
-				fn(bpf.IopathProgTpSchedProcessExec, akTPBTF, "sched_process_exec")}},
+				fn(bpf.IopathProgTpSchedProcessExec, akTPBTF, "sched_process_exec"), fn(bpf.IopathProgTpTaskRename, akTPBTF, "task_rename")}},
 		}},
 		{Name: "dirty_folio", Loses: "dirtied pages and their writeback", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpWritebackDirtyFolio, akTPBTF, "writeback_dirty_folio")}},

@@ -32,6 +32,8 @@ func TestServeBadListen(t *testing.T) {
 	tmp := t.TempDir()
 	checkRefused(t, tmp, "--listen nonsense: address nonsense: missing port in address", "serve", "--listen", "nonsense")
 	checkRefused(t, tmp, "invalid port", "serve", "--listen", "127.0.0.1:99999")
+	// A port that is not a number names the port, not the host.
+	checkRefused(t, tmp, `--listen :abc: port "abc" is not a number: give HOST:PORT with a port of 0 to 65535, e.g. --listen :9465`, "serve", "--listen", ":abc")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +213,13 @@ func TestServePrometheus(t *testing.T) {
 	}
 	// At least one scrape before the workload: its counters start at 0.
 	waitQuery(t, web, `up{job="iopath"}`, func(v float64) bool { return v == 1 })
+	// Every attached program has its missed-runs counter from the first
+	// scrape, at 0 while it missed none (it was absent until a miss).
+	if v, ok := promQuery(t, web, `count(iopath_missed_runs_total)`); !ok || v < 10 {
+		t.Errorf("%v iopath_missed_runs_total series before the workload, want one per attached program", v)
+	} else {
+		t.Logf("%v iopath_missed_runs_total series before the workload", v)
+	}
 
 	cmd := exec.Command(wl, "-test.run=^TestWorkloadHelperProcess$", "--", "workload", "rand-read", "--cold", "--size", "32m",
 		"--count", "2000", "--dir", tmp, "--json")

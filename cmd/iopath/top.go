@@ -36,16 +36,18 @@ func newTopCmd() *cobra.Command {
 process or per file: calls and bytes, page-cache hit ratio, disk bytes read and
 written (the calls' own bios and the writeback of the pages they dirtied),
 amplification, readahead pages, dirty pages pending, throttle time and p50/p99
-call latency; and per disk the request rate, bytes and D2C/Q2C p50/p99.
+call latency per op (read, write, sync); and per disk the request rate, bytes
+and D2C/Q2C p50/p99. A process is named by its main thread's comm, followed
+through prctl(PR_SET_NAME) and exec; a file by its latest name.
 
 The numbers are counters and log2 histograms kept in BPF maps: no per-call
 record leaves the kernel. Percentiles come from log2 buckets (within a factor
 of 2). Without -p, --comm or -- CMD every process but iopath is counted.
 
 On a terminal: f or tab switches processes/files, s cycles the sort (d disk,
-c calls, l p99 latency, t throttle), q quits. Without a terminal, or with
---json, one JSON object per interval ("type":"interval") and one for the whole
-run at the end ("type":"total"). With -o FILE the JSON goes to FILE and stdout
+c calls, l p99 latency of the slowest op, t throttle), q quits. Without a
+terminal, or with --json, one JSON object per interval ("type":"interval") and
+one for the whole run at the end ("type":"total"). With -o FILE the JSON goes to FILE and stdout
 stays the command's; without it a command's output shares stdout, each JSON
 object on a line of its own.`,
 		Example: `  iopath top

@@ -203,7 +203,7 @@ func (e *Engine) AddFaults(k bpf.IopathFaultKey, v bpf.IopathFaultStat) {
 	if ps := e.pids[k.Pid]; ps.Comm == "" {
 		ps.Comm = cString(v.Comm[:])
 	}
-	fs := e.file(fkey(k.Dev, k.Ino))
+	fs := e.fileOfGen(k.File.Dev, k.File.Ino, k.File.Gen)
 	fs.Faults += v.Faults
 	fs.FS = e.fsName(v.FsMagic)
 	if fs.Path == "" && v.Name[0] != 0 {

@@ -38,7 +38,7 @@ func TestFaultReadAroundConsumedByLaterFaults(t *testing.T) {
 	// The kernel counted 60 minor faults in the window without streaming them.
 	var st bpf.IopathFaultStat
 	st.Faults = 60
-	s.E.AddFaults(bpf.IopathFaultKey{Ino: 42, Pid: 100, Dev: enginetest.Dev}, st)
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev}, Pid: 100}, st)
 	// A fault on page 1024 that slept on a page of the window still in flight.
 	wait := enginetest.Fault(faultID(2), 1024, 0x7f0000400000, engine.FaultFilemap|engine.FaultRetried, 1_000_000, 1_300_000)
 	wait.BlockedNs = 280_000
@@ -210,5 +210,26 @@ func TestFaultRetryInferred(t *testing.T) {
 		if fs := s.Faults(); len(fs) != 1 || fs[0].Retried != tc.retried {
 			t.Errorf("%s: faults %+v, want retried %v", tc.name, fs, tc.retried)
 		}
+	}
+}
+
+// Faults the kernel counted on a deleted file stay on its row when a new
+// file reuses its inode number (fault_stats is keyed by i_generation, as
+// hit_stats is).
+func TestFaultsOfReusedInode(t *testing.T) {
+	s := enginetest.NewStream()
+	for i, gen := range []uint32{11, 22} {
+		o := enginetest.Named(enginetest.Op(uint64(7)<<32|uint64(i+1), bpf.IopathOpSysSYS_WRITE, 0, 4096, 4096, 100, 200), "app", []string{"/var/tmp/a.tmp", "/var/tmp/b0"}[i])
+		o.PathGen = gen // the same inode number 42, another file
+		s.E.HandleOp(o)
+	}
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev, Gen: 11}, Pid: 100}, bpf.IopathFaultStat{Faults: 5})
+	s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev, Gen: 22}, Pid: 100}, bpf.IopathFaultStat{Faults: 1})
+	got := map[string]uint64{}
+	for _, f := range s.E.Summary().Files {
+		got[f.Path] = f.Faults
+	}
+	if got["/var/tmp/a.tmp"] != 5 || got["/var/tmp/b0"] != 1 {
+		t.Errorf("faults per file %v, want a.tmp 5 and b0 1", got)
 	}
 }

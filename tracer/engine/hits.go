@@ -36,7 +36,7 @@ func (e *Engine) AddHits(k bpf.IopathStatKey, v bpf.IopathStatVal) {
 	if ps := e.pids[k.Pid]; ps.Comm == "" {
 		ps.Comm = cString(v.Comm[:])
 	}
-	fs := e.hitsFile(k)
+	fs := e.fileOfGen(k.Dev, k.Ino, k.Gen)
 	addHitTotals(&fs.Totals, k.Write != 0, &v)
 	if fs.Path == "" && v.Name[0] != 0 {
 		fs.Path = ".../" + cString(v.Name[:]) // only the name: hits are not streamed with their path
@@ -92,21 +92,22 @@ func b2i(b bool) int {
 	return 0
 }
 
-// hitsFile is the summary row of the file whose hits key k counts: the
-// current row of its inode number, unless k's i_generation is another file's
-// (a deleted file whose inode number was reused), whose row is kept apart
+// fileOfGen is the summary row of file (dev, ino) of generation gen, for
+// the kernel's aggregates keyed by i_generation (hit_stats, fault_stats):
+// the current row of its inode number, unless gen is another file's (a
+// deleted file whose inode number was reused), whose row is kept apart
 // (names.go), or made apart here when no record named it.
-func (e *Engine) hitsFile(k bpf.IopathStatKey) *record.FileSummary {
-	key := fkey(k.Dev, k.Ino)
-	if e.sameInode(key, k.Gen) {
+func (e *Engine) fileOfGen(kdev uint32, ino uint64, gen uint32) *record.FileSummary {
+	key := fkey(kdev, ino)
+	if e.sameInode(key, gen) {
 		return e.file(key)
 	}
-	dev := kernel.Dev(k.Dev)
+	dev := kernel.Dev(kdev)
 	for i := range e.renames.retired {
-		if f := &e.renames.retired[i]; f.Dev == dev && f.Ino == k.Ino && f.Generation == k.Gen {
+		if f := &e.renames.retired[i]; f.Dev == dev && f.Ino == ino && f.Generation == gen {
 			return f
 		}
 	}
-	e.renames.retired = append(e.renames.retired, record.FileSummary{Dev: dev, Ino: k.Ino, Generation: k.Gen})
+	e.renames.retired = append(e.renames.retired, record.FileSummary{Dev: dev, Ino: ino, Generation: gen})
 	return &e.renames.retired[len(e.renames.retired)-1]
 }
