@@ -282,6 +282,20 @@ enum own_flag {
 	 * flush_issue_ns) completed, but no BPF program saw its completion: the
 	 * kernel issued it again (flush.c, flush_issue). */
 	OWN_FLUSH_UNSEEN = 8,
+	/* EV_FLUSH_DONE at a flush request's issue, one per owned bio waiting
+	 * for it (flush.c, flush_issue): flush_rq issued at flush_issue_ns
+	 * serves bio (bytes: its request's data, 0 for an empty flush). In a
+	 * bio_owners entry: such events were sent for the bio. */
+	OWN_FLUSH_SERVES = 16,
+	/* EV_FLUSH_DONE: a flush request that served an owned bio completed. */
+	OWN_FLUSH_END = 32,
+	/* EV_FLUSH_DONE: the call op_id was woken by the jbd2 thread flush_tid
+	 * after the end of its commit commit_tid (flush.c, sched_waking). */
+	OWN_COMMIT_WAIT = 64,
+	/* A journal commit record (jbd2's PREFLUSH/FUA block) of commit
+	 * bio_owner.commit, owned even with no call (op_id 0) so that its
+	 * flushes can be given to the calls that waited for the commit. */
+	OWN_COMMIT_REC = 128,
 	/* Bits 8-11: enum unattributed_cause of a bio queued outside any
 	 * traced call; bits 16-27: the syscall number for CAUSE_SYSCALL. */
 	OWN_CAUSE_SHIFT = 8,
@@ -416,8 +430,8 @@ struct flush_done_ev {
 	__u32 pid;
 	__u32 tid;
 	__u32 own_flags;    /* enum own_flag bits of the bio */
-	__u32 flush_tid;    /* the task that issued the flush request */
-	__u32 pad;
+	__u32 flush_tid;    /* the task that issued the flush request (OWN_COMMIT_WAIT: the jbd2 thread) */
+	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT: the jbd2 commit's transaction id */
 };
 
 struct stat_key {

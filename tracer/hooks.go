@@ -258,6 +258,10 @@ func Hooks() []Hook {
 			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpFlushIssue, akTPBTF, "block_rq_issue", "request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
 			{mech: TPBTF, variant: "(q, rq) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpFlushIssueQ, akTPBTF, "block_rq_issue", "request_queue,request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
 		}},
+		{Name: "journal_commit", Loses: "device flushes of fsync-family calls that waited for another call's jbd2 commit (device_flush unavailable)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpJbd2StartCommit, akTPBTF, "jbd2_start_commit"), fn(bpf.IopathProgTpJbd2EndCommit, akTPBTF, "jbd2_end_commit"),
+				shaped(bpf.IopathProgTpCommitWaking, akTPBTF, "sched_waking", "task_struct")}},
+		}},
 		{Name: "block_rq_requeue", Loses: "requeue counts", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqRequeue, akTPBTF, "block_rq_requeue")}},
 		}},

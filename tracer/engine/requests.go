@@ -82,7 +82,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			p.bios = append(p.bios, b)
 			b.refs++          // held by the call too
 			e.holdForFlush(b) // flush.go
-		case own.Flags&OwnWriteback == 0:
+		case own.Flags&(OwnWriteback|OwnCommitRec) == 0: // a commit record is jbd2's, kept for its flushes (flushreq.go)
 			e.unattributed(own.Pid, own.Flags, own.Bytes) // unattributed.go
 			ps := e.pid(own.Pid, "")
 			if e.K.IsRead(ev.CmdFlags) {
@@ -185,7 +185,7 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			if p, ok := e.ops[b.opID]; ok {
 				e.tryRelease(b.opID, p)
 			}
-		} else if b.flags&OwnWriteback == 0 && e.UnattributedBio != nil {
+		} else if b.flags&(OwnWriteback|OwnCommitRec) == 0 && e.UnattributedBio != nil {
 			e.UnattributedBio(b.pid, causeName(b.flags), b.Bio)
 		}
 	}

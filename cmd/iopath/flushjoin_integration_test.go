@@ -1,0 +1,235 @@
+package main
+
+// Privileged integration test of the flush joins (tracer/engine/flushreq.go):
+// the flush requests the kernel ran for fdatasync calls of one and of eight
+// threads, counted by tracefs, against the flush bios of the calls' records.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iopath/iopath/record"
+)
+
+// threadSyncLoop is a python3 program: each of threads threads appends n
+// times 4 KiB to its own file in dir and fdatasyncs it (every call changes
+// the file's size, so every one needs a jbd2 commit; with several threads
+// most wait for a commit another thread's call started).
+func threadSyncLoop(dir string, threads, n int) []string {
+	prog := fmt.Sprintf(`import os, threading
+def work(k):
+    fd = os.open("%s/t%%d" %% k, os.O_RDWR | os.O_CREAT, 0o644)
+    for i in range(%d):
+        os.pwrite(fd, b"x" * 4096, i * 4096)
+        os.fdatasync(fd)
+    os.close(fd)
+ts = [threading.Thread(target=work, args=(k,)) for k in range(%d)]
+for t in ts: t.start()
+for t in ts: t.join()
+`, dir, n, threads)
+	return []string{"python3", "-c", prog}
+}
+
+// flushIssues records, in a tracefs instance of its own (trace_clock mono,
+// the clock of bpf_ktime_get_ns), the issue times of the flush requests
+// (block_rq_issue, rwbs FF) of kernel device kdev while run runs.
+func flushIssues(t *testing.T, kdev uint32, run func()) []uint64 {
+	t.Helper()
+	inst := fmt.Sprintf("/sys/kernel/tracing/instances/iopath-flush-%d", os.Getpid())
+	if err := os.Mkdir(inst, 0o755); err != nil {
+		t.Skipf("tracefs instance: %v", err)
+	}
+	defer os.Remove(inst)
+	ev := inst + "/events/block/block_rq_issue"
+	write := func(p, v string) {
+		if err := os.WriteFile(p, []byte(v), 0); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	write(inst+"/trace_clock", "mono")
+	write(inst+"/buffer_size_kb", "8192")
+	write(ev+"/filter", fmt.Sprintf(`dev == %d && rwbs == "FF"`, kdev))
+	write(ev+"/enable", "1")
+	defer os.WriteFile(ev+"/enable", []byte("0"), 0)
+	run()
+	write(ev+"/enable", "0")
+	f, err := os.Open(inst + "/trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var issues []uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "kworker/1:1H-82 [001] ..... 1234.567890: block_rq_issue: 7,1 FF 0 () 0 + 0 ..."
+		l := sc.Text()
+		i := strings.Index(l, ": block_rq_issue:")
+		if strings.HasPrefix(l, "#") || i < 0 {
+			continue
+		}
+		fs := strings.Fields(l[:i])
+		sec, err := strconv.ParseFloat(fs[len(fs)-1], 64)
+		if err != nil {
+			t.Fatalf("tracefs line %q: %v", l, err)
+		}
+		issues = append(issues, uint64(sec*1e9))
+	}
+	stats, _ := filepath.Glob(inst + "/per_cpu/cpu*/stats")
+	for _, p := range stats {
+		for _, l := range strings.Split(readFile(t, p), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && (f[0] == "overrun:" || f[0] == "dropped") && f[1] != "0" {
+				t.Fatalf("tracefs lost events (%s %s): the kernel's count is not known", p, l)
+			}
+		}
+	}
+	return issues
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// statFlushes reads the flush requests completed by a disk (the 16th field
+// of /sys/block/NAME/stat, since 5.5).
+func statFlushes(t *testing.T, name string) uint64 {
+	t.Helper()
+	f := strings.Fields(readFile(t, "/sys/block/"+name+"/stat"))
+	if len(f) < 17 {
+		t.Skipf("/sys/block/%s/stat has no flush fields", name)
+	}
+	n, _ := strconv.ParseUint(f[15], 10, 64)
+	return n
+}
+
+// Issue 12 (the breaker's counts): on a device with a volatile cache and no
+// FUA (a loop device, write back), ext4's jbd2 commit record (PREFLUSH|FUA)
+// costs two flush requests, a pre-flush and a post-flush; with eight
+// threads, most calls wait for a commit another thread's call started.
+// Every fdatasync names the flush requests that served it (device_flush
+// flushed, never none), each of its flush bios is a flush request the kernel
+// issued (tracefs), and the calls' flush bios together name every flush
+// request the kernel issued on the device while the calls ran.
+func TestTraceFlushJoins(t *testing.T) {
+	needRoot(t)
+	needPython(t)
+	for _, threads := range []int{1, 8} {
+		t.Run(fmt.Sprintf("threads_%d", threads), func(t *testing.T) {
+			const n = 100
+			mnt := loopFS(t, "write back")
+			var st unix.Stat_t
+			if err := unix.Stat(mnt, &st); err != nil {
+				t.Fatal(err)
+			}
+			kdev := uint32(unix.Major(st.Dev))<<20 | uint32(unix.Minor(st.Dev))
+			disk := fmt.Sprintf("loop%d", unix.Minor(st.Dev))
+			if fua := strings.TrimSpace(readFile(t, "/sys/block/"+disk+"/queue/fua")); fua != "0" {
+				t.Skipf("%s supports FUA: its commit records need no post-flush", disk)
+			}
+			var tr *traced
+			before := statFlushes(t, disk)
+			kernel := flushIssues(t, kdev, func() {
+				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n)...)...)
+			})
+			statDelta := statFlushes(t, disk) - before
+			var calls []record.Syscall
+			for _, c := range tr.calls {
+				if c.Syscall == "fdatasync" && strings.HasPrefix(c.Path, mnt+"/") {
+					calls = append(calls, c)
+				}
+			}
+			if len(calls) != threads*n {
+				t.Fatalf("want %d fdatasync records, got %d", threads*n, len(calls))
+			}
+			first, last := calls[0].TimeNs, uint64(0)
+			outcomes := map[record.DeviceFlush]int{}
+			named := map[uint64]bool{}                // flush issue times named by some call
+			perThread := map[uint32]map[uint64]bool{} // tid -> the flush issues its calls name
+			flushBios := 0
+			for _, c := range calls {
+				first, last = min(first, c.TimeNs), max(last, c.TimeNs+c.DurationNs)
+				outcomes[c.DeviceFlush]++
+				if perThread[c.Tid] == nil {
+					perThread[c.Tid] = map[uint64]bool{}
+				}
+				nf := 0
+				for _, b := range c.Bios {
+					if b.Kind != record.BioFlush {
+						continue
+					}
+					nf++
+					if b.Rwbs != "FF" || b.IssueNs == 0 || (b.CompleteNs == 0 && b.CompletedBeforeNs == 0) {
+						t.Errorf("%s %s: flush bio %+v", c.Syscall, filepath.Base(c.Path), b)
+					}
+					if !nearKernel(kernel, b.IssueNs) {
+						t.Errorf("%s %s: flush bio issued at %d is no flush request tracefs saw", c.Syscall, filepath.Base(c.Path), b.IssueNs)
+					}
+					named[b.IssueNs] = true
+					perThread[c.Tid][b.IssueNs] = true
+				}
+				flushBios += nf
+				if c.DeviceFlush != record.FlushDone || nf == 0 {
+					t.Errorf("%s %s (tid %d): device_flush %q with %d flush bios", c.Syscall, filepath.Base(c.Path), c.Tid, c.DeviceFlush, nf)
+				}
+			}
+			var window, missed []uint64
+			for _, k := range kernel {
+				if k > first && k < last {
+					window = append(window, k)
+					if !nearNamed(named, k) {
+						missed = append(missed, k)
+					}
+				}
+			}
+			var counts []string
+			for tid, fl := range perThread {
+				counts = append(counts, fmt.Sprintf("%d:%d", tid, len(fl)))
+			}
+			slices.Sort(counts)
+			t.Logf("%d threads × %d fdatasync: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
+				"named by the records %d in %d flush bios; device_flush %v; per thread (tid:flush requests its calls name) %v",
+				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, outcomes, counts)
+			if len(missed) > 0 {
+				t.Errorf("%d of the %d flush requests issued while the calls ran are in no call's bios (first at %d)", len(missed), len(window), missed[0])
+			}
+			if threads == 1 && len(named) != len(window) {
+				t.Errorf("one thread: its calls name %d flush requests, the kernel ran %d while they ran", len(named), len(window))
+			}
+			if tr.summary.IncompleteBios != 0 {
+				t.Errorf("incomplete bios %d (%v)", tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
+			}
+		})
+	}
+}
+
+// nearKernel says whether a flush bio's issue time is one of the kernel's
+// flush issues (tracefs and BPF read the clock a few µs apart).
+func nearKernel(kernel []uint64, ns uint64) bool {
+	for _, k := range kernel {
+		if k+50_000 > ns && ns+50_000 > k {
+			return true
+		}
+	}
+	return false
+}
+
+func nearNamed(named map[uint64]bool, k uint64) bool {
+	for ns := range named {
+		if k+50_000 > ns && ns+50_000 > k {
+			return true
+		}
+	}
+	return false
+}
