@@ -70,6 +70,11 @@ const (
 	FlushNoDevice     DeviceFlush = "no_block_device" // tmpfs, proc...: nothing to flush
 )
 
+// DiscardCause prefixes an unattributed cause (summary.unattributed_causes)
+// whose bios are discards (rwbs D, DE): their bytes are ranges discarded,
+// not data read or written.
+const DiscardCause = "discard:"
+
 // Outcome is what became of the pages a write call dirtied (persisted.outcome).
 type Outcome string
 

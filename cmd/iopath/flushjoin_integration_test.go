@@ -233,3 +233,46 @@ func nearNamed(named map[uint64]bool, k uint64) bool {
 	}
 	return false
 }
+
+// Issue 12: online discards (this machine's root is ext4 without a journal
+// mounted with -o discard, where unlink and truncate discard the blocks
+// they free in the caller's context) are unattributed bios labelled as
+// discards, and their bytes are no data written.
+func TestTraceDiscardUnattributed(t *testing.T) {
+	needRoot(t)
+	needPython(t)
+	mnt := loopFSWith(t, "write through", []string{"-O", "^has_journal"}, "discard")
+	const size = 4 << 20
+	prog := fmt.Sprintf(`import os
+p = %q
+fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"x" * %d)
+os.fsync(fd)
+os.close(fd)
+os.unlink(p)
+`, mnt+"/f", size)
+	tr := traceCmd(t, "--", "python3", "-c", prog)
+	var discarded uint64
+	for k, c := range tr.summary.UnattributedCauses {
+		if strings.HasPrefix(k, record.DiscardCause) {
+			discarded += c.Bytes
+		}
+	}
+	c := tr.summary.UnattributedCauses[record.DiscardCause+"syscall:unlink"]
+	t.Logf("unattributed causes %+v", tr.summary.UnattributedCauses)
+	if c.Bios == 0 || c.Bytes < size {
+		t.Errorf("want the unlink's discard of ≥ %d bytes under %q, got %+v", size, record.DiscardCause+"syscall:unlink", tr.summary.UnattributedCauses)
+	}
+	if _, ok := tr.summary.UnattributedCauses["syscall:unlink"]; ok {
+		t.Errorf("a discard counted as data under syscall:unlink: %+v", tr.summary.UnattributedCauses)
+	}
+	var written uint64
+	for _, p := range tr.summary.Pids {
+		if p.Comm == "python3" {
+			written += p.DiskBytesWrite
+		}
+	}
+	if written >= size+discarded {
+		t.Errorf("python3 disk bytes written %d include the %d discarded", written, discarded)
+	}
+}
