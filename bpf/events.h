@@ -290,7 +290,7 @@ enum own_flag {
 	/* EV_FLUSH_DONE: a flush request that served an owned bio completed. */
 	OWN_FLUSH_END = 32,
 	/* EV_FLUSH_DONE: the call op_id was woken by the jbd2 thread flush_tid
-	 * after the end of its commit commit_tid (flush.c, sched_waking). */
+	 * after the end of its commit number commit_tid (flush.c, sched_waking). */
 	OWN_COMMIT_WAIT = 64,
 	/* A journal commit record (jbd2's PREFLUSH/FUA block) of commit
 	 * bio_owner.commit, owned even with no call (op_id 0) so that its
@@ -431,7 +431,7 @@ struct flush_done_ev {
 	__u32 tid;
 	__u32 own_flags;    /* enum own_flag bits of the bio */
 	__u32 flush_tid;    /* the task that issued the flush request (OWN_COMMIT_WAIT: the jbd2 thread) */
-	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT: the jbd2 commit's transaction id */
+	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT: the jbd2 commit, numbered per jbd2 thread (flush.c) */
 };
 
 struct stat_key {

@@ -43,8 +43,8 @@
  * whose completion BPF never sees still names exactly the bios it served.
  *
  * Journal commits (jbd2, tracepoints since 2.6.32; sched_waking since 4.3):
- * jbd2_start_commit / jbd2_end_commit tell, per jbd2 thread, which
- * transaction it commits; block.c owns that commit's record (its
+ * jbd2_start_commit / jbd2_end_commit tell, per jbd2 thread, which of its
+ * commits runs; block.c owns that commit's record (its
  * PREFLUSH/FUA bio, OWN_COMMIT_REC) while a traced fsync-family call is in
  * flight; after jbd2_end_commit the thread wakes the callers waiting in
  * jbd2_log_wait_commit (wake_up(&journal->j_wait_done_commit)), and a
@@ -250,21 +250,27 @@ static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen
 	return w.served;
 }
 
+/* The commit's arguments are not read: journal_t and transaction_t are
+ * the jbd2 module's types where jbd2 is a module (Debian), which CO-RE
+ * against vmlinux cannot relocate. A commit is named by its thread and that
+ * thread's count of commits instead of its transaction id. */
 SEC("tp_btf/jbd2_start_commit")
-int BPF_PROG(tp_jbd2_start_commit, journal_t *journal, transaction_t *commit_transaction)
+int BPF_PROG(tp_jbd2_start_commit)
 {
 	__u32 me = (__u32)bpf_get_current_pid_tgid();
-	struct jbd2_commit c = { .tid = commit_transaction->t_tid };
-	bpf_map_update_elem(&jbd2_commits, &me, &c, BPF_ANY);
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
+	struct jbd2_commit n = { .seq = c ? c->seq + 1 : 1 };
+	bpf_map_update_elem(&jbd2_commits, &me, &n, BPF_ANY);
 	return 0;
 }
 
 SEC("tp_btf/jbd2_end_commit")
-int BPF_PROG(tp_jbd2_end_commit, journal_t *journal, transaction_t *commit_transaction)
+int BPF_PROG(tp_jbd2_end_commit)
 {
 	__u32 me = (__u32)bpf_get_current_pid_tgid();
-	struct jbd2_commit c = { .tid = commit_transaction->t_tid, .ended = 1 };
-	bpf_map_update_elem(&jbd2_commits, &me, &c, BPF_ANY);
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
+	if (c)
+		c->ended = 1;
 	return 0;
 }
 
@@ -288,7 +294,7 @@ int BPF_PROG(tp_commit_waking, struct task_struct *p)
 		return 0;
 	struct flush_done_ev ev = {
 		.type = EV_FLUSH_DONE, .op_id = op->op_id, .done_ns = bpf_ktime_get_ns(), .pid = p->tgid, .tid = tid,
-		.own_flags = OWN_COMMIT_WAIT, .flush_tid = me, .commit_tid = c->tid,
+		.own_flags = OWN_COMMIT_WAIT, .flush_tid = me, .commit_tid = c->seq,
 	};
 	emit(&ev, sizeof(ev));
 	return 0;

@@ -41,7 +41,7 @@ struct {
  * whether that commit has ended (jbd2_end_commit): the thread then wakes
  * its waiters (flush.c; block.c owns the commit's record). */
 struct jbd2_commit {
-	__u32 tid;   /* transaction_t.t_tid */
+	__u32 seq;   /* the thread's commits so far (jbd2_start_commit): names this one */
 	__u32 ended; /* jbd2_end_commit seen, no jbd2_start_commit since */
 };
 

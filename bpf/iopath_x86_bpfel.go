@@ -327,7 +327,7 @@ type IopathIssueOwn struct {
 
 type IopathJbd2Commit struct {
 	_     structs.HostLayout
-	Tid   uint32
+	Seq   uint32
 	Ended uint32
 }
 

@@ -135,7 +135,7 @@ type IopathCompatFlushSeen struct {
 
 type IopathCompatJbd2Commit struct {
 	_     structs.HostLayout
-	Tid   uint32
+	Seq   uint32
 	Ended uint32
 }
 

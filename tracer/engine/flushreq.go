@@ -55,7 +55,7 @@ type flushReq struct {
 type flushReqs struct {
 	reqs    map[flushKey]*flushReq
 	order   []flushKey            // reqs, oldest first
-	commits map[uint64][]flushKey // jbd2 thread tid<<32 | transaction id -> its flushes
+	commits map[uint64][]flushKey // jbd2 thread tid<<32 | its commit number -> the commit's flushes
 	corder  []uint64
 }
 
@@ -165,9 +165,10 @@ func (e *Engine) releaseFlushRefs(fr *flushReq) {
 	}
 }
 
-// commitKey names a jbd2 commit: its thread and its transaction.
-func commitKey(jbd2Tid, transaction uint32) uint64 {
-	return uint64(jbd2Tid)<<32 | uint64(transaction)
+// commitKey names a jbd2 commit: its thread and its number among that
+// thread's commits (bpf/flush.c).
+func commitKey(jbd2Tid, commit uint32) uint64 {
+	return uint64(jbd2Tid)<<32 | uint64(commit)
 }
 
 // commitFlush remembers flush request run k as one of commit c's.

@@ -27,7 +27,7 @@ const jbd2Tid = 900
 // serves is bpf/flush.c's report, at the issue of flush request rq (issued
 // at issue), that it serves the owned bio bio of call op (0: none) queued
 // at queue; bytes is the bio's request's data (0: an empty flush bio); a
-// commit record (ownCommitRec in flags) is jbd2's, of transaction commit.
+// commit record (ownCommitRec in flags) is jbd2's, of its commit number commit.
 func serves(op, bio, queue, rq, issue uint64, bytes, flags, commit uint32) *bpf.IopathFlushDoneEv {
 	ev := &bpf.IopathFlushDoneEv{Type: uint32(bpf.IopathEvTypeEV_FLUSH_DONE), Dev: enginetest.Dev, Bio: bio, OpId: op,
 		QueueNs: queue, DoneNs: issue, FlushRq: rq, FlushIssueNs: issue, FlushFlags: flFlushRq, Bytes: bytes,
@@ -46,13 +46,13 @@ func flushEnd(rq, issue, done uint64) *bpf.IopathFlushDoneEv {
 }
 
 // commitWait is bpf/flush.c's report that the jbd2 thread woke call op at
-// at, after the end of its commit of transaction commit.
+// at, after the end of its commit number commit.
 func commitWait(op uint64, commit uint32, at uint64) *bpf.IopathFlushDoneEv {
 	return &bpf.IopathFlushDoneEv{Type: uint32(bpf.IopathEvTypeEV_FLUSH_DONE), OpId: op, DoneNs: at, Pid: 100,
 		Tid: uint32(op >> 32), OwnFlags: ownCommitWait, FlushTid: jbd2Tid, CommitTid: commit}
 }
 
-// commitRecord plays jbd2's commit of transaction commit, attributed to
+// commitRecord plays jbd2's commit number commit, attributed to
 // call owner (0: none): its record 0xc0+commit, PREFLUSH|FUA on a device
 // without FUA, is served by a pre-flush issued at at+10 (done at+50), then
 // written (at+60..at+90), then served by a post-flush (at+100..at+140);
