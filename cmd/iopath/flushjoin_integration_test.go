@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -19,23 +21,58 @@ import (
 	"github.com/iopath/iopath/record"
 )
 
-// threadSyncLoop is a python3 program: each of threads threads appends n
-// times 4 KiB to its own file in dir and fdatasyncs it (every call changes
-// the file's size, so every one needs a jbd2 commit; with several threads
-// most wait for a commit another thread's call started).
+// flushLoadEnv carries the flush load's parameters to the test binary run
+// as the traced command (TestFlushLoadHelper): "dir threads n".
+const flushLoadEnv = "IOPATH_TEST_FLUSH_LOAD"
+
+// threadSyncLoop is the traced command of the flush load: the test binary,
+// whose TestFlushLoadHelper has threads threads each append n times 4 KiB
+// to its own file in dir and fdatasync it (every call changes the file's
+// size, so every one needs a jbd2 commit; with several threads most wait
+// for a commit another thread's call started). No python: the Debian VMs
+// have none.
 func threadSyncLoop(dir string, threads, n int) []string {
-	prog := fmt.Sprintf(`import os, threading
-def work(k):
-    fd = os.open("%s/t%%d" %% k, os.O_RDWR | os.O_CREAT, 0o644)
-    for i in range(%d):
-        os.pwrite(fd, b"x" * 4096, i * 4096)
-        os.fdatasync(fd)
-    os.close(fd)
-ts = [threading.Thread(target=work, args=(k,)) for k in range(%d)]
-for t in ts: t.start()
-for t in ts: t.join()
-`, dir, n, threads)
-	return []string{"python3", "-c", prog}
+	return []string{"env", fmt.Sprintf("%s=%s %d %d", flushLoadEnv, dir, threads, n), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
+}
+
+// TestFlushLoadHelper is the flush load when run by threadSyncLoop.
+func TestFlushLoadHelper(t *testing.T) {
+	var dir string
+	var threads, n int
+	if _, err := fmt.Sscanf(os.Getenv(flushLoadEnv), "%s %d %d", &dir, &threads, &n); err != nil {
+		t.Skip("the traced command of TestTraceFlushJoins")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, threads)
+	buf := make([]byte, 4096)
+	for k := 0; k < threads; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // one thread per writer: its calls share a tid
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("t%d", k)), os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			for i := 0; i < n; i++ {
+				if _, err := f.WriteAt(buf, int64(i)*4096); err != nil {
+					errs <- err
+					return
+				}
+				if err := unix.Fdatasync(int(f.Fd())); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 // flushIssues records, in a tracefs instance of its own (trace_clock mono,
@@ -124,7 +161,6 @@ func statFlushes(t *testing.T, name string) uint64 {
 // request the kernel issued on the device while the calls ran.
 func TestTraceFlushJoins(t *testing.T) {
 	needRoot(t)
-	needPython(t)
 	for _, threads := range []int{1, 8} {
 		t.Run(fmt.Sprintf("threads_%d", threads), func(t *testing.T) {
 			const n = 100
@@ -262,39 +298,33 @@ func nearNamed(named map[uint64]bool, k uint64) bool {
 // discards, and their bytes are no data written.
 func TestTraceDiscardUnattributed(t *testing.T) {
 	needRoot(t)
-	needPython(t)
 	mnt := loopFSWith(t, "write through", []string{"-O", "^has_journal"}, "discard")
 	const size = 4 << 20
-	prog := fmt.Sprintf(`import os
-p = %q
-fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
-os.write(fd, b"x" * %d)
-os.fsync(fd)
-os.close(fd)
-os.unlink(p)
-`, mnt+"/f", size)
-	tr := traceCmd(t, "--", "python3", "-c", prog)
+	f := filepath.Join(mnt, "f")
+	tr := traceCmd(t, "--", "sh", "-c", fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d conv=fsync status=none && rm %s", f, size>>20, f))
 	var discarded uint64
+	var unlinks record.CauseTotals
 	for k, c := range tr.summary.UnattributedCauses {
 		if strings.HasPrefix(k, record.DiscardCause) {
 			discarded += c.Bytes
 		}
+		if strings.HasPrefix(k, record.DiscardCause+"syscall:unlink") { // unlink or unlinkat
+			unlinks.Bios += c.Bios
+			unlinks.Bytes += c.Bytes
+		}
+		if strings.HasPrefix(k, "syscall:unlink") {
+			t.Errorf("a discard counted as data under %s: %+v", k, tr.summary.UnattributedCauses)
+		}
 	}
-	c := tr.summary.UnattributedCauses[record.DiscardCause+"syscall:unlink"]
 	t.Logf("unattributed causes %+v", tr.summary.UnattributedCauses)
-	if c.Bios == 0 || c.Bytes < size {
-		t.Errorf("want the unlink's discard of ≥ %d bytes under %q, got %+v", size, record.DiscardCause+"syscall:unlink", tr.summary.UnattributedCauses)
-	}
-	if _, ok := tr.summary.UnattributedCauses["syscall:unlink"]; ok {
-		t.Errorf("a discard counted as data under syscall:unlink: %+v", tr.summary.UnattributedCauses)
+	if unlinks.Bios == 0 || unlinks.Bytes < size {
+		t.Errorf("want rm's discard of ≥ %d bytes under %s*, got %+v", size, record.DiscardCause+"syscall:unlink", tr.summary.UnattributedCauses)
 	}
 	var written uint64
 	for _, p := range tr.summary.Pids {
-		if p.Comm == "python3" {
-			written += p.DiskBytesWrite
-		}
+		written += p.DiskBytesWrite
 	}
 	if written >= size+discarded {
-		t.Errorf("python3 disk bytes written %d include the %d discarded", written, discarded)
+		t.Errorf("disk bytes written %d include the %d discarded", written, discarded)
 	}
 }
