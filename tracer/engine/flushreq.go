@@ -30,6 +30,7 @@ const (
 	OwnCommitWait  = uint32(bpf.IopathOwnFlagOWN_COMMIT_WAIT)
 	OwnCommitRec   = uint32(bpf.IopathOwnFlagOWN_COMMIT_REC)
 	ownCommitJoin  = 1 << 30
+	ownWaited      = 1 << 29 // a flush bio of the commit the call waited for, given before as a journal bio's
 )
 
 // Bounds of the flush requests and journal commits kept for joins (the
@@ -115,6 +116,9 @@ func (e *Engine) giveFlush(p *pendingOp, opID uint64, pid uint32, fr *flushReq, 
 		if b.flags&ownFlushReq != 0 && b.IssueNs == fr.bio.IssueNs && b.Dev == fr.bio.Dev {
 			if stands != 0 && b.bioP == 0 {
 				b.bioP = stands
+			}
+			if flags&ownCommitJoin != 0 {
+				b.flags |= ownWaited // the call waited for it after all
 			}
 			return
 		}

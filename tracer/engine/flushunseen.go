@@ -59,7 +59,7 @@ func (e *Engine) flushesUnseen(p *pendingOp) {
 	}
 	end := p.endNs()
 	for _, b := range p.bios {
-		if b.done || b.flags&ownFlushReq == 0 || b.IssueNs == 0 || b.IssueNs >= end || (b.bioP == 0 && b.flags&ownCommitJoin == 0) {
+		if b.done || b.flags&ownFlushReq == 0 || b.IssueNs == 0 || b.IssueNs >= end || (b.bioP == 0 && b.flags&(ownCommitJoin|ownWaited) == 0) {
 			continue
 		}
 		b.done = true
