@@ -81,6 +81,24 @@ func dataSync(s *enginetest.Stream, op uint64, n, at uint64) {
 	s.E.HandleComplete(enginetest.Done(0xa0+n, at+20, 0))
 }
 
+// syncReturns sends the record of fsync-family call id (start to end,
+// queued bios of its own).
+func syncReturns(s *enginetest.Stream, id uint64, sys bpf.IopathOpSys, start, end uint64, queued uint32) {
+	o := enginetest.Op(id, sys, 0, 0, 0, start, end)
+	o.BiosQueued = queued
+	s.E.HandleOp(o)
+}
+
+// released returns the calls' records, which must be n.
+func released(t *testing.T, s *enginetest.Stream, n int) []*record.Syscall {
+	t.Helper()
+	calls := s.Syscalls()
+	if len(calls) != n {
+		t.Fatalf("%d records, want %d", len(calls), n)
+	}
+	return calls
+}
+
 func issues(bios []record.Bio) []uint64 {
 	var out []uint64
 	for _, b := range bios {
@@ -100,14 +118,8 @@ func TestFlushPairForCommitRecord(t *testing.T) {
 	w := uint64(7)<<32 | 1
 	dataSync(s, w, 1, 110)
 	commitRecord(s, w, 42, 200)
-	o := enginetest.Op(w, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 100, 400)
-	o.BiosQueued = 1
-	s.E.HandleOp(o)
-	calls := s.Syscalls()
-	if len(calls) != 1 {
-		t.Fatalf("records: %d", len(calls))
-	}
-	c := calls[0]
+	syncReturns(s, w, bpf.IopathOpSysSYS_FDATASYNC, 100, 400, 1)
+	c := released(t, s, 1)[0]
 	fl := flushBios(c)
 	if len(fl) != 2 || fl[0].IssueNs != 210 || fl[0].CompleteNs != 250 || fl[0].D2CNs != 40 ||
 		fl[1].IssueNs != 300 || fl[1].CompleteNs != 340 || fl[1].D2CNs != 40 || fl[0].Rwbs != "FF" {
@@ -142,15 +154,9 @@ func TestCallJoinedToOtherThreadsCommit(t *testing.T) {
 	s.E.HandleFlushDone(commitWait(c, 42, 361))
 	s.E.HandleFlushDone(commitWait(d, 42, 362))
 	for _, id := range []uint64{w, c, d} {
-		o := enginetest.Op(id, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 50, 400)
-		o.BiosQueued = 1
-		s.E.HandleOp(o)
+		syncReturns(s, id, bpf.IopathOpSysSYS_FDATASYNC, 50, 400, 1)
 	}
-	calls := s.Syscalls()
-	if len(calls) != 3 {
-		t.Fatalf("records: %d", len(calls))
-	}
-	for _, r := range calls {
+	for _, r := range released(t, s, 3) {
 		fl := flushBios(r)
 		if len(fl) != 2 || fl[0].IssueNs != 210 || fl[0].CompleteNs != 250 || fl[1].IssueNs != 300 || fl[1].CompleteNs != 340 || r.DeviceFlush != record.FlushDone {
 			t.Errorf("call %x: flush bios issued at %v (%+v), device_flush %q: want commit 42's, at 210 and 300", r.OpID, issues(fl), fl, r.DeviceFlush)
@@ -181,12 +187,8 @@ func TestShortOfDataBioTakesNoFlush(t *testing.T) {
 	s.E.HandleFlushDone(unseenFlush(0xf1, 220, 300))
 	s.E.HandleFlushDone(serves(other, 0xe2, 310, 0xf1, 320, 0, 0, 0))
 	s.E.HandleFlushDone(unseenFlush(0xf1, 320, 400))
-	o := enginetest.Op(served, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 100, 290)
-	o.BiosQueued = 2
-	s.E.HandleOp(o)
-	o = enginetest.Op(other, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 305, 410)
-	o.BiosQueued = 1 // its empty flush bio
-	s.E.HandleOp(o)
+	syncReturns(s, served, bpf.IopathOpSysSYS_FDATASYNC, 100, 290, 2)
+	syncReturns(s, other, bpf.IopathOpSysSYS_FDATASYNC, 305, 410, 1) // its empty flush bio
 	calls := s.Syscalls()
 	if len(calls) != 2 || calls[0].OpID != served || calls[1].OpID != other {
 		var ids []uint64
@@ -240,14 +242,8 @@ func TestCommitFlushCompletionUnseen(t *testing.T) {
 	s.E.HandleComplete(enginetest.Done(0xb1, 290, 0))
 	s.E.HandleFlushDone(serves(0, 0xc1, 200, 0xf1, 300, 4096, ownCommitRec, 1))
 	s.E.HandleFlushDone(commitWait(c, 1, 360))
-	o := enginetest.Op(c, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 50, 400)
-	o.BiosQueued = 1
-	s.E.HandleOp(o)
-	calls := s.Syscalls()
-	if len(calls) != 1 {
-		t.Fatalf("records: %d, want the call released at its record", len(calls))
-	}
-	fl := flushBios(calls[0])
+	syncReturns(s, c, bpf.IopathOpSysSYS_FDATASYNC, 50, 400, 1)
+	fl := flushBios(released(t, s, 1)[0])
 	if len(fl) != 2 || fl[0].CompleteNs != 250 || fl[1].IssueNs != 300 || fl[1].CompleteNs != 0 || fl[1].CompletedBeforeNs != 400 {
 		t.Fatalf("flush bios %+v", fl)
 	}
