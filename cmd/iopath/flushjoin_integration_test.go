@@ -202,6 +202,11 @@ func TestTraceFlushJoins(t *testing.T) {
 			named := map[uint64]bool{}                // flush issue times named by some call
 			perThread := map[uint32]map[uint64]bool{} // tid -> the flush issues its calls name
 			flushBios := 0
+			// Where jbd2's events do not attach (5.10: jbd2 is a module and
+			// module BTF is 5.11+), a call that waited for another thread's
+			// commit has no flush seen: unavailable, never none.
+			joins := tr.summary.Attach["journal_commit"] != "none"
+			tol := matchTolerance(kernel)
 			for _, c := range calls {
 				first, last = min(first, c.TimeNs), max(last, c.TimeNs+c.DurationNs)
 				outcomes[c.DeviceFlush]++
@@ -217,13 +222,16 @@ func TestTraceFlushJoins(t *testing.T) {
 					if b.Rwbs != "FF" || b.IssueNs == 0 || (b.CompleteNs == 0 && b.CompletedBeforeNs == 0) {
 						t.Errorf("%s %s: flush bio %+v", c.Syscall, filepath.Base(c.Path), b)
 					}
-					if !nearKernel(kernel, b.IssueNs) {
+					if !nearKernel(kernel, b.IssueNs, tol) {
 						t.Errorf("%s %s: flush bio issued at %d is no flush request tracefs saw", c.Syscall, filepath.Base(c.Path), b.IssueNs)
 					}
 					named[b.IssueNs] = true
 					perThread[c.Tid][b.IssueNs] = true
 				}
 				flushBios += nf
+				if !joins && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
+					continue
+				}
 				if c.DeviceFlush != record.FlushDone || nf == 0 {
 					t.Errorf("%s %s (tid %d): device_flush %q with %d flush bios", c.Syscall, filepath.Base(c.Path), c.Tid, c.DeviceFlush, nf)
 				}
@@ -247,7 +255,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			for _, k := range kernel {
 				if k > first && k < last {
 					window = append(window, k)
-					if !nearNamed(named, k) {
+					if !nearNamed(named, k, tol) {
 						missed = append(missed, k)
 					}
 				}
@@ -258,9 +266,9 @@ func TestTraceFlushJoins(t *testing.T) {
 			}
 			slices.Sort(counts)
 			t.Logf("%d threads × %d fdatasync: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
-				"named by the records %d in %d flush bios of fdatasync and %v of other calls; device_flush %v; per thread (tid:flush requests its fdatasyncs name) %v",
-				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, others, outcomes, counts)
-			if len(missed) > 0 {
+				"named by the records %d in %d flush bios of fdatasync and %v of other calls; device_flush %v; per thread (tid:flush requests its fdatasyncs name) %v; journal_commit %s; matched ±%d µs",
+				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, others, outcomes, counts, tr.summary.Attach["journal_commit"], tol/1000)
+			if len(missed) > 0 && (joins || threads == 1) {
 				t.Errorf("%d of the %d flush requests issued while the calls ran are in no call's bios (first at %d)", len(missed), len(window), missed[0])
 				for _, c := range calls {
 					if c.TimeNs < missed[0] && c.TimeNs+c.DurationNs > missed[0] {
@@ -292,59 +300,36 @@ func flushFS(t *testing.T) string {
 	return loopFSWith(t, "write back", []string{"-E", "lazy_itable_init=0,lazy_journal_init=0"}, "")
 }
 
+// matchTolerance is how far a flush bio's issue time may be from the
+// kernel's (tracefs and BPF read the clock at different points of the
+// tracepoint: a few µs on the host, over 100 µs under TCG): 1 ms, or less
+// than half the closest two flush issues, so no bio matches two.
+func matchTolerance(kernel []uint64) uint64 {
+	tol := uint64(1_000_000)
+	s := slices.Clone(kernel)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		tol = min(tol, (s[i]-s[i-1])/2)
+	}
+	return tol
+}
+
 // nearKernel says whether a flush bio's issue time is one of the kernel's
-// flush issues (tracefs and BPF read the clock a few µs apart).
-func nearKernel(kernel []uint64, ns uint64) bool {
+// flush issues.
+func nearKernel(kernel []uint64, ns, tol uint64) bool {
 	for _, k := range kernel {
-		if k+50_000 > ns && ns+50_000 > k {
+		if k+tol > ns && ns+tol > k {
 			return true
 		}
 	}
 	return false
 }
 
-func nearNamed(named map[uint64]bool, k uint64) bool {
+func nearNamed(named map[uint64]bool, k, tol uint64) bool {
 	for ns := range named {
-		if k+50_000 > ns && ns+50_000 > k {
+		if k+tol > ns && ns+tol > k {
 			return true
 		}
 	}
 	return false
-}
-
-// Issue 12: online discards (this machine's root is ext4 without a journal
-// mounted with -o discard, where unlink and truncate discard the blocks
-// they free in the caller's context) are unattributed bios labelled as
-// discards, and their bytes are no data written.
-func TestTraceDiscardUnattributed(t *testing.T) {
-	needRoot(t)
-	mnt := loopFSWith(t, "write through", []string{"-O", "^has_journal"}, "discard")
-	const size = 4 << 20
-	f := filepath.Join(mnt, "f")
-	tr := traceCmd(t, "--", "sh", "-c", fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d conv=fsync status=none && rm %s", f, size>>20, f))
-	var discarded uint64
-	var unlinks record.CauseTotals
-	for k, c := range tr.summary.UnattributedCauses {
-		if strings.HasPrefix(k, record.DiscardCause) {
-			discarded += c.Bytes
-		}
-		if strings.HasPrefix(k, record.DiscardCause+"syscall:unlink") { // unlink or unlinkat
-			unlinks.Bios += c.Bios
-			unlinks.Bytes += c.Bytes
-		}
-		if strings.HasPrefix(k, "syscall:unlink") {
-			t.Errorf("a discard counted as data under %s: %+v", k, tr.summary.UnattributedCauses)
-		}
-	}
-	t.Logf("unattributed causes %+v", tr.summary.UnattributedCauses)
-	if unlinks.Bios == 0 || unlinks.Bytes < size {
-		t.Errorf("want rm's discard of ≥ %d bytes under %s*, got %+v", size, record.DiscardCause+"syscall:unlink", tr.summary.UnattributedCauses)
-	}
-	var written uint64
-	for _, p := range tr.summary.Pids {
-		written += p.DiskBytesWrite
-	}
-	if written >= size+discarded {
-		t.Errorf("disk bytes written %d include the %d discarded", written, discarded)
-	}
 }
