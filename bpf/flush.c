@@ -225,8 +225,8 @@ static long flush_waiter_step(__u32 i, struct flush_walk *w)
  * returns how many. */
 static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen *s)
 {
-	if (!bpf_core_field_exists(rq->mq_hctx->fq))
-		return 0;
+	if (agg_only || !bpf_core_field_exists(rq->mq_hctx->fq))
+		return 0; /* top, serve: no per-call records */
 	struct blk_flush_queue *fq = BPF_CORE_READ(rq, mq_hctx, fq);
 	if (!fq)
 		return 0;
@@ -282,7 +282,7 @@ int BPF_PROG(tp_jbd2_end_commit)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(tp_commit_waking, struct task_struct *p)
 {
-	if (syncs_active <= 0)
+	if (syncs_active <= 0 || agg_only)
 		return 0;
 	__u32 me = (__u32)bpf_get_current_pid_tgid();
 	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
