@@ -306,3 +306,4 @@ func flushFS(t *testing.T) string {
 	}
 	return loopFSWith(t, "write back", []string{"-E", "lazy_itable_init=0,lazy_journal_init=0"}, "")
 }
+
