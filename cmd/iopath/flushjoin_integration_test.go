@@ -307,3 +307,39 @@ func flushFS(t *testing.T) string {
 	return loopFSWith(t, "write back", []string{"-E", "lazy_itable_init=0,lazy_journal_init=0"}, "")
 }
 
+// Issue 12: online discards (this machine's root is ext4 without a journal
+// mounted with -o discard, where unlink and truncate discard the blocks
+// they free in the caller's context) are unattributed bios labelled as
+// discards, and their bytes are no data written.
+func TestTraceDiscardUnattributed(t *testing.T) {
+	needRoot(t)
+	mnt := loopFSWith(t, "write through", []string{"-O", "^has_journal"}, "discard")
+	const size = 4 << 20
+	f := filepath.Join(mnt, "f")
+	tr := traceCmd(t, "--", "sh", "-c", fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d conv=fsync status=none && rm %s", f, size>>20, f))
+	var discarded uint64
+	var unlinks record.CauseTotals
+	for k, c := range tr.summary.UnattributedCauses {
+		if strings.HasPrefix(k, record.DiscardCause) {
+			discarded += c.Bytes
+		}
+		if strings.HasPrefix(k, record.DiscardCause+"syscall:unlink") { // unlink or unlinkat
+			unlinks.Bios += c.Bios
+			unlinks.Bytes += c.Bytes
+		}
+		if strings.HasPrefix(k, "syscall:unlink") {
+			t.Errorf("a discard counted as data under %s: %+v", k, tr.summary.UnattributedCauses)
+		}
+	}
+	t.Logf("unattributed causes %+v", tr.summary.UnattributedCauses)
+	if unlinks.Bios == 0 || unlinks.Bytes < size {
+		t.Errorf("want rm's discard of ≥ %d bytes under %s*, got %+v", size, record.DiscardCause+"syscall:unlink", tr.summary.UnattributedCauses)
+	}
+	var written uint64
+	for _, p := range tr.summary.Pids {
+		written += p.DiskBytesWrite
+	}
+	if written >= size+discarded {
+		t.Errorf("disk bytes written %d include the %d discarded", written, discarded)
+	}
+}
