@@ -89,7 +89,7 @@ enum counter {
 	/* issue 14 (bpf/fault.c) */
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
-	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
+	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered; or a flush list longer than MAX_FLUSH_WAITERS (flush.c): bios beyond were not named */
 	/* issue 13 (bpf/aio.c) */
 	CNT_AIO_IOCB_TRUNC,     /* iocbs of io_submit calls beyond AIO_MAX_IOCBS: not reported (adds iocbs, not calls) */
 	CNT_AIO_REAP_TRUNC,     /* io_events of io_getevents calls beyond AIO_MAX_IOCBS: not reported (adds events) */
