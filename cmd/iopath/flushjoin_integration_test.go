@@ -189,13 +189,29 @@ func TestTraceFlushJoins(t *testing.T) {
 			})
 			statDelta := statFlushes(t, disk) - before
 			var calls []record.Syscall
+			elsewhere := map[string]int{}
 			for _, c := range tr.calls {
-				if c.Syscall == "fdatasync" && strings.HasPrefix(c.Path, mnt+"/") {
+				switch {
+				case c.Syscall != "fdatasync":
+				case strings.HasPrefix(c.Path, mnt+"/"):
 					calls = append(calls, c)
+				default:
+					elsewhere[fmt.Sprintf("%q dev %s ino %d", c.Path, c.Dev, c.Ino)]++
 				}
 			}
-			if len(calls) != threads*n {
-				t.Fatalf("want %d fdatasync records, got %d", threads*n, len(calls))
+			// The kernel skips a BPF program already running on the CPU
+			// (missed_runs: a preempted program on a 1-vCPU VM under load,
+			// 7.2 under TCG): the trace then misses calls and flushes, and
+			// says so; only what it saw is checked.
+			var missedRuns uint64
+			for _, v := range tr.summary.MissedRuns {
+				missedRuns += v
+			}
+			if missedRuns > 0 {
+				logLosses(t, tr.summary)
+			}
+			if len(calls) != threads*n && (missedRuns == 0 || len(calls) == 0) {
+				t.Fatalf("want %d fdatasync records, got %d (and %v elsewhere); missed runs %d", threads*n, len(calls), elsewhere, missedRuns)
 			}
 			first, last := calls[0].TimeNs, uint64(0)
 			outcomes := map[record.DeviceFlush]int{}
@@ -229,7 +245,7 @@ func TestTraceFlushJoins(t *testing.T) {
 					perThread[c.Tid][b.IssueNs] = true
 				}
 				flushBios += nf
-				if !joins && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
+				if (!joins || missedRuns > 0) && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
 					continue
 				}
 				if c.DeviceFlush != record.FlushDone || nf == 0 {
@@ -277,7 +293,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			t.Logf("%d threads × %d fdatasync: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
 				"named by the records %d in %d flush bios of fdatasync and %v of other calls; device_flush %v; per thread (tid:flush requests its fdatasyncs name) %v; journal_commit %s",
 				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, others, outcomes, counts, tr.summary.Attach["journal_commit"])
-			if (joins || threads == 1) && len(inSpan) != len(window) {
+			if (joins || threads == 1) && missedRuns == 0 && len(inSpan) != len(window) {
 				t.Errorf("the calls name %d flush requests issued while they ran, tracefs counted %d", len(inSpan), len(window))
 				for i := range min(len(inSpan), len(window)) {
 					if d := int64(inSpan[i]) - int64(window[i]); d > 2_000_000 || d < -2_000_000 {
@@ -286,7 +302,7 @@ func TestTraceFlushJoins(t *testing.T) {
 					}
 				}
 			}
-			if tr.summary.IncompleteBios != 0 {
+			if tr.summary.IncompleteBios != 0 && missedRuns == 0 {
 				t.Errorf("incomplete bios %d (%v)", tr.summary.IncompleteBios, tr.summary.IncompleteCauses)
 			}
 		})
