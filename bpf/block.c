@@ -278,10 +278,17 @@ static __always_inline int bio_queue(struct bio *bio)
 	if (!op && syncs_active > 0 && is_jbd2()) {
 		__u32 dev = bio_dev(bio);
 		__u64 *waiter = bpf_map_lookup_elem(&sync_waiters, &dev);
-		if (waiter) {
+		/* The commit record (PREFLUSH|FUA, journal_submit_commit_record)
+		 * of the commit this thread runs (flush.c): owned even with no
+		 * waiter left on its device (sync_waiters keeps the latest call
+		 * only), for the calls that wait for the commit. */
+		__u32 fflags = (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)) |
+			       (1U << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA));
+		struct jbd2_commit *c = (BPF_CORE_READ(bio, bi_opf) & fflags) ? bpf_map_lookup_elem(&jbd2_commits, &tid) : NULL;
+		if (waiter || c) {
 			struct bio_owner j = {
-				.op_id = *waiter, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
-				.flags = OWN_JOURNAL,
+				.op_id = waiter ? *waiter : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
+				.flags = (waiter ? OWN_JOURNAL : 0) | (c ? OWN_COMMIT_REC : 0), .commit = c ? c->seq : 0,
 			};
 			if (bpf_map_update_elem(&bio_owners, &bio, &j, BPF_ANY))
 				count_event(CNT_BIO_OWNER_FULL);

@@ -89,7 +89,7 @@ enum counter {
 	/* issue 14 (bpf/fault.c) */
 	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
-	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered */
+	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered; or a flush list longer than MAX_FLUSH_WAITERS (flush.c): bios beyond were not named */
 	/* issue 13 (bpf/aio.c) */
 	CNT_AIO_IOCB_TRUNC,     /* iocbs of io_submit calls beyond AIO_MAX_IOCBS: not reported (adds iocbs, not calls) */
 	CNT_AIO_REAP_TRUNC,     /* io_events of io_getevents calls beyond AIO_MAX_IOCBS: not reported (adds events) */
@@ -288,6 +288,20 @@ enum own_flag {
 	 * flush_issue_ns) completed, but no BPF program saw its completion: the
 	 * kernel issued it again (flush.c, flush_issue). */
 	OWN_FLUSH_UNSEEN = 8,
+	/* EV_FLUSH_DONE at a flush request's issue, one per owned bio waiting
+	 * for it (flush.c, flush_issue): flush_rq issued at flush_issue_ns
+	 * serves bio (bytes: its request's data, 0 for an empty flush). In a
+	 * bio_owners entry: such events were sent for the bio. */
+	OWN_FLUSH_SERVES = 16,
+	/* EV_FLUSH_DONE: a flush request that served an owned bio completed. */
+	OWN_FLUSH_END = 32,
+	/* EV_FLUSH_DONE: the call op_id was woken by the jbd2 thread flush_tid
+	 * after the end of its commit number commit_tid (flush.c, sched_waking). */
+	OWN_COMMIT_WAIT = 64,
+	/* A journal commit record (jbd2's PREFLUSH/FUA block) of commit
+	 * bio_owner.commit, owned even with no call (op_id 0) so that its
+	 * flushes can be given to the calls that waited for the commit. */
+	OWN_COMMIT_REC = 128,
 	/* Bits 8-11: enum unattributed_cause of a bio queued outside any
 	 * traced call; bits 16-27: the syscall number for CAUSE_SYSCALL. */
 	OWN_CAUSE_SHIFT = 8,
@@ -422,8 +436,8 @@ struct flush_done_ev {
 	__u32 pid;
 	__u32 tid;
 	__u32 own_flags;    /* enum own_flag bits of the bio */
-	__u32 flush_tid;    /* the task that issued the flush request */
-	__u32 pad;
+	__u32 flush_tid;    /* the task that issued the flush request (OWN_COMMIT_WAIT: the jbd2 thread) */
+	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT: the jbd2 commit, numbered per jbd2 thread (flush.c) */
 };
 
 struct stat_key {

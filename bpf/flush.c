@@ -29,7 +29,30 @@
  * A device without a volatile cache never gets here: submit_bio_noacct
  * strips PREFLUSH/FUA and ends an empty flush bio before block_bio_queue.
  * block.c keeps the owner of a bio whose request is in a flush sequence at
- * issue (OWN_FLUSH_SEQ) for this final completion. */
+ * issue (OWN_FLUSH_SEQ) for this final completion.
+ *
+ * Which bios a flush request serves is read at its issue: the requests
+ * waiting for it are the hardware queue's running flush list
+ * (hctx->fq->flush_queue[flush_running_idx], linked by rq->queuelist from
+ * 6.5, rq->flush.list before; blk_kick_flush toggles flush_pending_idx, so
+ * requests queued meanwhile wait on the other list). Each owned bio on it
+ * gets an EV_FLUSH_DONE marked OWN_FLUSH_SERVES and its bio_owners entry the
+ * same mark; the flush's completion (OWN_FLUSH_END) follows. So a jbd2
+ * commit record on a device without FUA (PREFLUSH|FUA: a pre-flush, its
+ * data, a post-flush) is named by both of its flush requests, and a flush
+ * whose completion BPF never sees still names exactly the bios it served.
+ *
+ * Journal commits (jbd2's events, include/trace/events/jbd2.h, 2009: on every
+ * kernel iopath is tested on, 5.10 to 7.2; sched_waking since 4.3):
+ * jbd2_start_commit / jbd2_end_commit tell, per jbd2 thread, which of its
+ * commits runs; block.c owns that commit's record (its
+ * PREFLUSH/FUA bio, OWN_COMMIT_REC) while a traced fsync-family call is in
+ * flight; after jbd2_end_commit the thread wakes the callers waiting in
+ * jbd2_log_wait_commit (wake_up(&journal->j_wait_done_commit)), and a
+ * traced fsync-family call it wakes then gets an EV_FLUSH_DONE marked
+ * OWN_COMMIT_WAIT naming the commit. The engine gives that call the
+ * commit's flushes: it waited for another thread's commit, whose flushes
+ * made its data and metadata durable. */
 #include "op.h"
 #include "flush.h" /* included after block.c (iopath.bpf.c): rq_dev */
 
@@ -42,6 +65,7 @@ struct {
 } flush_last SEC(".maps");
 
 static __always_inline int flush_issue(struct request *rq);
+static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen *s);
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_flush_issue, struct request *rq)
@@ -81,6 +105,7 @@ static __always_inline int flush_issue(struct request *rq)
 		ev.dev = rq_dev(rq); /* block.c */
 		emit(&ev, sizeof(ev));
 	}
+	s.served = flush_waiters(rq, &s);
 	if (bpf_map_update_elem(&flush_issued, &key, &s, BPF_ANY))
 		count_event(CNT_FLUSH_FULL);
 	return 0;
@@ -100,6 +125,15 @@ int BPF_PROG(tp_flush_complete, struct request *rq, blk_status_t error, unsigned
 		last.done_ns = bpf_ktime_get_ns();
 		last.error = error;
 		bpf_map_update_elem(&flush_last, &hctx, &last, BPF_ANY);
+		if (last.served) {
+			struct flush_done_ev ev = {
+				.type = EV_FLUSH_DONE, .flush_rq = key, .flush_issue_ns = last.issue_ns,
+				.flush_done_ns = last.done_ns, .done_ns = last.done_ns, .flush_flags = last.cmd_flags,
+				.flush_error = error, .flush_tid = last.tid, .own_flags = OWN_FLUSH_END,
+			};
+			ev.dev = rq_dev(rq); /* block.c */
+			emit(&ev, sizeof(ev));
+		}
 		return 0;
 	}
 	struct bio *bio = rq->bio;
@@ -130,6 +164,139 @@ int BPF_PROG(tp_flush_complete, struct request *rq, blk_status_t error, unsigned
 		ev.flush_error = last->error;
 		ev.flush_tid = last->tid;
 	}
+	emit(&ev, sizeof(ev));
+	return 0;
+}
+
+/* struct request before 6.5 linked a request waiting in a flush list by
+ * rq->flush.list (blk-flush.c); from 6.5 by rq->queuelist. */
+struct request___flushlist {
+	struct {
+		struct list_head list;
+	} flush;
+} __attribute__((preserve_access_index));
+
+#define MAX_FLUSH_WAITERS 64 /* requests on one flush list walked; beyond, counted */
+
+struct flush_walk {
+	__u64 rq;       /* the flush request */
+	__u64 issue_ns; /* its issue */
+	__u32 cmd_flags;
+	__u32 tid;      /* its issuer */
+	__u64 head;     /* the running flush list */
+	__u64 node;     /* the next list entry */
+	__u64 link_off; /* offset of the list entry in struct request */
+	__u32 dev;
+	__u32 served;
+};
+
+/* flush_waiter_step reports one request of the running flush list. */
+static long flush_waiter_step(__u32 i, struct flush_walk *w)
+{
+	if (!w->node || w->node == w->head)
+		return 1;
+	struct request *wrq = (struct request *)(w->node - w->link_off);
+	/* A local first: inside BPF_CORE_READ, w->node would be a CO-RE
+	 * access of struct flush_walk, which the kernel does not have. */
+	struct list_head *node = (struct list_head *)w->node;
+	w->node = (__u64)BPF_CORE_READ(node, next);
+	/* After its data completed, a request waiting for its post-flush
+	 * has rq->bio NULL and rq->biotail its bio (blk_flush_restore_request). */
+	struct bio *bio = BPF_CORE_READ(wrq, bio);
+	if (!bio)
+		bio = BPF_CORE_READ(wrq, biotail);
+	__u64 bk = (__u64)bio;
+	struct bio_owner *o = bk ? bpf_map_lookup_elem(&bio_owners, &bk) : NULL;
+	if (!o)
+		return 0;
+	o->flags |= OWN_FLUSH_SERVES;
+	struct flush_done_ev ev = {
+		.type = EV_FLUSH_DONE, .dev = w->dev, .bio = bk, .op_id = o->op_id, .queue_ns = o->queue_ns,
+		.done_ns = w->issue_ns, .flush_rq = w->rq, .flush_issue_ns = w->issue_ns,
+		.flush_flags = w->cmd_flags, .bytes = BPF_CORE_READ(wrq, __data_len), .pid = o->pid, .tid = o->tid,
+		.own_flags = o->flags, .flush_tid = w->tid, .commit_tid = o->commit,
+	};
+	emit(&ev, sizeof(ev));
+	w->served++;
+	return 0;
+}
+
+/* flush_waiters reports the owned bios the flush request rq, being issued,
+ * serves (the requests on its hardware queue's running flush list) and
+ * returns how many. */
+static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen *s)
+{
+	if (agg_only || !bpf_core_field_exists(rq->mq_hctx->fq))
+		return 0; /* top, serve: no per-call records */
+	struct blk_flush_queue *fq = BPF_CORE_READ(rq, mq_hctx, fq);
+	if (!fq)
+		return 0;
+	__u32 idx = BPF_CORE_READ_BITFIELD_PROBED(fq, flush_running_idx);
+	struct flush_walk w = { .rq = s->rq, .issue_ns = s->issue_ns, .cmd_flags = s->cmd_flags, .tid = s->tid, .dev = rq_dev(rq) };
+	w.head = (__u64)fq + bpf_core_field_offset(struct blk_flush_queue, flush_queue) +
+		 (idx & 1) * sizeof(struct list_head);
+	/* flush.list follows flush.seq (an unsigned int) at 8. Its own
+	 * field-offset relocation cannot be used: clang moves it out of the
+	 * branch, and where the field is missing the poisoned instruction is
+	 * then on the path the verifier walks. */
+	if (bpf_core_field_exists(((struct request___flushlist *)0)->flush.list))
+		w.link_off = bpf_core_field_offset(struct request, flush) + 8;
+	else
+		w.link_off = bpf_core_field_offset(struct request, queuelist);
+	struct list_head *head = (struct list_head *)w.head;
+	w.node = (__u64)BPF_CORE_READ(head, next);
+	LOOP(MAX_FLUSH_WAITERS, MAX_FLUSH_WAITERS, flush_waiter_step, &w); /* compat.h */
+	if (w.node && w.node != w.head)
+		count_event(CNT_FLUSH_FULL);
+	return w.served;
+}
+
+/* The commit's arguments are not read: journal_t and transaction_t are
+ * the jbd2 module's types where jbd2 is a module (Debian), which CO-RE
+ * against vmlinux cannot relocate. A commit is named by its thread and that
+ * thread's count of commits instead of its transaction id. */
+SEC("tp_btf/jbd2_start_commit")
+int BPF_PROG(tp_jbd2_start_commit)
+{
+	__u32 me = (__u32)bpf_get_current_pid_tgid();
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
+	struct jbd2_commit n = { .seq = c ? c->seq + 1 : 1 };
+	bpf_map_update_elem(&jbd2_commits, &me, &n, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/jbd2_end_commit")
+int BPF_PROG(tp_jbd2_end_commit)
+{
+	__u32 me = (__u32)bpf_get_current_pid_tgid();
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
+	if (c)
+		c->ended = 1;
+	return 0;
+}
+
+/* A jbd2 thread that has ended a commit wakes the callers waiting for it
+ * (jbd2_log_wait_commit): a traced fsync-family call among them waited for
+ * that commit. A caller waiting for a later transaction is woken too and
+ * sleeps again; it is woken again after its own commit, and the engine
+ * keeps the last. */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(tp_commit_waking, struct task_struct *p)
+{
+	if (syncs_active <= 0 || agg_only)
+		return 0;
+	__u32 me = (__u32)bpf_get_current_pid_tgid();
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
+	if (!c || !c->ended)
+		return 0;
+	__u32 tid = p->pid;
+	struct op *op = op_of(tid); /* slots.h */
+	if (!op || !op->active || !is_sync_sys(op->sys))
+		return 0;
+	struct flush_done_ev ev = {
+		.type = EV_FLUSH_DONE, .op_id = op->op_id, .done_ns = bpf_ktime_get_ns(), .pid = p->tgid, .tid = tid,
+		.own_flags = OWN_COMMIT_WAIT, .flush_tid = me, .commit_tid = c->seq,
+	};
 	emit(&ev, sizeof(ev));
 	return 0;
 }

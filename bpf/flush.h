@@ -18,7 +18,7 @@ struct flush_seen {
 	__u32 cmd_flags;
 	__u32 error;
 	__u32 tid;
-	__u32 pad;
+	__u32 served; /* owned bios it served (EV_FLUSH_DONE OWN_FLUSH_SERVES sent) */
 };
 
 /* RQF_FLUSH_SEQ, the bit of struct request.rq_flags that marks a request in
@@ -36,6 +36,21 @@ struct {
 	__type(key, __u64); /* struct request * */
 	__type(value, struct flush_seen);
 } flush_issued SEC(".maps");
+
+/* The transaction each jbd2 thread commits (jbd2_start_commit), and
+ * whether that commit has ended (jbd2_end_commit): the thread then wakes
+ * its waiters (flush.c; block.c owns the commit's record). */
+struct jbd2_commit {
+	__u32 seq;   /* the thread's commits so far (jbd2_start_commit): names this one */
+	__u32 ended; /* jbd2_end_commit seen, no jbd2_start_commit since */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32); /* the jbd2 thread's tid */
+	__type(value, struct jbd2_commit);
+} jbd2_commits SEC(".maps");
 
 static __always_inline bool is_flush_rq(struct request *rq)
 {

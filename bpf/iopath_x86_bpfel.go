@@ -172,7 +172,7 @@ type IopathBioOwner struct {
 	Pid     uint32
 	Tid     uint32
 	Flags   uint32
-	Pad     uint32
+	Commit  uint32
 }
 
 type IopathBioSplitEv struct {
@@ -302,7 +302,7 @@ type IopathFlushDoneEv struct {
 	Tid          uint32
 	OwnFlags     uint32
 	FlushTid     uint32
-	Pad          uint32
+	CommitTid    uint32
 }
 
 type IopathFlushSeen struct {
@@ -313,7 +313,7 @@ type IopathFlushSeen struct {
 	CmdFlags uint32
 	Error    uint32
 	Tid      uint32
-	Pad      uint32
+	Served   uint32
 }
 
 type IopathIssueOwn struct {
@@ -326,6 +326,12 @@ type IopathIssueOwn struct {
 	Pid     uint32
 	Tid     uint32
 	Flags   uint32
+}
+
+type IopathJbd2Commit struct {
+	_     structs.HostLayout
+	Seq   uint32
+	Ended uint32
 }
 
 type IopathOp struct {
@@ -499,6 +505,10 @@ const (
 	IopathOwnFlagOWN_JOURNAL      IopathOwnFlag = 2
 	IopathOwnFlagOWN_FLUSH_SEQ    IopathOwnFlag = 4
 	IopathOwnFlagOWN_FLUSH_UNSEEN IopathOwnFlag = 8
+	IopathOwnFlagOWN_FLUSH_SERVES IopathOwnFlag = 16
+	IopathOwnFlagOWN_FLUSH_END    IopathOwnFlag = 32
+	IopathOwnFlagOWN_COMMIT_WAIT  IopathOwnFlag = 64
+	IopathOwnFlagOWN_COMMIT_REC   IopathOwnFlag = 128
 	IopathOwnFlagOWN_CAUSE_SHIFT  IopathOwnFlag = 8
 	IopathOwnFlagOWN_SYSNR_SHIFT  IopathOwnFlag = 16
 )
@@ -755,6 +765,7 @@ const (
 	IopathMapHitStats                     = "hit_stats"
 	IopathMapHitUnowned                   = "hit_unowned"
 	IopathMapInflight                     = "inflight"
+	IopathMapJbd2Commits                  = "jbd2_commits"
 	IopathMapRqScratch                    = "rq_scratch"
 	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
@@ -817,6 +828,7 @@ const (
 	IopathProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathProgTpBlockSplit                = "tp_block_split"
 	IopathProgTpBlockSplitQ               = "tp_block_split_q"
+	IopathProgTpCommitWaking              = "tp_commit_waking"
 	IopathProgTpEnterFdatasync            = "tp_enter_fdatasync"
 	IopathProgTpEnterFsync                = "tp_enter_fsync"
 	IopathProgTpEnterPread64              = "tp_enter_pread64"
@@ -839,6 +851,8 @@ const (
 	IopathProgTpFlushComplete             = "tp_flush_complete"
 	IopathProgTpFlushIssue                = "tp_flush_issue"
 	IopathProgTpFlushIssueQ               = "tp_flush_issue_q"
+	IopathProgTpJbd2EndCommit             = "tp_jbd2_end_commit"
+	IopathProgTpJbd2StartCommit           = "tp_jbd2_start_commit"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -991,6 +1005,7 @@ type IopathProgramSpecs struct {
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
+	TpCommitWaking              *ebpf.ProgramSpec `ebpf:"tp_commit_waking"`
 	TpEnterFdatasync            *ebpf.ProgramSpec `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.ProgramSpec `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.ProgramSpec `ebpf:"tp_enter_pread64"`
@@ -1013,6 +1028,8 @@ type IopathProgramSpecs struct {
 	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
+	TpJbd2EndCommit             *ebpf.ProgramSpec `ebpf:"tp_jbd2_end_commit"`
+	TpJbd2StartCommit           *ebpf.ProgramSpec `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -1064,6 +1081,7 @@ type IopathMapSpecs struct {
 	HitStats    *ebpf.MapSpec `ebpf:"hit_stats"`
 	HitUnowned  *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
+	Jbd2Commits *ebpf.MapSpec `ebpf:"jbd2_commits"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
@@ -1145,6 +1163,7 @@ type IopathMaps struct {
 	HitStats    *ebpf.Map `ebpf:"hit_stats"`
 	HitUnowned  *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight    *ebpf.Map `ebpf:"inflight"`
+	Jbd2Commits *ebpf.Map `ebpf:"jbd2_commits"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
 	Targets     *ebpf.Map `ebpf:"targets"`
@@ -1175,6 +1194,7 @@ func (m *IopathMaps) Close() error {
 		m.HitStats,
 		m.HitUnowned,
 		m.Inflight,
+		m.Jbd2Commits,
 		m.RqScratch,
 		m.SyncWaiters,
 		m.Targets,
@@ -1277,6 +1297,7 @@ type IopathPrograms struct {
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
+	TpCommitWaking              *ebpf.Program `ebpf:"tp_commit_waking"`
 	TpEnterFdatasync            *ebpf.Program `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.Program `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.Program `ebpf:"tp_enter_pread64"`
@@ -1299,6 +1320,8 @@ type IopathPrograms struct {
 	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
+	TpJbd2EndCommit             *ebpf.Program `ebpf:"tp_jbd2_end_commit"`
+	TpJbd2StartCommit           *ebpf.Program `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -1384,6 +1407,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
+		p.TpCommitWaking,
 		p.TpEnterFdatasync,
 		p.TpEnterFsync,
 		p.TpEnterPread64,
@@ -1406,6 +1430,8 @@ func (p *IopathPrograms) Close() error {
 		p.TpFlushComplete,
 		p.TpFlushIssue,
 		p.TpFlushIssueQ,
+		p.TpJbd2EndCommit,
+		p.TpJbd2StartCommit,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

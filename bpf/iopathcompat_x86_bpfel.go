@@ -89,7 +89,7 @@ type IopathCompatBioOwner struct {
 	Pid     uint32
 	Tid     uint32
 	Flags   uint32
-	Pad     uint32
+	Commit  uint32
 }
 
 type IopathCompatDirtyKey struct {
@@ -133,7 +133,13 @@ type IopathCompatFlushSeen struct {
 	CmdFlags uint32
 	Error    uint32
 	Tid      uint32
-	Pad      uint32
+	Served   uint32
+}
+
+type IopathCompatJbd2Commit struct {
+	_     structs.HostLayout
+	Seq   uint32
+	Ended uint32
 }
 
 type IopathCompatOp struct {
@@ -383,6 +389,7 @@ const (
 	IopathCompatMapHitStats                     = "hit_stats"
 	IopathCompatMapHitUnowned                   = "hit_unowned"
 	IopathCompatMapInflight                     = "inflight"
+	IopathCompatMapJbd2Commits                  = "jbd2_commits"
 	IopathCompatMapRqScratch                    = "rq_scratch"
 	IopathCompatMapSyncWaiters                  = "sync_waiters"
 	IopathCompatMapTargets                      = "targets"
@@ -445,6 +452,7 @@ const (
 	IopathCompatProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathCompatProgTpBlockSplit                = "tp_block_split"
 	IopathCompatProgTpBlockSplitQ               = "tp_block_split_q"
+	IopathCompatProgTpCommitWaking              = "tp_commit_waking"
 	IopathCompatProgTpEnterFdatasync            = "tp_enter_fdatasync"
 	IopathCompatProgTpEnterFsync                = "tp_enter_fsync"
 	IopathCompatProgTpEnterPread64              = "tp_enter_pread64"
@@ -467,6 +475,8 @@ const (
 	IopathCompatProgTpFlushComplete             = "tp_flush_complete"
 	IopathCompatProgTpFlushIssue                = "tp_flush_issue"
 	IopathCompatProgTpFlushIssueQ               = "tp_flush_issue_q"
+	IopathCompatProgTpJbd2EndCommit             = "tp_jbd2_end_commit"
+	IopathCompatProgTpJbd2StartCommit           = "tp_jbd2_start_commit"
 	IopathCompatProgTpPageCacheAdd              = "tp_page_cache_add"
 	IopathCompatProgTpPageCacheAsyncRa          = "tp_page_cache_async_ra"
 	IopathCompatProgTpPageCacheDelete           = "tp_page_cache_delete"
@@ -620,6 +630,7 @@ type IopathCompatProgramSpecs struct {
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
+	TpCommitWaking              *ebpf.ProgramSpec `ebpf:"tp_commit_waking"`
 	TpEnterFdatasync            *ebpf.ProgramSpec `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.ProgramSpec `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.ProgramSpec `ebpf:"tp_enter_pread64"`
@@ -642,6 +653,8 @@ type IopathCompatProgramSpecs struct {
 	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
+	TpJbd2EndCommit             *ebpf.ProgramSpec `ebpf:"tp_jbd2_end_commit"`
+	TpJbd2StartCommit           *ebpf.ProgramSpec `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.ProgramSpec `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.ProgramSpec `ebpf:"tp_page_cache_delete"`
@@ -694,6 +707,7 @@ type IopathCompatMapSpecs struct {
 	HitStats      *ebpf.MapSpec `ebpf:"hit_stats"`
 	HitUnowned    *ebpf.MapSpec `ebpf:"hit_unowned"`
 	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
+	Jbd2Commits   *ebpf.MapSpec `ebpf:"jbd2_commits"`
 	RqScratch     *ebpf.MapSpec `ebpf:"rq_scratch"`
 	SyncWaiters   *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
@@ -777,6 +791,7 @@ type IopathCompatMaps struct {
 	HitStats      *ebpf.Map `ebpf:"hit_stats"`
 	HitUnowned    *ebpf.Map `ebpf:"hit_unowned"`
 	Inflight      *ebpf.Map `ebpf:"inflight"`
+	Jbd2Commits   *ebpf.Map `ebpf:"jbd2_commits"`
 	RqScratch     *ebpf.Map `ebpf:"rq_scratch"`
 	SyncWaiters   *ebpf.Map `ebpf:"sync_waiters"`
 	Targets       *ebpf.Map `ebpf:"targets"`
@@ -808,6 +823,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.HitStats,
 		m.HitUnowned,
 		m.Inflight,
+		m.Jbd2Commits,
 		m.RqScratch,
 		m.SyncWaiters,
 		m.Targets,
@@ -911,6 +927,7 @@ type IopathCompatPrograms struct {
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
+	TpCommitWaking              *ebpf.Program `ebpf:"tp_commit_waking"`
 	TpEnterFdatasync            *ebpf.Program `ebpf:"tp_enter_fdatasync"`
 	TpEnterFsync                *ebpf.Program `ebpf:"tp_enter_fsync"`
 	TpEnterPread64              *ebpf.Program `ebpf:"tp_enter_pread64"`
@@ -933,6 +950,8 @@ type IopathCompatPrograms struct {
 	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
+	TpJbd2EndCommit             *ebpf.Program `ebpf:"tp_jbd2_end_commit"`
+	TpJbd2StartCommit           *ebpf.Program `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
 	TpPageCacheAsyncRa          *ebpf.Program `ebpf:"tp_page_cache_async_ra"`
 	TpPageCacheDelete           *ebpf.Program `ebpf:"tp_page_cache_delete"`
@@ -1018,6 +1037,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
+		p.TpCommitWaking,
 		p.TpEnterFdatasync,
 		p.TpEnterFsync,
 		p.TpEnterPread64,
@@ -1040,6 +1060,8 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpFlushComplete,
 		p.TpFlushIssue,
 		p.TpFlushIssueQ,
+		p.TpJbd2EndCommit,
+		p.TpJbd2StartCommit,
 		p.TpPageCacheAdd,
 		p.TpPageCacheAsyncRa,
 		p.TpPageCacheDelete,

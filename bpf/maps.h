@@ -34,7 +34,7 @@ struct bio_owner {
 	__u32 pid;
 	__u32 tid;
 	__u32 flags; /* enum own_flag bits */
-	__u32 pad;
+	__u32 commit; /* OWN_COMMIT_REC: the commit's number for its jbd2 thread (flush.c) */
 };
 
 /* Configuration, set by the loader before load (spec.Variables). */

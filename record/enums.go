@@ -64,10 +64,16 @@ type DeviceFlush string
 const (
 	FlushDone         DeviceFlush = "flushed"         // a flush request served the call (a bio of kind flush)
 	FlushNotNeeded    DeviceFlush = "not_needed"      // the device has no volatile write cache ("write through")
-	FlushNone         DeviceFlush = "none"            // the device has a volatile cache, but no flush served this call
+	FlushNone         DeviceFlush = "none"            // the device has a volatile cache, but no flush served this call (it failed; sync, syncfs: none attributed)
+	FlushUnavailable  DeviceFlush = "unavailable"     // the device has a volatile cache and no flush was seen serving the call: whether one did is not known
 	FlushNotRequested DeviceFlush = "not_requested"   // sync_file_range: never flushes the device cache
 	FlushNoDevice     DeviceFlush = "no_block_device" // tmpfs, proc...: nothing to flush
 )
+
+// DiscardCause prefixes an unattributed cause (summary.unattributed_causes)
+// whose bios are discards (rwbs D, DE): their bytes are ranges discarded,
+// not data read or written.
+const DiscardCause = "discard:"
 
 // Outcome is what became of the pages a write call dirtied (persisted.outcome).
 type Outcome string

@@ -142,10 +142,21 @@ func unattributedText(s *record.Summary) string {
 	}
 	sort.Strings(causes)
 	var parts []string
+	var discarded uint64
 	for _, k := range causes {
 		c := s.UnattributedCauses[k]
+		if strings.HasPrefix(k, record.DiscardCause) {
+			// A discard's bytes are a range freed, not data moved.
+			discarded += c.Bytes
+			parts = append(parts, fmt.Sprintf("%s %d (%s discarded)", k, c.Bios, Bytes(c.Bytes)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", k, c.Bios, Bytes(c.Bytes)))
 	}
+	total := Bytes(s.UnattributedBytes - min(discarded, s.UnattributedBytes))
+	if discarded > 0 {
+		total += " read or written, " + Bytes(discarded) + " discarded"
+	}
 	return fmt.Sprintf("unattributed bios (queued by traced processes outside any traced call): %s: %s\n",
-		Bytes(s.UnattributedBytes), strings.Join(parts, ", "))
+		total, strings.Join(parts, ", "))
 }

@@ -242,6 +242,8 @@ func flushLine(outcome record.DeviceFlush) string {
 		return "device cache: write through (queue/write_cache): no flush was needed"
 	case record.FlushNone:
 		return "device cache: write back, but no flush request served this call (the data may still be in the device's cache)"
+	case record.FlushUnavailable:
+		return "device cache: write back; no flush request was seen serving this call (whether one did is unavailable: e.g. a journal commit iopath did not see)"
 	case record.FlushNotRequested:
 		return "device cache: not flushed (sync_file_range starts or waits for writeback only; it never flushes the device cache)"
 	case record.FlushNoDevice:

@@ -49,6 +49,10 @@ type attachment struct {
 	// struct names, * for any argument. Programs for older argument lists
 	// are other candidates (e.g. block_bio_queue(q, bio) before 5.11).
 	shape string
+	// module, for a tp_btf event a kernel module defines (jbd2's), names
+	// the module whose BTF has the event where it is not built in (Debian
+	// builds ext4 and jbd2 as modules).
+	module string
 }
 
 type candidate struct {
@@ -75,6 +79,12 @@ type Hook struct {
 
 func fn(prog string, kind attachKind, target string) attachment {
 	return attachment{prog: prog, kind: kind, target: target}
+}
+
+// inModule is fn for a tp_btf event of kernel module module when it is
+// not built in.
+func inModule(prog, target, module string) attachment {
+	return attachment{prog: prog, kind: akTPBTF, target: target, module: module}
 }
 
 // shaped is fn for a program that needs the given argument shape.
@@ -257,6 +267,10 @@ func Hooks() []Hook {
 		{Name: "device_flush", Loses: "device cache flushes of fsync-family calls (their flush bios are released incomplete)", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{shaped(bpf.IopathProgTpFlushIssue, akTPBTF, "block_rq_issue", "request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
 			{mech: TPBTF, variant: "(q, rq) before 5.11", attach: []attachment{shaped(bpf.IopathProgTpFlushIssueQ, akTPBTF, "block_rq_issue", "request_queue,request"), fn(bpf.IopathProgTpFlushComplete, akTPBTF, "block_rq_complete")}},
+		}},
+		{Name: "journal_commit", Loses: "device flushes of fsync-family calls that waited for another call's jbd2 commit (device_flush unavailable)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{inModule(bpf.IopathProgTpJbd2StartCommit, "jbd2_start_commit", "jbd2"), inModule(bpf.IopathProgTpJbd2EndCommit, "jbd2_end_commit", "jbd2"),
+				shaped(bpf.IopathProgTpCommitWaking, akTPBTF, "sched_waking", "task_struct")}},
 		}},
 		{Name: "block_rq_requeue", Loses: "requeue counts", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqRequeue, akTPBTF, "block_rq_requeue")}},

@@ -112,7 +112,17 @@ func (p *prober) probeAttach(a attachment) error {
 		return probePerf(a.target)
 	case akTPBTF:
 		var td *btf.Typedef
-		if err := p.kspec.TypeByName("btf_trace_"+a.target, &td); err != nil {
+		err := p.kspec.TypeByName("btf_trace_"+a.target, &td)
+		if err != nil && a.module != "" {
+			// Not built in: the module's BTF, if it is loaded (the loader
+			// finds the event there too).
+			mspec, merr := p.btf.Module(a.module)
+			if merr != nil {
+				return fmt.Errorf("no BTF tracepoint %s on this kernel (module %s: not loaded, or no BTF)", a.target, a.module)
+			}
+			err = mspec.TypeByName("btf_trace_"+a.target, &td)
+		}
+		if err != nil {
 			return fmt.Errorf("no BTF tracepoint %s on this kernel", a.target)
 		}
 		return nil

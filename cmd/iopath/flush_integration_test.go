@@ -26,6 +26,13 @@ import (
 // undone at the end of the test.
 func loopFS(t *testing.T, cache string) string {
 	t.Helper()
+	return loopFSWith(t, cache, nil, "")
+}
+
+// loopFSWith is loopFS with extra mkfs.ext4 arguments and mount options
+// (none: "").
+func loopFSWith(t *testing.T, cache string, mkfs []string, opts string) string {
+	t.Helper()
 	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "umount"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s", tool)
@@ -52,12 +59,16 @@ func loopFS(t *testing.T, cache string) string {
 	if got, _ := os.ReadFile(wc); strings.TrimSpace(string(got)) != cache {
 		t.Fatalf("%s is %q, want %q", wc, got, cache)
 	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", dev).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mkfs.ext4", append(append([]string{"-q", "-F"}, mkfs...), dev)...).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v %s", err, out)
 	}
 	mnt := filepath.Join(dir, "mnt")
 	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", dev, mnt).CombinedOutput(); err != nil {
+	args := []string{dev, mnt}
+	if opts != "" {
+		args = append([]string{"-o", opts}, args...)
+	}
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 		t.Fatalf("mount: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })

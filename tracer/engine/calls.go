@@ -115,7 +115,8 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 	if !p.ready() {
 		return
 	}
-	if queuedSeen(p.bios) < p.queued && (len(e.flush.unseen) == 0 || !e.claimUnseenFlush(p) || queuedSeen(p.bios) < p.queued) {
+	e.flushesUnseen(p) // flushunseen.go
+	if queuedSeen(p.bios) < p.queued {
 		return
 	}
 	for _, b := range p.bios {

@@ -72,9 +72,6 @@ type Engine struct {
 	// WriteCache, if set, replaces the sysfs lookup of a device's
 	// queue/write_cache (tests).
 	WriteCache func(kdev uint32) string
-	// DiskOf, when set, replaces the sysfs lookup of the disk a device
-	// number belongs to (flushunseen.go; tests).
-	DiskOf func(kdev uint32) uint32
 	// UnattributedBio, if set, gets each bio a traced process queued outside
 	// any traced call (the summary's unattributed_bios, writeback excluded)
 	// once its request completed, with the pid that queued it and why it is

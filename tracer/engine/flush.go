@@ -40,8 +40,7 @@ const (
 type flushState struct {
 	wait   map[uint64]*bioRef // issued bios in a flush sequence, by bio pointer, until their final end
 	caches map[uint32]string  // kernel dev_t -> queue/write_cache ("write back", "write through", "")
-	unseen []unseenFlush      // flush requests completed unseen, newest last (flushunseen.go)
-	disks  map[uint32]uint32  // kernel dev_t -> its disk's (flushunseen.go)
+	reqs   flushReqs          // flush request runs named at their issue, journal commits (flushreq.go)
 }
 
 // awaitsFlush says whether a completed bio still waits for the end of its
@@ -75,10 +74,26 @@ func (e *Engine) holdForFlush(b *bioRef) {
 // HandleFlushDone takes an EV_FLUSH_DONE record.
 func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 	e.seen(ev.DoneNs)
-	if ev.OwnFlags&OwnFlushUnseen != 0 {
+	switch {
+	case ev.OwnFlags&OwnFlushUnseen != 0:
 		e.flushUnseen(ev) // flushunseen.go
 		return
+	case ev.OwnFlags&OwnCommitWait != 0:
+		e.commitWait(ev) // flushreq.go
+		return
+	case ev.OwnFlags&OwnFlushEnd != 0:
+		e.flushEnd(ev)
+		return
+	case ev.OwnFlags&OwnFlushServes != 0 && ev.FlushIssueNs == ev.DoneNs:
+		// At the flush's issue (a final end is later than any issue
+		// that served it: flush.c sets done_ns to the issue here).
+		e.flushServes(ev)
+		return
 	}
+	// The final end of a waiting request. Flushes named at their issue
+	// (OwnFlushServes on the bio) are the call's already; else the last
+	// flush of the queue issued after the bio was queued served it.
+	named := ev.OwnFlags&OwnFlushServes != 0
 	fl := record.Bio{Dev: e.devName(ev.Dev), QueueNs: ev.QueueNs, IssueNs: ev.FlushIssueNs, CompleteNs: ev.FlushDoneNs,
 		D2CNs: sub(ev.FlushDoneNs, ev.FlushIssueNs), Q2CNs: sub(ev.DoneNs, ev.QueueNs), Kind: record.BioFlush,
 		Rwbs: e.rwbsName(ev.FlushFlags), Error: kernel.BlkStatus(ev.FlushError)}
@@ -95,7 +110,7 @@ func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 			b.Error = kernel.BlkStatus(ev.Error)
 		}
 		if p, ok := e.ops[b.opID]; ok {
-			if ev.FlushRq != 0 {
+			if ev.FlushRq != 0 && !named {
 				p.bios = append(p.bios, e.flushRef(fl, b.opID, b.pid))
 			}
 			e.tryRelease(b.opID, p)
@@ -103,22 +118,46 @@ func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 		e.unref(b)
 		return
 	}
-	if ev.Bytes != 0 {
-		e.keepFlushOrphan(ev) // its data's issue or completion has not arrived yet
-		return
-	}
 	if ev.OpId == 0 {
-		if ev.OwnFlags&OwnWriteback == 0 {
+		// No call waits for it. An empty one was never issued: count it
+		// here (a bio with data was, at its issue).
+		if ev.Bytes == 0 && ev.OwnFlags&(OwnWriteback|OwnCommitRec) == 0 {
 			e.unattributed(ev.Pid, ev.OwnFlags, 0)
 		}
 		return
 	}
+	if ev.Bytes != 0 {
+		e.keepFlushOrphan(ev) // its data's issue or completion has not arrived yet
+		return
+	}
 	// An empty flush bio: never issued, the flush request stands for it.
 	p := e.op(ev.OpId, ev.QueueNs)
+	if named && e.endNamedFlush(p, ev) {
+		e.tryRelease(ev.OpId, p)
+		return
+	}
 	f := e.flushRef(fl, ev.OpId, ev.Pid)
 	f.bioP = ev.Bio
 	p.bios = append(p.bios, f)
 	e.tryRelease(ev.OpId, p)
+}
+
+// endNamedFlush ends the flush bio that stands for call p's empty flush
+// bio ev.Bio, named at its flush's issue; it says whether there is one. A
+// flush whose completion was not seen ended before this final end.
+func (e *Engine) endNamedFlush(p *pendingOp, ev *bpf.IopathFlushDoneEv) bool {
+	for _, b := range p.bios {
+		if b.flags&ownFlushReq == 0 || b.bioP != ev.Bio {
+			continue
+		}
+		if !b.done {
+			b.done = true
+			b.CompletedBeforeNs = ev.DoneNs
+			e.counters.CompletionsUnseen++
+		}
+		return true
+	}
+	return false
 }
 
 // flushRef is a completed bio standing for a flush request, held by one call.
@@ -130,7 +169,11 @@ func (e *Engine) flushRef(fl record.Bio, opID uint64, pid uint32) *bioRef {
 
 // deviceFlush says what happened to the device cache for a call of the
 // fsync family on device kdev: FlushDone when one of its bios is a flush
-// request, else what the device's write cache mode implies.
+// request, else what the device's write cache mode implies. On a device
+// with a volatile cache, a call that succeeded with no flush seen is
+// FlushUnavailable: a flush served it that iopath did not see (ext4 with
+// barriers always flushes, from the call or from the journal commit it
+// waited for), or none did (nobarrier): the trace cannot tell.
 func (e *Engine) deviceFlush(rec *record.Syscall, kdev uint32) record.DeviceFlush {
 	if rec.Syscall == "sync_file_range" {
 		return record.FlushNotRequested
@@ -149,7 +192,10 @@ func (e *Engine) deviceFlush(rec *record.Syscall, kdev uint32) record.DeviceFlus
 		}
 		return record.FlushNoDevice
 	}
-	return record.FlushNone
+	if rec.Error != "" || rec.Syscall == "sync" || rec.Syscall == "syncfs" {
+		return record.FlushNone
+	}
+	return record.FlushUnavailable
 }
 
 // writeCache reads a block device's queue/write_cache (sysfs, cached per

@@ -195,39 +195,37 @@ func TestReadRequestNotInFlushSequence(t *testing.T) {
 // issue) issued again at reused with no completion seen in between.
 func unseenFlush(rq, issue, reused uint64) *bpf.IopathFlushDoneEv {
 	return &bpf.IopathFlushDoneEv{Type: uint32(bpf.IopathEvTypeEV_FLUSH_DONE), Dev: enginetest.Dev, FlushRq: rq,
-		FlushIssueNs: issue, FlushFlags: flFlushRq, DoneNs: reused, OwnFlags: engine.OwnFlushUnseen}
+		FlushIssueNs: issue, FlushFlags: flFlushRq, DoneNs: reused, OwnFlags: ownFlushUnseen}
 }
 
 // A flush request whose completion no BPF program saw (the build host's
 // kernel, docs/kernel-notes.md): the fdatasync it served never gets its
-// empty flush bio's end either. When the flush request is issued again, the
-// call that started before its issue and returned after it gets it as its
-// device flush (completed before the call returned, no device time); a call
-// that started after that flush's issue does not, and waits on.
+// empty flush bio's end either. The flush named the call's bio at its
+// issue, so the call gets it as its device flush (completed before the
+// flush request's next issue and before the call returned, no device
+// time); a call that started after that flush's issue and was not named by
+// it does not, and waits on.
 func TestFlushCompletionUnseen(t *testing.T) {
 	s := enginetest.NewStream()
 	s.E.WriteCache = func(uint32) string { return "write back" }
-	s.E.DiskOf = func(d uint32) uint32 { return d }
 	served, later := uint64(7)<<32|1, uint64(8)<<32|1
 	s.E.HandleIssue(enginetest.Issue(0xa, 110, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: served, Bio: 0xb1, Sector: 800, Bytes: 4096, Queue: 105}))
 	s.E.HandleComplete(enginetest.Done(0xa, 200, 0))
-	o := enginetest.Op(served, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 100, 420)
-	o.BiosQueued = 2 // its data and its empty PREFLUSH bio
-	s.E.HandleOp(o)
-	o = enginetest.Op(later, bpf.IopathOpSysSYS_FSYNC, 0, 0, 0, 300, 500)
+	s.E.HandleFlushDone(serves(served, 0xb2, 210, 0xf1, 220, 0, 0, 0))
+	s.E.HandleFlushDone(unseenFlush(0xf1, 220, 400))
+	o := enginetest.Op(later, bpf.IopathOpSysSYS_FSYNC, 0, 0, 0, 300, 500)
 	o.BiosQueued = 1
 	s.E.HandleOp(o)
-	if n := len(s.Syscalls()); n != 0 {
-		t.Fatalf("%d calls released before their flush", n)
-	}
-	s.E.HandleFlushDone(unseenFlush(0xf1, 220, 5000))
+	o = enginetest.Op(served, bpf.IopathOpSysSYS_FDATASYNC, 0, 0, 0, 100, 420)
+	o.BiosQueued = 2 // its data and its empty PREFLUSH bio
+	s.E.HandleOp(o)
 	calls := s.Syscalls()
 	if len(calls) != 1 || calls[0].OpID != served {
 		t.Fatalf("released %+v, want only the call the flush served", calls)
 	}
 	c := calls[0]
 	fl := flushBios(c)
-	if len(fl) != 1 || fl[0].IssueNs != 220 || fl[0].CompleteNs != 0 || fl[0].CompletedBeforeNs != 420 || fl[0].Rwbs != "FF" || fl[0].D2CNs != 0 {
+	if len(fl) != 1 || fl[0].IssueNs != 220 || fl[0].CompleteNs != 0 || fl[0].CompletedBeforeNs != 400 || fl[0].Rwbs != "FF" || fl[0].D2CNs != 0 {
 		t.Fatalf("flush bio %+v", c.Bios)
 	}
 	if c.DeviceFlush != record.FlushDone {

@@ -1,112 +1,71 @@
 package engine
 
 import (
-	"fmt"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 )
 
 // Flush requests whose completion no BPF program saw (docs/kernel-notes.md,
-// "Completions BPF never sees"). bpf/flush.c reports one when a hardware
-// queue's flush request is issued again with neither a completion nor a
-// requeue seen since its last issue: the kernel had ended it. The calls it
-// served ended in the same unseen softirq (flush_end_io ends each waiting
-// request), so their empty PREFLUSH bios never reach iopath either. Each
-// fsync-family call still waiting for a bio on that disk, that started
-// before the flush was issued and returned after it, gets the flush as its
-// device flush: issue time known, completed before the call returned (or
-// before the flush request's next issue), no device time.
+// "Completions BPF never sees"). The calls such a flush served ended in the
+// same unseen softirq (flush_end_io ends each waiting request), so their
+// empty PREFLUSH bios' ends never reach iopath either. Which calls it
+// served is known exactly: bpf/flush.c named each owned bio waiting for it
+// at its issue (flushreq.go). Their flush bios are completed, with an
+// issue time and no device time, at the first of:
+//   - the call's own record (flushesUnseen): a flush the call waited for
+//     (its own empty flush bio, or a flush of the journal commit it waited
+//     for) completed before the call returned, and its completion event,
+//     had BPF seen it, was reserved in the ring before the call's;
+//   - the flush request's next issue (flushUnseen: bpf/flush.c reports a
+//     flush request issued again with neither a completion nor a requeue
+//     seen since: the kernel had ended it).
+// A call short of any other bio (a data bio never seen issued) is not
+// released by a flush: it waits for that bio as before.
 
 // OwnFlushUnseen is OWN_FLUSH_UNSEEN (bpf/events.h, enum own_flag): an
 // EV_FLUSH_DONE that stands for a flush request completed unseen.
 const OwnFlushUnseen = uint32(bpf.IopathOwnFlagOWN_FLUSH_UNSEEN)
 
-// maxUnseenFlushes bounds the flushes kept for calls whose records have
-// not arrived yet (a record can follow the next flush's issue in the ring).
-const maxUnseenFlushes = 32
-
-// unseenFlush is a flush request completed unseen.
-type unseenFlush struct {
-	disk     uint32 // kernel dev_t of the disk
-	rq       uint64 // the flush request (struct request *)
-	issueNs  uint64 // its issue
-	reusedNs uint64 // its next issue: it had completed by then
-	rwbs     string
-}
-
-// flushUnseen takes an EV_FLUSH_DONE marked OwnFlushUnseen.
+// flushUnseen takes an EV_FLUSH_DONE marked OwnFlushUnseen: the flush
+// request run (FlushRq, FlushIssueNs) had completed by DoneNs.
 func (e *Engine) flushUnseen(ev *bpf.IopathFlushDoneEv) {
-	u := unseenFlush{disk: ev.Dev, rq: ev.FlushRq, issueNs: ev.FlushIssueNs, reusedNs: ev.DoneNs, rwbs: e.rwbsName(ev.FlushFlags)}
-	if len(e.flush.unseen) >= maxUnseenFlushes {
-		e.flush.unseen = append(e.flush.unseen[:0], e.flush.unseen[1:]...)
+	fr, ok := e.flush.reqs.reqs[flushKey{ev.FlushRq, ev.FlushIssueNs}]
+	if !ok || fr.done {
+		return // it served no owned bio
 	}
-	e.flush.unseen = append(e.flush.unseen, u)
-	for id, p := range e.ops {
-		e.tryRelease(id, p) // claimUnseenFlush
+	fr.done = true
+	fr.bio.CompletedBeforeNs = ev.DoneNs
+	for _, b := range fr.refs {
+		if !b.done {
+			b.done = true
+			b.CompletedBeforeNs = ev.DoneNs
+			e.counters.CompletionsUnseen++
+		}
 	}
+	e.releaseFlushRefs(fr)
 }
 
-// claimUnseenFlush gives a ready fsync-family call that still waits for a
-// bio the flush completed unseen that served it, if one is known; it says
-// whether it did.
-func (e *Engine) claimUnseenFlush(p *pendingOp) bool {
+// flushesUnseen completes, once call p's record has arrived, the flush
+// bios it waited for whose flush completion has not arrived: an fsync-
+// family call returns only after them, so they completed unseen, before
+// the call returned. Flushes of journal bios merely attributed to the call
+// (OwnJournal: the latest call on the device) are not among them: the call
+// may have waited for an earlier commit.
+func (e *Engine) flushesUnseen(p *pendingOp) {
 	if p.rec == nil || !record.IsSync(p.rec.Syscall) {
-		return false
+		return
 	}
-	start, end := p.startNs(), p.endNs()
-	disk := e.diskOf(p.kdev)
-	for i := len(e.flush.unseen) - 1; i >= 0; i-- {
-		u := &e.flush.unseen[i]
-		if u.disk != disk || u.issueNs <= start || u.issueNs >= end {
+	end := p.endNs()
+	for _, b := range p.bios {
+		if b.done || b.flags&ownFlushReq == 0 || b.IssueNs == 0 || b.IssueNs >= end || (b.bioP == 0 && b.flags&(ownCommitJoin|ownWaited) == 0) {
 			continue
 		}
-		for _, b := range p.bios {
-			if b.flags&ownFlushReq != 0 && b.IssueNs == u.issueNs {
-				return false // already given
-			}
-		}
-		fl := record.Bio{Dev: e.devName(u.disk), IssueNs: u.issueNs, CompletedBeforeNs: min(end, u.reusedNs),
-			Rwbs: u.rwbs, Kind: record.BioFlush}
-		f := e.flushRef(fl, p.rec.OpID, p.rec.Pid)
-		f.bioP = u.rq // stands for the call's empty flush bio, never seen
-		p.bios = append(p.bios, f)
+		b.done = true
+		b.CompletedBeforeNs = end
 		e.counters.CompletionsUnseen++
-		return true
 	}
-	return false
-}
-
-// diskOf is the disk a device number belongs to: itself, or for a
-// partition its disk (sysfs; cached). The flush events name disks, calls
-// their file's device.
-func (e *Engine) diskOf(kdev uint32) uint32 {
-	if d, ok := e.flush.disks[kdev]; ok {
-		return d
-	}
-	if e.flush.disks == nil {
-		e.flush.disks = map[uint32]uint32{}
-	}
-	d := kdev
-	if e.DiskOf != nil {
-		d = e.DiskOf(kdev)
-		e.flush.disks[kdev] = d
-		return d
-	}
-	base := fmt.Sprintf("/sys/dev/block/%d:%d", kdev>>20, kdev&(1<<20-1))
-	if _, err := os.Stat(base + "/partition"); err == nil {
-		if b, err := os.ReadFile(base + "/../dev"); err == nil {
-			var maj, min uint32
-			if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "%d:%d", &maj, &min); err == nil {
-				d = maj<<20 | min
-			}
-		}
-	}
-	e.flush.disks[kdev] = d
-	return d
 }
 
 // unavailableUnseen names, in a record's unavailable list, what a bio

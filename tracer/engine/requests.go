@@ -82,8 +82,8 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			p.bios = append(p.bios, b)
 			b.refs++          // held by the call too
 			e.holdForFlush(b) // flush.go
-		case own.Flags&OwnWriteback == 0:
-			e.unattributed(own.Pid, own.Flags, own.Bytes) // unattributed.go
+		case own.Flags&(OwnWriteback|OwnCommitRec) == 0: // a commit record is jbd2's, kept for its flushes (flushreq.go)
+			e.unattributedAs(own.Pid, own.Bytes, unattributedCause(own.Flags, rwbs)) // unattributed.go
 			ps := e.pid(own.Pid, "")
 			if e.K.IsRead(ev.CmdFlags) {
 				ps.DiskBytesRead += uint64(own.Bytes)
@@ -185,11 +185,22 @@ func (e *Engine) HandleComplete(ev *bpf.IopathRqDoneEv) {
 			if p, ok := e.ops[b.opID]; ok {
 				e.tryRelease(b.opID, p)
 			}
-		} else if b.flags&OwnWriteback == 0 && e.UnattributedBio != nil {
-			e.UnattributedBio(b.pid, causeName(b.flags), b.Bio)
+		} else if b.flags&(OwnWriteback|OwnCommitRec) == 0 && e.UnattributedBio != nil {
+			e.UnattributedBio(b.pid, unattributedCause(b.flags, b.Rwbs), b.Bio)
 		}
 	}
 	e.putRq(rq)
+}
+
+// unattributedCause names why a bio outside any traced call was queued
+// (causeName), a discard (rwbs D, DE: online discard of freed blocks on a
+// filesystem mounted with -o discard, e.g. in unlink or truncate) marked as
+// such: it moves no data, and its bytes are the range it discards.
+func unattributedCause(flags uint32, rwbs string) string {
+	if strings.HasPrefix(rwbs, "D") {
+		return record.DiscardCause + causeName(flags)
+	}
+	return causeName(flags)
 }
 
 func sub(a, b uint64) uint64 {

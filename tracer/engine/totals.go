@@ -34,7 +34,7 @@ func (e *Engine) file(k fileKey) *record.FileSummary {
 func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	var writeBytes uint64
 	for _, b := range rec.Bios {
-		if b.Rwbs != "" && b.Rwbs[0] != 'R' {
+		if b.Rwbs != "" && b.Rwbs[0] != 'R' && b.Rwbs[0] != 'D' { // a discard (D, DE) moves no data
 			writeBytes += uint64(b.Bytes)
 		}
 	}

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
+)
+
+// Flush requests named at their issue (bpf/flush.c, flush_waiters): the
+// kernel's flush machinery (block/blk-flush.c) serves every request waiting
+// on a hardware queue's running flush list with one flush request, and the
+// BPF program reports each owned bio on that list (OwnFlushServes) before
+// the request runs, then the request's completion (OwnFlushEnd). So the
+// engine knows exactly which bio each flush served:
+//   - a call's empty PREFLUSH bio (fsync's blkdev_issue_flush): the flush
+//     request becomes the call's flush bio and stands for that bio;
+//   - a jbd2 commit record (PREFLUSH|FUA) on a device without FUA: its
+//     pre-flush and its post-flush are two flush requests, both given to
+//     the call the record is attributed to (OwnJournal) and remembered for
+//     the commit (OwnCommitRec);
+//   - a call that waited for a commit (OwnCommitWait: the jbd2 thread woke
+//     it after the commit's end) gets that commit's flush requests, whoever
+//     started the commit.
+
+// Flush event marks (bpf/events.h, enum own_flag) and, in userspace only,
+// the mark of a flush bio a call got by waiting for a journal commit.
+const (
+	OwnFlushServes = uint32(bpf.IopathOwnFlagOWN_FLUSH_SERVES)
+	OwnFlushEnd    = uint32(bpf.IopathOwnFlagOWN_FLUSH_END)
+	OwnCommitWait  = uint32(bpf.IopathOwnFlagOWN_COMMIT_WAIT)
+	OwnCommitRec   = uint32(bpf.IopathOwnFlagOWN_COMMIT_REC)
+	ownCommitJoin  = 1 << 30
+	ownWaited      = 1 << 29 // a flush bio of the commit the call waited for, given before as a journal bio's
+)
+
+// Bounds of the flush requests and journal commits kept for joins (the
+// oldest are forgotten first; a call released meanwhile has its copy).
+const (
+	maxFlushReqs = 1024
+	maxCommits   = 256
+)
+
+// flushKey names one run of a flush request: a hardware queue reuses its
+// one flush request (struct request *) for every flush.
+type flushKey struct{ rq, issueNs uint64 }
+
+// flushReq is one flush request run and the calls' flush bios waiting for
+// its completion.
+type flushReq struct {
+	bio  record.Bio // dev, rwbs, issue; complete, d2c, error once done
+	done bool
+	refs []*bioRef // flush bios of calls (held: refs++) until it is done
+}
+
+// flushReqs keeps the flush request runs and journal commits joins need.
+type flushReqs struct {
+	reqs    map[flushKey]*flushReq
+	order   []flushKey            // reqs, oldest first
+	commits map[uint64][]flushKey // jbd2 thread tid<<32 | its commit number -> the commit's flushes
+	corder  []uint64
+}
+
+// flushReqOf returns the run k of a flush request, created from ev.
+func (e *Engine) flushReqOf(k flushKey, ev *bpf.IopathFlushDoneEv) *flushReq {
+	fs := &e.flush.reqs
+	if fr, ok := fs.reqs[k]; ok {
+		return fr
+	}
+	if fs.reqs == nil {
+		fs.reqs = map[flushKey]*flushReq{}
+	}
+	if len(fs.order) >= maxFlushReqs {
+		old := fs.order[0]
+		fs.order = append(fs.order[:0], fs.order[1:]...)
+		if fr, ok := fs.reqs[old]; ok {
+			delete(fs.reqs, old)
+			e.dropFlushRefs(fr)
+		}
+	}
+	fr := &flushReq{bio: record.Bio{Dev: e.devName(ev.Dev), IssueNs: k.issueNs, Rwbs: e.rwbsName(ev.FlushFlags), Kind: record.BioFlush}}
+	fs.reqs[k] = fr
+	fs.order = append(fs.order, k)
+	return fr
+}
+
+// dropFlushRefs lets go of the calls' flush bios a flush request run held.
+func (e *Engine) dropFlushRefs(fr *flushReq) {
+	for _, b := range fr.refs {
+		e.unref(b)
+	}
+	fr.refs = nil
+}
+
+// flushServes takes an OwnFlushServes event: flush request run (FlushRq,
+// FlushIssueNs) serves the owned bio Bio.
+func (e *Engine) flushServes(ev *bpf.IopathFlushDoneEv) {
+	k := flushKey{ev.FlushRq, ev.FlushIssueNs}
+	fr := e.flushReqOf(k, ev)
+	if ev.OwnFlags&OwnCommitRec != 0 {
+		e.commitFlush(commitKey(ev.Tid, ev.CommitTid), k)
+	}
+	if ev.OpId == 0 {
+		return
+	}
+	var stands uint64
+	if ev.Bytes == 0 && ev.OwnFlags&OwnJournal == 0 {
+		stands = ev.Bio // the call's empty flush bio: never issued itself
+	}
+	e.giveFlush(e.op(ev.OpId, ev.QueueNs), ev.OpId, ev.Pid, fr, ev.QueueNs, stands, 0)
+}
+
+// giveFlush adds flush request run fr to call p's bios (once per run).
+// stands is the call's bio the flush stands for (0: none, one more bio).
+func (e *Engine) giveFlush(p *pendingOp, opID uint64, pid uint32, fr *flushReq, queueNs, stands uint64, flags uint32) {
+	for _, b := range p.bios {
+		if b.flags&ownFlushReq != 0 && b.IssueNs == fr.bio.IssueNs && b.Dev == fr.bio.Dev {
+			if stands != 0 && b.bioP == 0 {
+				b.bioP = stands
+			}
+			if flags&ownCommitJoin != 0 {
+				b.flags |= ownWaited // the call waited for it after all
+			}
+			return
+		}
+	}
+	f := e.flushRef(fr.bio, opID, pid)
+	f.flags |= flags
+	f.bioP = stands
+	f.QueueNs = queueNs
+	f.done = fr.done
+	if fr.done {
+		f.Q2CNs = sub(f.CompleteNs, queueNs)
+	} else {
+		f.refs++
+		fr.refs = append(fr.refs, f)
+	}
+	p.bios = append(p.bios, f)
+}
+
+// flushEnd takes an OwnFlushEnd event: a flush request run that served
+// owned bios completed; its calls' flush bios get its device time.
+func (e *Engine) flushEnd(ev *bpf.IopathFlushDoneEv) {
+	fr := e.flushReqOf(flushKey{ev.FlushRq, ev.FlushIssueNs}, ev)
+	fr.done = true
+	fr.bio.CompleteNs = ev.FlushDoneNs
+	fr.bio.D2CNs = sub(ev.FlushDoneNs, ev.FlushIssueNs)
+	fr.bio.Error = kernel.BlkStatus(ev.FlushError)
+	for _, b := range fr.refs {
+		if !b.done {
+			b.done = true
+			b.CompleteNs, b.D2CNs, b.Error = fr.bio.CompleteNs, fr.bio.D2CNs, fr.bio.Error
+			b.Q2CNs = sub(b.CompleteNs, b.QueueNs)
+		}
+	}
+	e.releaseFlushRefs(fr)
+}
+
+// releaseFlushRefs lets go of a finished run's flush bios and releases the
+// calls that waited only for them.
+func (e *Engine) releaseFlushRefs(fr *flushReq) {
+	refs := fr.refs
+	fr.refs = nil
+	for _, b := range refs {
+		id := b.opID
+		e.unref(b)
+		if p, ok := e.ops[id]; ok {
+			e.tryRelease(id, p)
+		}
+	}
+}
+
+// commitKey names a jbd2 commit: its thread and its number among that
+// thread's commits (bpf/flush.c).
+func commitKey(jbd2Tid, commit uint32) uint64 {
+	return uint64(jbd2Tid)<<32 | uint64(commit)
+}
+
+// commitFlush remembers flush request run k as one of commit c's.
+func (e *Engine) commitFlush(c uint64, k flushKey) {
+	fs := &e.flush.reqs
+	if fs.commits == nil {
+		fs.commits = map[uint64][]flushKey{}
+	}
+	ks, ok := fs.commits[c]
+	if !ok {
+		if len(fs.corder) >= maxCommits {
+			delete(fs.commits, fs.corder[0])
+			fs.corder = append(fs.corder[:0], fs.corder[1:]...)
+		}
+		fs.corder = append(fs.corder, c)
+	}
+	for _, have := range ks {
+		if have == k {
+			return
+		}
+	}
+	fs.commits[c] = append(ks, k)
+}
+
+// commitWait takes an OwnCommitWait event: call OpId was woken by jbd2
+// thread FlushTid after the end of commit CommitTid. It gets the commit's
+// flush requests; a call woken again after a later commit (it waited for a
+// later transaction, and slept again) has the earlier commit's replaced.
+func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
+	p := e.op(ev.OpId, ev.DoneNs)
+	kept := p.bios[:0]
+	for _, b := range p.bios {
+		if b.flags&ownCommitJoin != 0 {
+			e.unref(b)
+			continue
+		}
+		kept = append(kept, b)
+	}
+	clear(p.bios[len(kept):])
+	p.bios = kept
+	for _, k := range e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)] {
+		if fr, ok := e.flush.reqs.reqs[k]; ok {
+			e.giveFlush(p, ev.OpId, ev.Pid, fr, fr.bio.IssueNs, 0, ownCommitJoin)
+		}
+	}
+}
