@@ -251,7 +251,14 @@ struct path_walk {
 	struct op *op;
 };
 
+#ifdef IOPATH_COMPAT
+/* Inlined in the compat build's bounded loop (compat.h LOOP): 5.10's
+ * verifier refused the walk as a called subprogram ("back-edge from insn
+ * 1452 to 1453"). */
+static __always_inline long path_step(__u32 i, struct path_walk *w)
+#else
 static long path_step(__u32 i, struct path_walk *w)
+#endif
 {
 	struct op *op = w->op;
 	if (!op)
