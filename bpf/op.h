@@ -251,14 +251,8 @@ struct path_walk {
 	struct op *op;
 };
 
-#ifdef IOPATH_COMPAT
-/* Inlined in the compat build's bounded loop (compat.h LOOP): 5.10's
- * verifier refused the walk as a called subprogram ("back-edge from insn
- * 1452 to 1453"). */
-static __always_inline long path_step(__u32 i, struct path_walk *w)
-#else
+#ifndef IOPATH_COMPAT
 static long path_step(__u32 i, struct path_walk *w)
-#endif
 {
 	struct op *op = w->op;
 	if (!op)
@@ -291,6 +285,7 @@ static long path_step(__u32 i, struct path_walk *w)
 	op->walk_dentry = (__u64)up;
 	return 0;
 }
+#endif
 
 /* fill_path records the file's dentry names, deepest first, crossing mounts
  * the way d_path does; only for streamed calls. At most PATH_PARTS + 4
@@ -323,11 +318,51 @@ __noinline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
 	op->path_trunc = 0;
 	if (!file)
 		return 0;
+#ifdef IOPATH_COMPAT
+	/* 5.10's check_cfg refuses a loop whose back-edge lands right after a
+	 * helper call ("back-edge from insn 1452 to 1453": a call's fall-through
+	 * may not close a loop there), which the step in compat.h's bounded
+	 * loop compiled to; this form of the walk (the one before bpf_loop)
+	 * passes it. */
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
+	struct mount *mnt = container_of(vm, struct mount, mnt);
+	__u32 j = 0;
+	for (int i = 0; i < PATH_PARTS + 4; i++) {
+		struct dentry *mnt_root = BPF_CORE_READ(vm, mnt_root);
+		if (d == mnt_root) {
+			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
+			if (parent == mnt || !parent) {
+				op->path_done = PATH_ROOT;
+				break;
+			}
+			d = BPF_CORE_READ(mnt, mnt_mountpoint);
+			mnt = parent;
+			vm = &parent->mnt;
+			continue;
+		}
+		struct dentry *up = BPF_CORE_READ(d, d_parent);
+		if (up == d) {
+			op->path_done = PATH_ROOT;
+			break;
+		}
+		if (j >= PATH_PARTS)
+			break;
+		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+		if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN &&
+		    BPF_CORE_READ(d, d_name.len) >= PART_LEN)
+			op->path_trunc |= 1U << j;
+		j++;
+		d = up;
+	}
+	op->path_depth = j;
+#else
 	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
 	op->walk_dentry = (__u64)BPF_CORE_READ(file, f_path.dentry);
 	op->walk_mount = (__u64)container_of(vm, struct mount, mnt);
 	struct path_walk w = {.op = op};
-	LOOP(PATH_PARTS + 4, PATH_PARTS + 4, path_step, &w); /* compat.h */
+	bpf_loop(PATH_PARTS + 4, path_step, &w, 0);
+#endif
 	return 0;
 }
 
