@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/iopath/iopath/bpf"
@@ -64,6 +66,9 @@ func (t *Tracer) counter1(idx bpf.IopathCounter) uint64 {
 type dirtiedFiles struct {
 	mu    sync.Mutex
 	files map[dirtiedFile]*fileRef
+	// gen gives the inode's i_generation the engine knows (0: unknown);
+	// called from the record callback, Run's goroutine. Nil: none known.
+	gen func(dev uint32, ino uint64) uint32
 }
 
 // dirtiedFile names a file as its records do: dev ("major:minor") and inode.
@@ -123,8 +128,12 @@ func (d *dirtiedFiles) note(dev string, ino uint64, pid uint32, fd int64, path s
 	if seen {
 		tries = ref.tries + 1
 	}
+	var gen uint32
+	if d.gen != nil {
+		gen = d.gen(kdevOf(dev), ino)
+	}
 	// Resolve without the lock: kernelDirty may be reading the map.
-	ref = resolveFile(dev, ino, pid, fd, path)
+	ref = resolveFile(dev, ino, gen, pid, fd, path)
 	ref.tries = tries
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -164,4 +173,16 @@ func (d *dirtiedFiles) kernelDirty() (DirtyLeft, bool) {
 		left.Pages += n
 	}
 	return left, true
+}
+
+// kdevOf parses a record's dev ("major:minor") to the kernel's encoding
+// (major<<20 | minor); 0 if malformed.
+func kdevOf(dev string) uint32 {
+	maj, min, ok := strings.Cut(dev, ":")
+	a, err1 := strconv.ParseUint(maj, 10, 12)
+	b, err2 := strconv.ParseUint(min, 10, 20)
+	if !ok || err1 != nil || err2 != nil {
+		return 0
+	}
+	return uint32(a)<<20 | uint32(b)
 }

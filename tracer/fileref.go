@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"strconv"
@@ -49,7 +51,12 @@ const (
 // or any of its fds or file mappings (/proc/PID/fd, /proc/PID/map_files)
 // that is that inode (a path too deep for the record, a copy's output, a
 // file mapped and closed).
-func resolveFile(dev string, ino uint64, pid uint32, fd int64, path string) *fileRef {
+//
+// When none of them is the inode any more (renamed, deleted or the process
+// gone before its records were read) and the engine knows the inode's
+// generation, the handle is built from inode number and generation
+// (inoGenHandle), where the filesystem's handles are that.
+func resolveFile(dev string, ino uint64, gen uint32, pid uint32, fd int64, path string) *fileRef {
 	r := &fileRef{dev: dev, ino: ino}
 	var cands []string
 	if path != "" && !strings.HasPrefix(path, "...") {
@@ -80,7 +87,58 @@ func resolveFile(dev string, ino uint64, pid uint32, fd int64, path string) *fil
 			r.path = path
 		}
 	}
+	if gen != 0 {
+		if mnt, h, ok := inoGenHandle(dev, ino, gen); ok {
+			r.handle, r.mountID, r.hasHandle = h, mnt, true
+		}
+	}
 	return r
+}
+
+// fileIDIno32Gen is FILEID_INO32_GEN (include/linux/exportfs.h): a handle
+// of a 32-bit inode number and its generation, the default encoding
+// (generic_encode_ino32_fh: ext2/3/4, among others).
+const fileIDIno32Gen = 1
+
+// fsIocGetversion is FS_IOC_GETVERSION, _IOR('v', 1, long) on 64-bit
+// architectures: the inode's i_generation.
+const fsIocGetversion = 0x80087601
+
+// inoGenHandle builds the file handle of inode ino, generation gen, on
+// dev, if a mount of dev encodes its handles as FILEID_INO32_GEN: checked
+// on the mount's root, whose own handle must be exactly its inode number
+// and generation. Returns the mount ID with it.
+func inoGenHandle(dev string, ino uint64, gen uint32) (int, unix.FileHandle, bool) {
+	if ino > 0xffffffff {
+		return 0, unix.FileHandle{}, false
+	}
+	for id, m := range mountPoints() {
+		if m.dev != dev {
+			continue
+		}
+		fd, err := unix.Open(m.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		rootGen, gerr := unix.IoctlGetUint32(fd, fsIocGetversion)
+		serr := unix.Fstat(fd, &st)
+		unix.Close(fd)
+		h, mnt, err := unix.NameToHandleAt(unix.AT_FDCWD, m.path, 0)
+		if gerr != nil || serr != nil || err != nil || mnt != id || h.Type() != fileIDIno32Gen ||
+			!bytes.Equal(h.Bytes(), ino32Gen(st.Ino, rootGen)) {
+			continue
+		}
+		return id, unix.NewFileHandle(fileIDIno32Gen, ino32Gen(ino, gen)), true
+	}
+	return 0, unix.FileHandle{}, false
+}
+
+// ino32Gen is a FILEID_INO32_GEN handle's bytes: inode number and
+// generation, 32 bits each, in the CPU's byte order.
+func ino32Gen(ino uint64, gen uint32) []byte {
+	b := binary.NativeEndian.AppendUint32(nil, uint32(ino))
+	return binary.NativeEndian.AppendUint32(b, gen)
 }
 
 // isInode says whether name (followed) is the file's inode now.
@@ -90,8 +148,8 @@ func (r *fileRef) isInode(name string) bool {
 }
 
 // dirtyPages asks the kernel for the file's dirty plus under-writeback
-// pages. mounts maps mount IDs to mount points (mountPoints).
-func (r *fileRef) dirtyPages(mounts map[int]string) (uint64, fileState) {
+// pages. mounts are this process's (mountPoints).
+func (r *fileRef) dirtyPages(mounts map[int]mount) (uint64, fileState) {
 	var fd int
 	switch {
 	case r.hasHandle:
@@ -99,7 +157,7 @@ func (r *fileRef) dirtyPages(mounts map[int]string) (uint64, fileState) {
 		if !ok {
 			return 0, fileUnavailable
 		}
-		mfd, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		mfd, err := unix.Open(mp.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return 0, fileUnavailable
 		}
@@ -135,16 +193,22 @@ func (r *fileRef) dirtyPages(mounts map[int]string) (uint64, fileState) {
 	return cs.Dirty + cs.Writeback, fileCounted
 }
 
-// mountPoints maps this process's mount IDs to their mount points
-// (/proc/self/mountinfo: field 1 the ID, field 5 the mount point, octal
-// escapes for space, tab, newline and backslash).
-func mountPoints() map[int]string {
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	dev  string // "major:minor", as records name devices
+	path string // mount point
+}
+
+// mountPoints maps this process's mount IDs to their mounts
+// (/proc/self/mountinfo: field 1 the ID, 3 the device, 5 the mount point,
+// octal escapes for space, tab, newline and backslash).
+func mountPoints() map[int]mount {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	m := map[int]string{}
+	m := map[int]mount{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
@@ -155,7 +219,7 @@ func mountPoints() map[int]string {
 		if err != nil {
 			continue
 		}
-		m[id] = unescapeMount(fs[4])
+		m[id] = mount{dev: fs[2], path: unescapeMount(fs[4])}
 	}
 	return m
 }
