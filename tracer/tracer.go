@@ -604,6 +604,9 @@ func (t *Tracer) Summary() *record.Summary {
 		}
 	}
 	s.MissedRuns = t.MissedRuns()
+	if c["dirty_pages"] > 0 {
+		markPartialWriteback(s)
+	}
 	// Pending dirty pages the kernel says are clean: written without iopath
 	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
 	for _, f := range t.Engine.PendingFiles() {

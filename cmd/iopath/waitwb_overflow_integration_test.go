@@ -159,3 +159,46 @@ func TestWaitWritebackOverflowedDeepPath(t *testing.T) {
 		t.Errorf("after the wait the file still has %d dirty pages", n)
 	}
 }
+
+// Issue 10 item 4: after the overflow, the rows of the file dd wrote and of
+// dd itself say their disk bytes written are partial (the flusher wrote all
+// 64 MiB: --wait-writeback ended on the kernel's count); without the
+// overflow neither is marked.
+func TestOverflowDiskBytesMarked(t *testing.T) {
+	dir := overflowSetup(t, "100")
+	for _, c := range []struct {
+		args    []string
+		partial bool
+	}{
+		{[]string{"--max-dirty-pages", "10"}, true},
+		{nil, false},
+	} {
+		f := filepath.Join(dir, "marked")
+		args := append(c.args, "--wait-writeback", "30s", "--", "dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64", "status=none")
+		tr := traceCmd(t, args...)
+		ino := inoOf(t, f)
+		var file, pid *bool
+		var fileBytes, pidBytes uint64
+		for i := range tr.summary.Files {
+			if r := &tr.summary.Files[i]; r.Ino == ino {
+				file, fileBytes = &r.DiskBytesWritePartial, r.DiskBytesWrite
+			}
+		}
+		for i := range tr.summary.Pids {
+			if r := &tr.summary.Pids[i]; r.Comm == "dd" {
+				pid, pidBytes = &r.DiskBytesWritePartial, r.DiskBytesWrite
+			}
+		}
+		t.Logf("%v: file row %d bytes written, dd's row %d; stderr:\n%s", c.args, fileBytes, pidBytes, tr.stderr)
+		if file == nil || pid == nil {
+			t.Fatalf("%v: no summary row of the file or of dd", c.args)
+		}
+		if *file != c.partial || *pid != c.partial {
+			t.Errorf("%v: disk_bytes_written_partial file %v, dd %v; want %v", c.args, *file, *pid, c.partial)
+		}
+		if !c.partial && (fileBytes < 64<<20 || pidBytes < 64<<20) {
+			t.Errorf("without overflow: file row %d, dd's row %d bytes written; want 64 MiB each", fileBytes, pidBytes)
+		}
+		_ = os.Remove(f)
+	}
+}
