@@ -324,3 +324,20 @@ type SyncWriteback struct {
 	// counts are a lower bound.
 	AtLeast bool `json:"at_least,omitempty"`
 }
+
+// MarkPartialWriteback marks the disk bytes written of every row that
+// dirtied pages as partial, for a trace whose dirty_pages map overflowed:
+// the kernel does not say which file's or process's folios it had no room
+// for, so any of them may have writeback iopath did not attribute.
+func (s *Summary) MarkPartialWriteback() {
+	for i := range s.Files {
+		if s.Files[i].DirtiedPages > 0 {
+			s.Files[i].DiskBytesWritePartial = true
+		}
+	}
+	for i := range s.Pids {
+		if s.Pids[i].DirtiedPages > 0 {
+			s.Pids[i].DiskBytesWritePartial = true
+		}
+	}
+}

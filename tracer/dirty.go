@@ -186,20 +186,3 @@ func kdevOf(dev string) uint32 {
 	}
 	return uint32(a)<<20 | uint32(b)
 }
-
-// markPartialWriteback marks the disk bytes written of every summary row
-// that dirtied pages as partial: once the dirty_pages map overflowed the
-// kernel does not say which file's or process's folios it had no room for,
-// so any of them may have writeback iopath did not attribute.
-func markPartialWriteback(s *record.Summary) {
-	for i := range s.Files {
-		if s.Files[i].DirtiedPages > 0 {
-			s.Files[i].DiskBytesWritePartial = true
-		}
-	}
-	for i := range s.Pids {
-		if s.Pids[i].DirtiedPages > 0 {
-			s.Pids[i].DiskBytesWritePartial = true
-		}
-	}
-}

@@ -605,7 +605,7 @@ func (t *Tracer) Summary() *record.Summary {
 	}
 	s.MissedRuns = t.MissedRuns()
 	if c["dirty_pages"] > 0 {
-		markPartialWriteback(s)
+		s.MarkPartialWriteback()
 	}
 	// Pending dirty pages the kernel says are clean: written without iopath
 	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
