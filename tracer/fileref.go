@@ -95,7 +95,7 @@ func resolveFile(dev string, ino uint64, gen uint32, pid uint32, fd int64, path 
 	return r
 }
 
-// fileIDIno32Gen is FILEID_INO32_GEN (include/linux/exportfs.h): a handle
+// fileIDIno32Gen is FILEID_INO32_GEN (the kernel's export operations header): a handle
 // of a 32-bit inode number and its generation, the default encoding
 // (generic_encode_ino32_fh: ext2/3/4, among others).
 const fileIDIno32Gen = 1

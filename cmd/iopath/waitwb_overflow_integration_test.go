@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,7 @@ func TestOverflowDiskBytesMarked(t *testing.T) {
 		{nil, false},
 	} {
 		f := filepath.Join(dir, "marked")
-		args := append(c.args, "--wait-writeback", "30s", "--", "dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64", "status=none")
+		args := append(slices.Clone(c.args), "--wait-writeback", "30s", "--", "dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64", "status=none")
 		tr := traceCmd(t, args...)
 		ino := inoOf(t, f)
 		var file, pid *bool
