@@ -42,6 +42,25 @@ func overflowSetup(t *testing.T, expire string) string {
 	return dir
 }
 
+// waitOnKernelCount traces cmd with the dirty-page map overflowed and a 30 s
+// --wait-writeback (expire 1 s: overflowSetup(t, "100")), and checks that
+// iopath waited on the kernel's count of file (what: which file, for the
+// messages) and ended well before the limit with file written.
+func waitOnKernelCount(t *testing.T, file, what string, cmd ...string) *traced {
+	t.Helper()
+	start := time.Now()
+	tr := traceCmd(t, append([]string{"--max-dirty-pages", "10", "--wait-writeback", "30s", "--"}, cmd...)...)
+	took := time.Since(start)
+	t.Logf("took %s; stderr:\n%s", took, tr.stderr)
+	if took > 20*time.Second || !strings.Contains(tr.stderr, "counted by the kernel: cachestat of 1 written file)") {
+		t.Errorf("did not wait on %s's kernel count (took %s)", what, took)
+	}
+	if n := kernelDirty(t, file); n != 0 {
+		t.Errorf("after the wait %s still has %d dirty pages", what, n)
+	}
+	return tr
+}
+
 // Issue 10 item 4, pages dirtied through a shared mapping (write faults,
 // no write call): with the tracking overflowed and writeback held off
 // (expire 30 s), --wait-writeback 2s must wait on the mapped file's own
@@ -84,17 +103,8 @@ func TestWaitWritebackOverflowedRename(t *testing.T) {
 	}
 	from, to := filepath.Join(dir, "d1", "x"), filepath.Join(dir, "d2", "y")
 	defer os.Remove(to)
-	start := time.Now()
-	tr := traceCmd(t, "--max-dirty-pages", "10", "--wait-writeback", "30s", "--", "sh", "-c",
+	waitOnKernelCount(t, to, "the renamed file", "sh", "-c",
 		"dd if=/dev/zero of="+from+" bs=1M count=64 status=none && mv "+from+" "+to)
-	took := time.Since(start)
-	t.Logf("took %s; stderr:\n%s", took, tr.stderr)
-	if took > 20*time.Second || !strings.Contains(tr.stderr, "counted by the kernel: cachestat of 1 written file)") {
-		t.Errorf("did not wait on the renamed file's kernel count (took %s)", took)
-	}
-	if n := kernelDirty(t, to); n != 0 {
-		t.Errorf("after the wait the renamed file still has %d dirty pages", n)
-	}
 }
 
 // Issue 10 item 4, a file deleted after the writes: its pages were dropped,
@@ -119,16 +129,7 @@ func TestWaitWritebackOverflowedCopy(t *testing.T) {
 	src := testutil.ColdFile(t, dir, "copy-src", 64<<20)
 	dst := filepath.Join(dir, "copy-dst")
 	defer os.Remove(dst)
-	start := time.Now()
-	tr := traceCmd(t, "--max-dirty-pages", "10", "--wait-writeback", "30s", "--", "cp", src, dst)
-	took := time.Since(start)
-	t.Logf("took %s; stderr:\n%s", took, tr.stderr)
-	if took > 20*time.Second || !strings.Contains(tr.stderr, "counted by the kernel: cachestat of 1 written file)") {
-		t.Errorf("did not wait on the copy's output (took %s)", took)
-	}
-	if n := kernelDirty(t, dst); n != 0 {
-		t.Errorf("after the wait the copy still has %d dirty pages", n)
-	}
+	waitOnKernelCount(t, dst, "the copy's output", "cp", src, dst)
 }
 
 // Issue 10 item 4, a path deeper than a record keeps (8 names: the record
@@ -141,23 +142,13 @@ func TestWaitWritebackOverflowedDeepPath(t *testing.T) {
 	}
 	defer os.RemoveAll(filepath.Join(dir, "a"))
 	f := filepath.Join(deep, "x")
-	start := time.Now()
-	tr := traceCmd(t, "--max-dirty-pages", "10", "--wait-writeback", "30s", "--",
-		"dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64", "status=none")
-	took := time.Since(start)
-	t.Logf("took %s; stderr:\n%s", took, tr.stderr)
+	tr := waitOnKernelCount(t, f, "the deep file", "dd", "if=/dev/zero", "of="+f, "bs=1M", "count=64", "status=none")
 	cut := false
 	for _, c := range tr.forIno(inoOf(t, f)) {
 		cut = cut || strings.HasPrefix(c.Path, "...")
 	}
 	if !cut {
 		t.Errorf("the records name the whole path: not a path too deep")
-	}
-	if took > 20*time.Second || !strings.Contains(tr.stderr, "counted by the kernel: cachestat of 1 written file)") {
-		t.Errorf("did not wait on the deep file's kernel count (took %s)", took)
-	}
-	if n := kernelDirty(t, f); n != 0 {
-		t.Errorf("after the wait the file still has %d dirty pages", n)
 	}
 }
 
