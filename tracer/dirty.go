@@ -71,12 +71,14 @@ type dirtiedFiles struct {
 	gen func(dev uint32, ino uint64) uint32
 }
 
-// dirtiedFile names a file as its records do: dev ("major:minor") and inode.
-// The inode's generation is in its fileRef's handle: a handle of a deleted
-// inode whose number was reused opens nothing (ESTALE).
+// dirtiedFile names a file: dev ("major:minor") and inode as its records
+// do, and the inode's i_generation as the engine knows it (0: unknown), so
+// a file on the inode number of one deleted during the trace is a file of
+// its own.
 type dirtiedFile struct {
 	dev string
 	ino uint64
+	gen uint32
 }
 
 // watch returns out, noting on the way the file of every record that
@@ -117,7 +119,11 @@ func (d *dirtiedFiles) note(dev string, ino uint64, pid uint32, fd int64, path s
 	if ino == 0 {
 		return
 	}
-	k := dirtiedFile{dev, ino}
+	var gen uint32
+	if d.gen != nil {
+		gen = d.gen(kdevOf(dev), ino)
+	}
+	k := dirtiedFile{dev, ino, gen}
 	d.mu.Lock()
 	ref, seen := d.files[k]
 	d.mu.Unlock()
@@ -127,10 +133,6 @@ func (d *dirtiedFiles) note(dev string, ino uint64, pid uint32, fd int64, path s
 	tries := 1
 	if seen {
 		tries = ref.tries + 1
-	}
-	var gen uint32
-	if d.gen != nil {
-		gen = d.gen(kdevOf(dev), ino)
 	}
 	// Resolve without the lock: kernelDirty may be reading the map.
 	ref = resolveFile(dev, ino, gen, pid, fd, path)

@@ -110,3 +110,55 @@ func TestDirtiedFilesRenameDelete(t *testing.T) {
 		t.Errorf("deleted file: %+v; want 1 deleted, 0 pages", n)
 	}
 }
+
+// A file renamed or deleted before its record was read (the writer gone)
+// is found by the handle built from its inode number and the generation
+// the engine knows, where the filesystem's handles are those.
+func TestDirtiedFilesByGeneration(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a")
+	if err := os.WriteFile(p, make([]byte, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, gerr := unix.IoctlGetUint32(fd, fsIocGetversion)
+	var st unix.Stat_t
+	serr := unix.Fstat(fd, &st)
+	unix.Close(fd)
+	if gerr != nil || serr != nil {
+		t.Skipf("no i_generation on %s: %v %v", dir, gerr, serr)
+	}
+	dev := kernel.Dev(kernel.UserDev(st.Dev))
+	if _, _, ok := inoGenHandle(dev, st.Ino, gen); !ok {
+		t.Skipf("the filesystem of %s has no FILEID_INO32_GEN handles", dir)
+	}
+	q := filepath.Join(dir, "b")
+	if err := os.Rename(p, q); err != nil {
+		t.Fatal(err)
+	}
+	d := dirtiedFiles{gen: func(uint32, uint64) uint32 { return gen }}
+	// The record names the old path; pid 0 has no /proc entry to look in.
+	d.watch(nil)(&record.Syscall{Syscall: "write", Path: p, Ino: st.Ino, Dev: dev, Fd: 3, DirtiedPages: 2})
+	n, ok := d.kernelDirty()
+	if !ok {
+		t.Skip("cachestat(2) unavailable (Linux 6.5+)")
+	}
+	if n.Files != 1 || n.Unavailable != 0 || n.Deleted != 0 {
+		t.Errorf("renamed before noting: %+v; want the file counted", n)
+	}
+	// The wrong generation opens nothing: a reused inode number is another file.
+	w := dirtiedFiles{gen: func(uint32, uint64) uint32 { return gen + 1 }}
+	w.watch(nil)(&record.Syscall{Syscall: "write", Path: p, Ino: st.Ino, Dev: dev, Fd: 3, DirtiedPages: 2})
+	if n, _ := w.kernelDirty(); n.Deleted != 1 {
+		t.Errorf("another generation: %+v; want it deleted (ESTALE)", n)
+	}
+	if err := os.Remove(q); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := d.kernelDirty(); n.Deleted != 1 || n.Pages != 0 {
+		t.Errorf("deleted: %+v; want 1 deleted, 0 pages", n)
+	}
+}
