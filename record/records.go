@@ -257,19 +257,26 @@ type Totals struct {
 	// (readahead). Of the hits, PagesHitPrefetched = min(hits, prefetched)
 	// were served by that readahead (a cold sequential read is all such
 	// hits); PagesHitCached = the rest, pages cached before the trace.
-	PagesPrefetched    uint64  `json:"pages_prefetched"`
-	PagesHitPrefetched uint64  `json:"pages_hit_prefetched"`
-	PagesHitCached     uint64  `json:"pages_hit_cached"`
-	DiskBytesRead      uint64  `json:"disk_bytes_read"`
-	DiskBytesWrite     uint64  `json:"disk_bytes_written"`
-	Amplification      float64 `json:"amplification"` // disk bytes read / bytes requested by reads
-	ReadCalls          uint64  `json:"read_calls"`
-	ReadBytesReq       uint64  `json:"read_bytes_requested"`
-	WriteCalls         uint64  `json:"write_calls"`
-	DirtiedPages       uint64  `json:"dirtied_pages"`
-	ThrottleNs         uint64  `json:"throttle_ns"`
-	BlockedNs          uint64  `json:"blocked_ns"`
-	Unattributed       uint64  `json:"unattributed_bios"`
+	PagesPrefetched    uint64 `json:"pages_prefetched"`
+	PagesHitPrefetched uint64 `json:"pages_hit_prefetched"`
+	PagesHitCached     uint64 `json:"pages_hit_cached"`
+	DiskBytesRead      uint64 `json:"disk_bytes_read"`
+	DiskBytesWrite     uint64 `json:"disk_bytes_written"`
+	// DiskBytesWritePartial: this row dirtied pages while the dirty_pages
+	// map was full (map_evictions.dirty_pages > 0, --max-dirty-pages): the
+	// writeback of pages iopath did not follow is not attributed, so
+	// disk_bytes_written is a lower bound (a file's row counts whole
+	// writeback bios that carried a followed page; a process's row only the
+	// followed pages' bios).
+	DiskBytesWritePartial bool    `json:"disk_bytes_written_partial,omitempty"`
+	Amplification         float64 `json:"amplification"` // disk bytes read / bytes requested by reads
+	ReadCalls             uint64  `json:"read_calls"`
+	ReadBytesReq          uint64  `json:"read_bytes_requested"`
+	WriteCalls            uint64  `json:"write_calls"`
+	DirtiedPages          uint64  `json:"dirtied_pages"`
+	ThrottleNs            uint64  `json:"throttle_ns"`
+	BlockedNs             uint64  `json:"blocked_ns"`
+	Unattributed          uint64  `json:"unattributed_bios"`
 	// Page faults on file mappings (record.Fault), streamed or not.
 	Faults             uint64 `json:"faults"`
 	MajorFaults        uint64 `json:"major_faults"`
@@ -316,4 +323,21 @@ type SyncWriteback struct {
 	// AtLeast: older bios were forgotten (more than 65536 kept): the
 	// counts are a lower bound.
 	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// MarkPartialWriteback marks the disk bytes written of every row that
+// dirtied pages as partial, for a trace whose dirty_pages map overflowed:
+// the kernel does not say which file's or process's folios it had no room
+// for, so any of them may have writeback iopath did not attribute.
+func (s *Summary) MarkPartialWriteback() {
+	for i := range s.Files {
+		if s.Files[i].DirtiedPages > 0 {
+			s.Files[i].DiskBytesWritePartial = true
+		}
+	}
+	for i := range s.Pids {
+		if s.Pids[i].DirtiedPages > 0 {
+			s.Pids[i].DiskBytesWritePartial = true
+		}
+	}
 }

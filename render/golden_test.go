@@ -393,6 +393,7 @@ var stories = []struct {
 	}, losses: func(sum *record.Summary) {
 		sum.LostEvents = 3
 		sum.MapEvictions["dirty_pages"] = 2
+		sum.MarkPartialWriteback()
 		sum.Truncations["page_ranges"] = 1
 		sum.MissedRuns = map[string]uint64{"tp_btf_block_rq_complete": 2}
 		sum.DirtyUnseen = 4

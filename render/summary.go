@@ -84,6 +84,21 @@ func SummaryText(s *record.Summary) string {
 		}
 		fmt.Fprintf(&b, "%s written %s; cachestat says their files are clean\n", Count(s.DirtyUnseen, "dirty page"), why)
 	}
+	if n := s.MapEvictions["dirty_pages"]; n > 0 {
+		var files, pids int
+		for _, f := range s.Files {
+			if f.DiskBytesWritePartial {
+				files++
+			}
+		}
+		for _, p := range s.Pids {
+			if p.DiskBytesWritePartial {
+				pids++
+			}
+		}
+		fmt.Fprintf(&b, "PARTIAL: disk bytes written of the %d file(s) and %d process(es) that dirtied pages are lower bounds (disk_bytes_written_partial): the writeback of the %s the dirty_pages map had no room for is not attributed (raise --max-dirty-pages)\n",
+			files, pids, Count(n, "folio"))
+	}
 	var ev []string
 	for k, v := range s.MapEvictions {
 		switch {

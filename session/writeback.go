@@ -54,6 +54,10 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 	pending := left.Pages
 	whose := overflowNote(left)
 	if pending == 0 {
+		if left.Overflowed > 0 && left.Unavailable == left.Files {
+			fmt.Fprintf(errw, "iopath: --wait-writeback: nothing to wait on%s\n", whose)
+			return
+		}
 		if left.Overflowed > 0 {
 			fmt.Fprintf(errw, "iopath: --wait-writeback: the kernel reports no dirty page left in the files the traced command wrote%s\n", whose)
 			return
@@ -102,13 +106,23 @@ func WaitWriteback(ctx context.Context, t *tracer.Tracer, limit time.Duration, e
 }
 
 // overflowNote says whose count of dirty pages a message gives when
-// dirty-page tracking overflowed ("" when it did not).
+// dirty-page tracking overflowed ("" when it did not), and which written
+// files are in no count (deleted: their pages were dropped; unavailable:
+// they cannot be opened).
 func overflowNote(d tracer.DirtyLeft) string {
 	switch {
 	case d.Overflowed == 0:
 		return ""
 	case d.Kernel:
-		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of the written files)", render.Count(d.Overflowed, "folio"))
+		files := render.Count(uint64(d.Files), "written file")
+		var also string
+		if d.Deleted > 0 {
+			also += fmt.Sprintf("; %d deleted since (their pages were dropped)", d.Deleted)
+		}
+		if d.Unavailable > 0 {
+			also += fmt.Sprintf("; the count of %d is unavailable (the file cannot be opened: not waited on)", d.Unavailable)
+		}
+		return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; counted by the kernel: cachestat of %s%s)", render.Count(d.Overflowed, "folio"), files, also)
 	}
 	return fmt.Sprintf(" (dirty-page tracking overflowed: %s not followed, raise --max-dirty-pages; iopath's count, which cannot reach 0: the kernel's count of a written file is unavailable)", render.Count(d.Overflowed, "folio"))
 }

@@ -258,6 +258,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		t.rw = newRingWait(t.events)
 	}
 	t.Engine = engine.New(k, t.dirtied.watch(out))
+	t.dirtied.gen = t.Engine.Generation
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.AllCalls = opts.All
 	t.Engine.FaultUnavailable, _ = FaultUnavailable(statuses)
@@ -603,6 +604,9 @@ func (t *Tracer) Summary() *record.Summary {
 		}
 	}
 	s.MissedRuns = t.MissedRuns()
+	if c["dirty_pages"] > 0 {
+		s.MarkPartialWriteback()
+	}
 	// Pending dirty pages the kernel says are clean: written without iopath
 	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
 	for _, f := range t.Engine.PendingFiles() {

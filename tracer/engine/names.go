@@ -234,3 +234,10 @@ func (e *Engine) resolveRenamed() {
 func kdevOf(dev uint64) uint64 {
 	return uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))
 }
+
+// Generation is the i_generation of the inode last named (dev, ino) (from
+// its records' path events), 0 when unknown. Like every Engine method, for
+// Run's goroutine (its record callback included).
+func (e *Engine) Generation(dev uint32, ino uint64) uint32 {
+	return e.renames.gens[fkey(dev, ino)]
+}
