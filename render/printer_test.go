@@ -48,4 +48,3 @@ func TestPrinterWritesWholeRecordsUpToPipeBuf(t *testing.T) {
 		t.Errorf("%d records in %d writes, want 100 in batches", n, len(w.calls))
 	}
 }
-

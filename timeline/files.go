@@ -84,7 +84,7 @@ func outputTarget(flag, path string) (string, error) {
 	target := path
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err = filepath.EvalSymlinks(path); err != nil {
-			return "", fmt.Errorf("%s %s is a symbolic link to a file that does not exist (%v): give the path of a regular file", flag, path, bareErr(err))
+			return "", fmt.Errorf("%s %s is a symbolic link to a file that does not exist (%w): give the path of a regular file", flag, path, bareErr(err))
 		}
 		if fi, err = os.Stat(target); err != nil {
 			return "", fmt.Errorf("%s %s: %w", flag, path, err)

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,8 @@ func runWith(t *testing.T, stdout *os.File, env []string, dir string, args ...st
 	}
 	start := time.Now()
 	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), exitStatus(err), time.Since(start)
