@@ -73,27 +73,33 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 
 // outputTarget is the file that the output flag names at path is renamed
 // onto: path, or, when path is a symbolic link, the file it leads to (the
-// link stays and names the new file). A path that is, or leads to, no
-// regular file (a device node such as /dev/null, a FIFO, a socket) is
-// refused: the rename would replace the node itself with a regular file.
+// link stays and names the new file; a link to a file not there yet gets
+// it created). A path that is, or leads to, no regular file (a device node
+// such as /dev/null, a FIFO, a socket) is refused: the rename would
+// replace the node itself with a regular file.
 func outputTarget(flag, path string) (string, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return path, nil // created (CheckOutputPath says what is wrong)
-	}
 	target := path
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		if target, err = filepath.EvalSymlinks(path); err != nil {
-			return "", fmt.Errorf("%s %s is a symbolic link to a file that does not exist (%w): give the path of a regular file", flag, path, bareErr(err))
+	for range 40 { // the kernel's limit on links followed (ELOOP)
+		fi, err := os.Lstat(target)
+		if err != nil {
+			return target, nil // created (CheckOutputPath says what is wrong)
 		}
-		if fi, err = os.Stat(target); err != nil {
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if kind := nodeKind(fi.Mode()); kind != "" {
+				return "", fmt.Errorf("%s %s is a %s, not a regular file, and would be replaced by one: give a file name (e.g. %s)", flag, path, kind, defaultName(flag))
+			}
+			return target, nil
+		}
+		to, err := os.Readlink(target)
+		if err != nil {
 			return "", fmt.Errorf("%s %s: %w", flag, path, err)
 		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(target), to)
+		}
+		target = to
 	}
-	if kind := nodeKind(fi.Mode()); kind != "" {
-		return "", fmt.Errorf("%s %s is a %s, not a regular file, and would be replaced by one: give a file name (e.g. %s)", flag, path, kind, defaultName(flag))
-	}
-	return target, nil
+	return "", fmt.Errorf("%s %s: too many levels of symbolic links: give the path of a regular file", flag, path)
 }
 
 // nodeKind names a file type that is neither a regular file nor a

@@ -114,6 +114,25 @@ func TestOpenFilesLinksAndNodes(t *testing.T) {
 	if b, err := os.ReadFile(real); err != nil || !strings.HasPrefix(string(b), "{") {
 		t.Errorf("the link's file was not written: %q, %v", b, err)
 	}
+	// a link to a file not there yet (in a directory that is): created
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	ahead := filepath.Join(dir, "ahead.html")
+	if err := os.Symlink("sub/report.html", ahead); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = OpenFiles("", ahead, "test"); err != nil {
+		t.Fatalf("--report to a link to a new file: %v", err)
+	}
+	o.Summary(&record.Summary{})
+	if err := o.End(nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(ahead); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "sub", "report.html")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the link's new file: %v", err)
+	}
 
 	fifo := filepath.Join(dir, "fifo")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
@@ -133,11 +152,11 @@ func TestOpenFilesLinksAndNodes(t *testing.T) {
 		}
 		nodes[l] = os.ModeSymlink
 	}
-	dangling := filepath.Join(dir, "dangling")
-	if err := os.Symlink("nothing-here", dangling); err != nil {
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
 		t.Fatal(err)
 	}
-	nodes[dangling] = os.ModeSymlink
+	nodes[loop] = os.ModeSymlink
 	for p, mode := range nodes {
 		for _, flags := range [][2]string{{p, ""}, {"", p}} {
 			o, err := OpenFiles(flags[0], flags[1], "test")
