@@ -35,8 +35,6 @@ type Printer struct {
 	// stories told (request.go), so that its heading is printed once.
 	lastSubmit uint64
 	lastPid    uint32
-	// OnBroken, if set, is called once, at the first failed write.
-	OnBroken func(error)
 }
 
 // pipeBuf is PIPE_BUF on Linux: the largest write a pipe keeps whole.
@@ -82,9 +80,9 @@ func (p *Printer) add() {
 	p.added(from)
 }
 
-// Flush writes out the batch. The first failed write calls OnBroken (if
-// set: -p and --comm traces then end, since nobody reads them); records are
-// dropped after that.
+// Flush writes out the batch. A failed write is the destination's to keep
+// and report (session.Out: the first one stops the run); the batch is
+// dropped either way.
 func (p *Printer) Flush() {
 	if len(p.batch) > 0 {
 		p.write(p.batch)
@@ -93,10 +91,7 @@ func (p *Printer) Flush() {
 }
 
 func (p *Printer) write(b []byte) {
-	if _, err := p.out.Write(b); err != nil && p.OnBroken != nil {
-		p.OnBroken(err)
-		p.OnBroken = nil
-	}
+	p.out.Write(b) // errors: see Flush
 }
 
 // Record prints one record (*record.Syscall, *record.Writeback,

@@ -2,7 +2,6 @@ package render_test
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 
@@ -13,14 +12,10 @@ import (
 // writes records every write(2) the printer makes.
 type writes struct {
 	calls [][]byte
-	err   error
 }
 
 func (w *writes) Write(b []byte) (int, error) {
 	w.calls = append(w.calls, bytes.Clone(b))
-	if w.err != nil {
-		return 0, w.err
-	}
 	return len(b), nil
 }
 
@@ -51,20 +46,5 @@ func TestPrinterWritesWholeRecordsUpToPipeBuf(t *testing.T) {
 	}
 	if n := strings.Count(string(all), "\n"); n != 100 || len(w.calls) < 3 || len(w.calls) > 30 {
 		t.Errorf("%d records in %d writes, want 100 in batches", n, len(w.calls))
-	}
-}
-
-// A failed write (the reader went away) calls OnBroken once.
-func TestPrinterReportsBrokenOutputOnce(t *testing.T) {
-	w := writes{err: errors.New("broken pipe")}
-	p := render.NewPrinter(&w, false, false)
-	var broken int
-	p.OnBroken = func(error) { broken++ }
-	for range 3 {
-		p.Record(&record.Persisted{Type: record.TypePersisted, Outcome: record.OutcomeRemoved, Pages: 1})
-		p.Flush()
-	}
-	if broken != 1 || len(w.calls) != 3 {
-		t.Errorf("OnBroken called %d times for %d failed writes, want once", broken, len(w.calls))
 	}
 }

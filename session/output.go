@@ -1,34 +1,151 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
+	"syscall"
 
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/timeline"
 )
 
+// Out is iopath's output (records, stories, summary; top's JSON objects):
+// it keeps the first write error, drops every later write, and closes
+// Failed then, so that the run stops (tracerun.Run, topview.Run) instead
+// of tracing on into an output that loses everything.
+type Out struct {
+	w      io.Writer
+	name   string   // how the error names it: "-o FILE" or "stdout"
+	file   *os.File // the file written, nil if w is no file of iopath's own
+	once   sync.Once
+	mu     sync.Mutex
+	err    error
+	failed chan struct{}
+}
+
+// NewOut wraps w, named name in the error ("-o FILE", "stdout").
+func NewOut(w io.Writer, name string) *Out {
+	o := &Out{w: w, name: name, failed: make(chan struct{})}
+	if f, ok := w.(*os.File); ok {
+		o.file = f
+	}
+	return o
+}
+
+// Write writes p, or returns the first write error again without writing.
+func (o *Out) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	err := o.err
+	o.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.fail(err)
+	}
+	return n, err
+}
+
+func (o *Out) fail(err error) {
+	o.mu.Lock()
+	if o.err == nil {
+		o.err = err
+	}
+	o.mu.Unlock()
+	o.once.Do(func() { close(o.failed) })
+}
+
+// Failed is closed at the first failed write.
+func (o *Out) Failed() <-chan struct{} { return o.failed }
+
+// Err is the first write (or close) error as an OutputError, nil if none.
+func (o *Out) Err() error {
+	if o == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		return nil
+	}
+	return OutputError{Name: o.name, Err: o.err}
+}
+
+// OutputError is a failed write to iopath's output. The trace stops at
+// the first one (a traced command gets SIGTERM, as at --duration) and
+// iopath exits with status 1, saying it in one line; or, for EPIPE (the
+// reader is gone: `iopath trace … | head`), silently with status 141
+// (128+SIGPIPE, what a shell reports for a tool that SIGPIPE ended).
+type OutputError struct {
+	Name string // "-o FILE" or "stdout"
+	Err  error
+}
+
+func (e OutputError) Error() string {
+	return fmt.Sprintf("writing %s: %v: the trace stopped there, what came after is lost: free space or give a writable -o FILE", e.Name, bareErr(e.Err))
+}
+
+func (e OutputError) Unwrap() error { return e.Err }
+
+// Broken says the reader went away (EPIPE): exit quietly.
+func (e OutputError) Broken() bool { return errors.Is(e.Err, syscall.EPIPE) }
+
+// ExitCode is 141 for EPIPE, else 1.
+func (e OutputError) ExitCode() int {
+	if e.Broken() {
+		return 128 + int(syscall.SIGPIPE)
+	}
+	return 1
+}
+
+// bareErr drops the *os.PathError's "write /path" (the name is said already).
+func bareErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // Output returns where iopath's records, stories and summary go: the -o
 // file at path, stdout shared with the traced command (each record then
-// starts on a new line, see SharedStdout), or stdout. done closes it; a
-// file -o created is removed again when the run failed without output.
-func Output(path string, stdout io.Writer, withCommand bool) (w io.Writer, shared *SharedStdout, done func(failed error), err error) {
+// starts on a new line, see SharedStdout), or stdout. done closes it and
+// returns failed, or the output's error (a failed write or close) when
+// failed is nil; a file -o created is removed again when the run failed
+// without output. -o naming iopath's stdout itself (`-o f … > f`) is
+// refused: the truncating open and both writers would destroy the
+// command's output.
+func Output(path string, stdout io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
-		_, statErr := os.Stat(path)
+		st, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
 			return nil, nil, nil, err
+		}
+		if statErr == nil && st.Mode().IsRegular() {
+			if f, ok := stdout.(*os.File); ok {
+				if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
+					return nil, nil, nil, fmt.Errorf("-o %s is also iopath's standard output (> %s): give -o another file, or drop -o", path, path)
+				}
+			}
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)
 		}
-		return f, nil, func(failed error) {
+		out := NewOut(f, "-o "+path)
+		return out, nil, func(failed error) error {
 			fi, _ := f.Stat()
-			f.Close()
+			if cerr := f.Close(); cerr != nil {
+				out.fail(cerr)
+			}
 			if failed != nil && os.IsNotExist(statErr) && fi != nil && fi.Size() == 0 {
 				os.Remove(path)
 			}
+			return orOutErr(failed, out)
 		}, nil
 	}
 	if f, ok := stdout.(*os.File); ok && withCommand && f == os.Stdout {
@@ -36,9 +153,21 @@ func Output(path string, stdout io.Writer, withCommand bool) (w io.Writer, share
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return sh, sh, func(error) { sh.Close() }, nil
+		out := NewOut(sh, "stdout")
+		out.file = nil // shared: PIPE_BUF-sized writes
+		return out, sh, func(failed error) error { sh.Close(); return orOutErr(failed, out) }, nil
 	}
-	return stdout, nil, func(error) {}, nil
+	out := NewOut(stdout, "stdout")
+	return out, nil, func(failed error) error { return orOutErr(failed, out) }, nil
+}
+
+// orOutErr is failed, else out's error: a run that failed says why, one
+// whose output failed says that.
+func orOutErr(failed error, out *Out) error {
+	if failed != nil {
+		return failed
+	}
+	return out.Err()
 }
 
 // regularFileChunk is the largest write of several records to a regular
@@ -48,12 +177,11 @@ const regularFileChunk = 64 << 10
 
 // SetChunk lets out write larger batches when w (not shared with a traced
 // command) is a regular file.
-func SetChunk(out *render.Printer, w io.Writer, shared *SharedStdout) {
-	f, ok := w.(*os.File)
-	if !ok || shared != nil {
+func SetChunk(out *render.Printer, w *Out, shared *SharedStdout) {
+	if w == nil || w.file == nil || shared != nil {
 		return
 	}
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+	if st, err := w.file.Stat(); err == nil && st.Mode().IsRegular() {
 		out.SetChunk(regularFileChunk)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -17,8 +19,8 @@ func TestOutput(t *testing.T) {
 	if err != nil || shared != nil {
 		t.Fatalf("Output(%s): %v, shared %v", created, err, shared)
 	}
-	if _, ok := w.(*os.File); !ok {
-		t.Errorf("-o gave a %T, want the file", w)
+	if w.file == nil {
+		t.Errorf("-o gave %T, want the file", w.w)
 	}
 	done(errors.New("failed"))
 	if _, err := os.Stat(created); !os.IsNotExist(err) {
@@ -38,10 +40,86 @@ func TestOutput(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	w, shared, _, err = Output("", &buf, true)
-	if err != nil || w != &buf || shared != nil {
+	if err != nil || w.w != &buf || shared != nil {
 		t.Errorf("Output without -o: %v, %v, %v; want the writer given", w, shared, err)
 	}
 	if _, _, _, err := Output(filepath.Join(dir, "no", "such"), nil, false); err == nil {
 		t.Error("-o in a missing directory was accepted")
+	}
+}
+
+// -o naming iopath's stdout (`-o f -- cmd > f`) is refused before the
+// file is truncated; /dev/null as both is fine.
+func TestOutputIsStdout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "same.txt")
+	if err := os.WriteFile(path, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdout.Close()
+	_, _, _, err = Output(path, stdout, true)
+	if err == nil || !strings.Contains(err.Error(), "also iopath's standard output") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("-o FILE > FILE: %v, want one line refusing it", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
+		t.Errorf("the refused -o truncated its file: %q", b)
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	_, _, done, err := Output(os.DevNull, devnull, true)
+	if err != nil {
+		t.Fatalf("-o /dev/null > /dev/null refused: %v", err)
+	}
+	done(nil)
+}
+
+// The first failed write is kept (later ones are not tried), closes
+// Failed, and is the run's error: one line naming the output; EPIPE is
+// quiet with 141.
+func TestOutWriteError(t *testing.T) {
+	w, _, done, err := Output("/dev/full", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Failed():
+		t.Fatal("Failed closed before any write")
+	default:
+	}
+	if _, err := w.Write([]byte("record\n")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write to /dev/full: %v, want ENOSPC", err)
+	}
+	<-w.Failed()
+	err = done(nil)
+	var oe OutputError
+	if !errors.As(err, &oe) || oe.Broken() || oe.ExitCode() != 1 {
+		t.Fatalf("done after a failed write: %v, want an OutputError with exit status 1", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "writing -o /dev/full: no space left on device:") || strings.Contains(msg, "\n") {
+		t.Errorf("message %q does not name the file and the error in one line", msg)
+	}
+	if err := done(errors.New("run failed")); err.Error() != "run failed" {
+		t.Errorf("a run's own error was replaced: %v", err)
+	}
+
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer pw.Close()
+	out := NewOut(pw, "stdout")
+	out.Write([]byte("a\n"))
+	if _, err := out.Write([]byte("b\n")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("second write: %v, want the first error again", err)
+	}
+	if !errors.As(out.Err(), &oe) || !oe.Broken() || oe.ExitCode() != 141 {
+		t.Errorf("EPIPE: %v, want a broken OutputError with exit status 141", out.Err())
 	}
 }

@@ -141,7 +141,8 @@ type Trace struct {
 	// WaitWriteback, after the command exited, keeps tracing until its
 	// dirty pages reach the disk or this much time passed.
 	WaitWriteback time.Duration
-	// Stop ends the run when closed (output closed); nil: never.
+	// Stop ends the run when closed (the output failed): a Command then
+	// gets SIGTERM (SIGKILL after its Grace), as at Duration; nil: never.
 	Stop <-chan struct{}
 	// Started, if set, is called once the command runs.
 	Started func(*Child)
@@ -169,6 +170,7 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var res Result
+	stopped := false
 	if tr.Command != nil {
 		ch, err := s.Exec(*tr.Command)
 		if err != nil {
@@ -183,12 +185,15 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 		case <-timeout:
 			fmt.Fprintf(s.o.Notes, "iopath: --duration %s reached: sending SIGTERM to %s (pid %d)\n", tr.Duration, ch.name, ch.Pid)
 			ch.Interrupt(syscall.SIGTERM)
+		case <-tr.Stop:
+			stopped = true
+			ch.Interrupt(syscall.SIGTERM)
 		case <-s.ran:
 			ch.Kill()
 		}
 		st := ch.Wait()
 		res.Command = &st
-		if tr.WaitWriteback > 0 && s.sig.Signal() == 0 {
+		if tr.WaitWriteback > 0 && s.sig.Signal() == 0 && !stopped {
 			WaitWriteback(s.sig.Context(), s.T, tr.WaitWriteback, s.o.Notes)
 		}
 	} else {

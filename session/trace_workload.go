@@ -23,6 +23,9 @@ type WorkloadTrace struct {
 	// WaitWriteback, after a successful workload, keeps tracing until its
 	// dirty pages reach the disk or this much time passed.
 	WaitWriteback time.Duration
+	// Stop interrupts the workload with SIGINT when closed (the output
+	// failed); nil: never.
+	Stop <-chan struct{}
 }
 
 // WorkloadResult is how a traced workload ended.
@@ -47,11 +50,14 @@ func (s *Session) TraceWorkload(w WorkloadTrace) (WorkloadResult, error) {
 		defer tm.Stop()
 		timeout = tm.C
 	}
-	timedOut := false
+	timedOut, stopped := false, false
 	select {
 	case <-ch.Done():
 	case <-timeout:
 		timedOut = true
+		ch.Interrupt(syscall.SIGINT)
+	case <-w.Stop:
+		stopped = true
 		ch.Interrupt(syscall.SIGINT)
 	case <-s.ran:
 		ch.Kill()
@@ -61,7 +67,7 @@ func (s *Session) TraceWorkload(w WorkloadTrace) (WorkloadResult, error) {
 		s.End()
 		return res, err
 	}
-	if w.WaitWriteback > 0 && st.Code == 0 && s.sig.Signal() == 0 {
+	if w.WaitWriteback > 0 && st.Code == 0 && s.sig.Signal() == 0 && !stopped {
 		WaitWriteback(s.sig.Context(), s.T, w.WaitWriteback, s.o.Notes)
 	}
 	sum, err := s.End()

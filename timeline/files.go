@@ -47,14 +47,19 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 		if x.path == "" {
 			continue
 		}
-		o.Stale = append(o.Stale, removeStale(x.path)...)
-		file, err := createBeside(x.flag, x.path)
+		final, err := outputTarget(x.flag, x.path)
+		if err != nil {
+			o.Abort()
+			return nil, err
+		}
+		o.Stale = append(o.Stale, removeStale(final)...)
+		file, err := createBeside(x.flag, final)
 		if err != nil {
 			o.Abort()
 			return nil, err
 		}
 		o.files = append(o.files, file)
-		o.finals = append(o.finals, x.path)
+		o.finals = append(o.finals, final)
 		if x.flag == "--timeline" {
 			outs = append(outs, NewChrome(file))
 		} else {
@@ -64,6 +69,64 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 	}
 	o.tl = New(outs...)
 	return o, nil
+}
+
+// outputTarget is the file that the output flag names at path is renamed
+// onto: path, or, when path is a symbolic link, the file it leads to (the
+// link stays and names the new file; a link to a file not there yet gets
+// it created). A path that is, or leads to, no regular file (a device node
+// such as /dev/null, a FIFO, a socket) is refused: the rename would
+// replace the node itself with a regular file.
+func outputTarget(flag, path string) (string, error) {
+	target := path
+	for range 40 { // the kernel's limit on links followed (ELOOP)
+		fi, err := os.Lstat(target)
+		if err != nil {
+			return target, nil // created (CheckOutputPath says what is wrong)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if kind := nodeKind(fi.Mode()); kind != "" {
+				return "", fmt.Errorf("%s %s is a %s, not a regular file, and would be replaced by one: give a file name (e.g. %s)", flag, path, kind, defaultName(flag))
+			}
+			return target, nil
+		}
+		to, err := os.Readlink(target)
+		if err != nil {
+			return "", fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(target), to)
+		}
+		target = to
+	}
+	return "", fmt.Errorf("%s %s: too many levels of symbolic links: give the path of a regular file", flag, path)
+}
+
+// nodeKind names a file type that is neither a regular file nor a
+// directory (CheckOutputPath refuses directories), "" for those two.
+func nodeKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m.IsRegular(), m.IsDir():
+		return ""
+	}
+	return "special file"
+}
+
+// bareErr is err without its *fs.PathError's operation and path.
+func bareErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // CheckOutputPath says in one line what is wrong with path as an output
@@ -109,12 +172,7 @@ func createBeside(flag, path string) (*os.File, error) {
 		}
 		return file, nil
 	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission):
-		why := err
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			why = pe.Err
-		}
-		return nil, fmt.Errorf("%s %s: cannot create a file in %s (%w): choose a writable directory", flag, path, dir, why)
+		return nil, fmt.Errorf("%s %s: cannot create a file in %s (%w): choose a writable directory", flag, path, dir, bareErr(err))
 	}
 	return nil, fmt.Errorf("%s %s: %w: choose another path", flag, path, err)
 }

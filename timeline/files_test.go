@@ -1,11 +1,16 @@
 package timeline
 
 import (
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/iopath/iopath/record"
+	"golang.org/x/sys/unix"
 )
 
 // A run killed before it renamed its temp files (SIGKILL) leaves
@@ -74,6 +79,97 @@ func TestOpenFilesBadPaths(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--timeline %q --report %q:\n got %s\nwant %s", c.trace, c.report, err, c.want)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// --timeline and --report write through a symbolic link into the file it
+// names (the link stays a link) and refuse device nodes, FIFOs and links
+// to them: the temp file renamed over a node once replaced it (as root,
+// `--timeline /dev/null` replaced /dev/null).
+func TestOpenFilesLinksAndNodes(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.json")
+	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Fatal(err)
+	}
+	o, err := OpenFiles(link, "", "test")
+	if err != nil {
+		t.Fatalf("--timeline to a link: %v", err)
+	}
+	o.Summary(&record.Summary{})
+	if err := o.End(nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	if b, err := os.ReadFile(real); err != nil || !strings.HasPrefix(string(b), "{") {
+		t.Errorf("the link's file was not written: %q, %v", b, err)
+	}
+	// a link to a file not there yet (in a directory that is): created
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	ahead := filepath.Join(dir, "ahead.html")
+	if err := os.Symlink("sub/report.html", ahead); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = OpenFiles("", ahead, "test"); err != nil {
+		t.Fatalf("--report to a link to a new file: %v", err)
+	}
+	o.Summary(&record.Summary{})
+	if err := o.End(nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(ahead); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v, %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "sub", "report.html")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the link's new file: %v", err)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := map[string]os.FileMode{fifo: os.ModeNamedPipe}
+	null := filepath.Join(dir, "null")
+	if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err == nil {
+		nodes[null] = os.ModeDevice | os.ModeCharDevice
+	} else {
+		t.Logf("no device node (mknod: %v): FIFOs only", err)
+	}
+	for node := range maps.Clone(nodes) {
+		l := node + ".link"
+		if err := os.Symlink(filepath.Base(node), l); err != nil {
+			t.Fatal(err)
+		}
+		nodes[l] = os.ModeSymlink
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	nodes[loop] = os.ModeSymlink
+	for p, mode := range nodes {
+		for _, flags := range [][2]string{{p, ""}, {"", p}} {
+			o, err := OpenFiles(flags[0], flags[1], "test")
+			if err == nil {
+				o.Summary(&record.Summary{})
+				o.End(nil, io.Discard)
+				t.Errorf("--timeline %q --report %q: accepted", flags[0], flags[1])
+			} else if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: %q, want one line naming it", p, err)
+			}
+			if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != mode {
+				t.Errorf("%s changed: mode %v (want %v), %v", p, fi.Mode().Type(), mode, err)
+			}
 		}
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {

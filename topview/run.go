@@ -2,7 +2,6 @@ package topview
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -163,8 +162,8 @@ func output(o Options, quit func()) (show shower, done func()) {
 	if !o.TTY {
 		enc := json.NewEncoder(o.Out)
 		return func(typ string, d, cur *aggregate.Snapshot, lost uint64, missed map[string]uint64) {
-			if err := enc.Encode(Build(typ, d, cur, o.Sort, o.Rows, lost, missed)); err != nil && errors.Is(err, syscall.EPIPE) {
-				quit()
+			if err := enc.Encode(Build(typ, d, cur, o.Sort, o.Rows, lost, missed)); err != nil {
+				quit() // the caller reports the output's error (session.Out)
 			}
 		}, func() {}
 	}

@@ -32,7 +32,8 @@ import (
 // in these makes a different key and the old file is ignored, never trusted.
 //
 // IOPATH_PROBE_CACHE=off bypasses it (probe everything, write nothing);
-// IOPATH_PROBE_CACHE=DIR keeps the files in DIR instead of /run/iopath.
+// IOPATH_PROBE_CACHE=DIR keeps the files in DIR, an existing directory given
+// by its absolute path (env.go), instead of /run/iopath.
 // `iopath doctor` always probes afresh (it is the diagnosis) and refreshes
 // the file.
 
@@ -65,12 +66,9 @@ type probeCacheFile struct {
 // (IOPATH_PROBE_CACHE=off) or the key cannot be formed (no build ID, no
 // boot_id): then every probe runs, as without a cache.
 func openProbeCache(tracefs string) *probeCache {
-	dir := os.Getenv("IOPATH_PROBE_CACHE")
-	switch dir {
-	case "off", "0", "no":
+	dir, err := probeCacheEnv()
+	if err != nil || dir == "" { // a bad value: refused by checkEnv first
 		return nil
-	case "":
-		dir = probeCacheDir
 	}
 	key, err := probeCacheKey(tracefs)
 	if err != nil {

@@ -102,6 +102,9 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
+	if err := checkEnv(); err != nil {
+		return nil, err
+	}
 	_ = rlimit.RemoveMemlock()
 	pr, err := newProber(btf.NewCache())
 	if err != nil {
@@ -117,6 +120,9 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 // nothing stays loaded or attached.
 func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err := Preflight(); err != nil {
+		return nil, err
+	}
+	if err := checkEnv(); err != nil {
 		return nil, err
 	}
 	ph := newPhases() // load.go: IOPATH_LOAD_TIMES
@@ -351,14 +357,11 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 	if opts.MaxDirtyPages > 0 {
 		maps.DirtyPages.MaxEntries = uint32(opts.MaxDirtyPages)
 	}
-	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map so that tests
-	// can fill it with a few hundred files.
-	if v := os.Getenv("IOPATH_HIT_STATS_ENTRIES"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil || n == 0 {
-			return fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a positive number of entries", v)
-		}
-		maps.HitStats.MaxEntries = uint32(n)
+	// IOPATH_HIT_STATS_ENTRIES shrinks the per-file hit map (env.go).
+	if n, err := hitStatsEntries(); err != nil {
+		return err
+	} else if n > 0 {
+		maps.HitStats.MaxEntries = n
 	}
 	// Wake the reader once 1 MiB, or a quarter of a small ring, is queued
 	// (it also polls every 100 ms): a fixed size never woke it for a ring

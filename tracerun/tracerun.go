@@ -23,9 +23,10 @@ import (
 type Options struct {
 	// Tracer says what to trace and how; Run adds Agg for Interval.
 	Tracer tracer.Options
-	// Out receives the records, stories and summary; Shared is set when
-	// it is stdout shared with the command (session.Output).
-	Out    io.Writer
+	// Out receives the records, stories and summary (its first write
+	// error stops the run); Shared is set when it is stdout shared with
+	// the command (session.Output).
+	Out    *session.Out
 	Shared *session.SharedStdout
 	// Notes receives iopath's own lines (stderr).
 	Notes       io.Writer
@@ -77,10 +78,10 @@ func open(sig *session.Signals, o *Options) (*traced, error) {
 }
 
 // Run traces command (nil: o.Tracer's pids or comm) to its end and prints
-// the summary. Without a command, a closed output ends the run
-// (`iopath trace -p PID | head`), as a command whose output is gone would
-// end; a traced command keeps running (traced, records dropped) until it
-// exits.
+// the summary. A failed write to o.Out ends the run as --duration would (a
+// command gets SIGTERM; without one the trace stops) and is the error
+// returned, after the hooks detach: nothing more is traced into an output
+// that cannot take it (`iopath trace … | head`, a full disk).
 func Run(sig *session.Signals, o Options, command *session.Command) (session.Result, error) {
 	t, err := open(sig, &o)
 	if err != nil {
@@ -90,22 +91,14 @@ func Run(sig *session.Signals, o Options, command *session.Command) (session.Res
 	if len(o.Tracer.Pids) > 0 {
 		fmt.Fprintln(o.Notes, session.PidNote(o.Tracer.Pids)) // -p follows only that process's future children
 	}
-	tr := session.Trace{Pids: o.Tracer.Pids, Duration: o.Duration, WaitWriteback: o.WaitWriteback, Command: command}
+	tr := session.Trace{Pids: o.Tracer.Pids, Duration: o.Duration, WaitWriteback: o.WaitWriteback, Command: command, Stop: o.Out.Failed()}
 	if command != nil {
 		tr.Pids = nil
 		if o.Shared != nil {
 			tr.Started = func(*session.Child) { o.Shared.Started() }
 		}
-	} else {
-		broken := make(chan struct{})
-		t.out.OnBroken = func(err error) {
-			fmt.Fprintf(o.Notes, "iopath: output closed (%v): stopping\n", err)
-			close(broken)
-		}
-		tr.Stop = broken
-		if o.Tracer.Comm != "" {
-			tr.Pids = nil // --comm: new processes may come; run until stopped
-		}
+	} else if o.Tracer.Comm != "" {
+		tr.Pids = nil // --comm: new processes may come; run until stopped
 	}
 	res, err := t.s.Trace(tr)
 	if err != nil {
@@ -114,5 +107,5 @@ func Run(sig *session.Signals, o Options, command *session.Command) (session.Res
 	t.iv.Final() // the last, partial interval
 	o.Timeline.Summary(res.Summary)
 	t.out.Summary(res.Summary)
-	return res, nil
+	return res, o.Out.Err()
 }

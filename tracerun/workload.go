@@ -34,7 +34,7 @@ func RunWorkload(sig *session.Signals, o Options, w Workload) (session.Result, e
 		return session.Result{}, err
 	}
 	defer t.end()
-	res, err := t.s.TraceWorkload(session.WorkloadTrace{Args: w.Args, File: file, Duration: o.Duration, WaitWriteback: o.WaitWriteback})
+	res, err := t.s.TraceWorkload(session.WorkloadTrace{Args: w.Args, File: file, Duration: o.Duration, WaitWriteback: o.WaitWriteback, Stop: o.Out.Failed()})
 	if err != nil {
 		return res.Result, err
 	}
@@ -53,6 +53,9 @@ func RunWorkload(sig *session.Signals, o Options, w Workload) (session.Result, e
 		t.out.Flush()
 	} else {
 		fmt.Fprint(o.Out, render.Workload(res.Record, o.WaitWriteback > 0))
+	}
+	if err := o.Out.Err(); err != nil {
+		return res.Result, err
 	}
 	if res.Code == 0 && res.Report == nil {
 		return res.Result, session.ErrNoReport

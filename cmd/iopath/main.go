@@ -57,10 +57,17 @@ func main() {
 	if errors.As(err, &ee) {
 		os.Exit(ee.code)
 	}
+	var oe session.OutputError
+	if errors.As(err, &oe) && oe.Broken() {
+		os.Exit(oe.ExitCode()) // 141, quietly: the reader went away (| head)
+	}
 	fmt.Fprintln(os.Stderr, "iopath: "+err.Error())
 	var ie session.Interrupted
 	if errors.As(err, &ie) {
 		os.Exit(ie.ExitCode()) // 130 or 143
+	}
+	if errors.As(err, &oe) {
+		os.Exit(oe.ExitCode()) // 1
 	}
 	os.Exit(1)
 }

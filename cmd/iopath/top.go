@@ -115,14 +115,16 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		tty = term.IsTerminal(int(of.Fd()))
 	}
 	var shared *session.SharedStdout
+	var jsonOut *session.Out
 	if !tty {
 		// JSON: to -o, or to stdout shared with the command (as trace
 		// does), so that each object starts on a line of its own.
-		var closeOut func(error)
-		if out, shared, closeOut, err = session.Output(f.output, cmd.OutOrStdout(), len(args) > 0); err != nil {
+		var closeOut func(error) error
+		if jsonOut, shared, closeOut, err = session.Output(f.output, cmd.OutOrStdout(), len(args) > 0); err != nil {
 			return err
 		}
-		defer func() { closeOut(err) }()
+		out = jsonOut
+		defer func() { err = closeOut(err) }()
 	}
 	s, err := session.OpenAggregates(sig, errw, f.pids, f.comm, len(args) > 0)
 	if err != nil {
@@ -153,6 +155,9 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	res, err := topview.Run(s, tr, topview.Options{Out: out, TTY: tty, Notes: errw, By: by, Sort: k, Rows: f.rows,
 		Interval: f.interval, Title: topTitle(f, args)})
 	if err != nil {
+		return err
+	}
+	if err := jsonOut.Err(); err != nil {
 		return err
 	}
 	return exitWith(errw, res.Code, res.Note())

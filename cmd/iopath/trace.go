@@ -62,7 +62,13 @@ with exit status 130 or 143; the command gets the same signal, and SIGKILL
 5 s later if it is still running (said on stderr). Otherwise iopath exits
 with the command's status (128+N when signal N ended it: 137 after SIGKILL).
 --duration sends the command SIGTERM (SIGKILL 5 s later). If iopath itself
-is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
+is killed, the command gets SIGTERM (a workload child, SIGKILL).
+
+A failed write of iopath's output (-o FILE or stdout: a full disk, a file
+that takes no writes) stops the trace as --duration does (the command gets
+SIGTERM), and iopath exits with status 1 after one line naming the output
+and the error. When stdout's reader goes away (| head) iopath stops
+quietly, with exit status 141 (128+SIGPIPE).`,
 		Example: `  iopath trace -o trace.txt -- dd if=/var/log/syslog of=/dev/null bs=1 count=1
   iopath trace -p 1234 --json
   iopath trace --wait-writeback 40s -- sh -c 'echo x > /var/tmp/f'`,
@@ -129,7 +135,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { closeOut(err) }()
+	defer func() { err = closeOut(err) }()
 	var c *session.Command
 	if len(args) > 0 {
 		c = &session.Command{Path: cmdPath, Args: args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, DeathSignal: syscall.SIGTERM}
@@ -156,7 +162,7 @@ func exitWith(errw io.Writer, code int, note string) error {
 }
 
 // runOptions are tracerun's options from f; topts says what to trace.
-func runOptions(cmd *cobra.Command, f *traceFlags, topts tracer.Options, out io.Writer, shared *session.SharedStdout) tracerun.Options {
+func runOptions(cmd *cobra.Command, f *traceFlags, topts tracer.Options, out *session.Out, shared *session.SharedStdout) tracerun.Options {
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, f.mechanisms, f.noWriteback
 	return tracerun.Options{Tracer: topts, Out: out, Shared: shared, Notes: cmd.ErrOrStderr(), JSON: f.json, Quiet: f.quiet,
 		Interval: f.interval, Settle: f.settle, ReadyFile: f.readyFile, Timeline: activeTimeline, Duration: f.duration, WaitWriteback: f.waitWriteback}

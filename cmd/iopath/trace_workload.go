@@ -109,7 +109,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	if err != nil {
 		return err
 	}
-	defer func() { closeOut(err) }()
+	defer func() { err = closeOut(err) }()
 	res, err := tracerun.RunWorkload(sig, runOptions(cmd, f, tracer.Options{}, wout, nil),
 		tracerun.Workload{Spec: w.spec, Args: w.args(), ReportJSON: w.json})
 	if err != nil {
