@@ -51,6 +51,8 @@ func TestTracePidNamespaceRefused(t *testing.T) {
 		{"trace", "--workload", "read-1byte", "--", "--count", "100"},
 		{"trace", "-p", "1", "--duration", "1s"},
 		{"top", "--duration", "1s"},
+		{"demo", "read-1byte"},
+		{"demo", "write-1byte", "--expire-centisecs", "100"},
 	} {
 		stdout, stderr, code := nsRun(t, tmp, args...)
 		if code != 1 || stdout != "" {
