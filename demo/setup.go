@@ -31,6 +31,11 @@ func workDir(o *Options) (string, func(), error) {
 	} else {
 		base = session.DiskBase()
 	}
+	// First: a run in another pid namespace must not read host pids in
+	// the stale sysctl records nor set a sysctl before being refused.
+	if err := session.CheckPidNamespace(); err != nil {
+		return "", nil, err
+	}
 	session.CleanStale(base, "demo", o.Notes)
 	session.RestoreStaleSysctls(o.Notes)
 	d, err := session.MkWorkDir(base, "demo")

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,27 +15,75 @@ import (
 // kernel thread (it makes no system calls) or iopath itself (whose own IO
 // is never traced).
 func CheckPid(pid int) error {
+	if err := CheckPidNamespace(); err != nil {
+		return err // its pids are not the kernel's
+	}
 	if pid <= 0 || pid > 1<<22 || syscall.Kill(pid, 0) == syscall.ESRCH {
 		return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
 	}
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	// pid (comm) state ppid pgrp session tty_nr tpgid flags ...
+	fields, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	if !ok {
 		return nil // gone meanwhile, or hidden: the tracer says what it can
 	}
-	// pid (comm) state ppid pgrp session tty_nr tpgid flags ...
-	i := strings.LastIndexByte(string(st), ')')
-	fields := strings.Fields(string(st)[i+1:])
 	if len(fields) > 6 && fields[0] == "Z" {
 		return fmt.Errorf("pid %d is a zombie (exited, not yet reaped): it will do no more IO", pid)
 	}
-	const pfKthread = 0x00200000 // include/linux/sched.h
-	if len(fields) > 6 {
-		if flags, err := strconv.ParseUint(fields[6], 10, 64); err == nil && flags&pfKthread != 0 {
-			return fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; give the pid of a user process", pid)
-		}
+	if kthread(fields) {
+		return fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; give the pid of a user process", pid)
 	}
 	if tracer.Tgid(pid) == os.Getpid() {
 		return fmt.Errorf("pid %d is iopath itself, whose own IO is never traced: give the pid of another process", pid)
+	}
+	return nil
+}
+
+// kthread says whether the fields of /proc/PID/stat after "(comm)" are
+// those of a kernel thread (PF_KTHREAD in flags).
+func kthread(fields []string) bool {
+	const pfKthread = 0x00200000 // include/linux/sched.h
+	if len(fields) <= 6 {
+		return false
+	}
+	flags, err := strconv.ParseUint(fields[6], 10, 64)
+	return err == nil && flags&pfKthread != 0
+}
+
+// statFields are the fields of a /proc/.../stat file after "(comm)".
+func statFields(path string) ([]string, bool) {
+	st, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(string(st)[i+1:]), true
+}
+
+// CheckComm refuses a --comm that names only kernel threads (kthreadd,
+// kworker/0:1): they make no system calls, so the trace would be empty. A
+// name no task has yet is accepted: the process may start later.
+func CheckComm(comm string) error {
+	if err := CheckPidNamespace(); err != nil {
+		return err
+	}
+	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	kernel := 0
+	for _, t := range tasks {
+		c, err := os.ReadFile(filepath.Join(t, "comm"))
+		if err != nil || strings.TrimSuffix(string(c), "\n") != comm {
+			continue
+		}
+		fields, ok := statFields(filepath.Join(t, "stat"))
+		if !ok || !kthread(fields) {
+			return nil // a user task (or one gone meanwhile) has the name
+		}
+		kernel++
+	}
+	if kernel > 0 {
+		return fmt.Errorf("--comm %s names only kernel threads (%d): they make no system calls to trace; give the name of a user process", comm, kernel)
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ func Open(sig *Signals, o Options) (*Session, error) {
 	if err := interrupted(sig); err != nil {
 		return nil, err
 	}
+	if err := CheckPidNamespace(); err != nil {
+		return nil, err
+	}
 	RestoreStaleSysctls(o.Notes)
 	s := &Session{sig: sig, o: o, runErr: make(chan error, 1), ran: make(chan struct{})}
 	t, err := tracer.New(o.Tracer, func(r any) {

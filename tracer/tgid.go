@@ -23,3 +23,19 @@ func Tgid(pid int) int {
 	}
 	return pid
 }
+
+// taskComm is the comm of thread tid of process pid from /proc (zero when
+// it is gone). The kernel sets a thread's comm in its per-thread state only
+// when a call is streamed (bpf/op.h, op_stream_in): a thread alive at the
+// end whose calls were all pure cache hits has none there.
+func taskComm(pid, tid uint32) (c [16]int8) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return c
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	for i := 0; i < len(s) && i < len(c)-1; i++ {
+		c[i] = int8(s[i])
+	}
+	return c
+}

@@ -655,6 +655,9 @@ func (t *Tracer) addTaskHits() {
 		}
 		val := bpf.IopathStatVal{Calls: op.AggCalls, BytesRequested: op.AggBytesRequested,
 			BytesReturned: op.AggBytesReturned, Pages: op.AggPages, Name: op.AggName, Comm: op.Comm}
+		if val.Comm[0] == 0 {
+			val.Comm = taskComm(op.Pid, op.Tid) // no call of it was streamed
+		}
 		t.Engine.AddHits(bpf.IopathStatKey{Ino: op.AggIno, Pid: op.Pid, Dev: op.AggDev, Write: op.AggWrite, Gen: op.AggGen}, val)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iopath/iopath/internal/workdir"
 )
 
 // Prepared is a workload whose file exists, laid out and opened, ready to Run.
@@ -124,10 +125,10 @@ func (p *Prepared) openFile() (*os.File, bool, error) {
 		p.Path, p.created = f.Name(), true
 		return f, false, nil
 	default:
-		// Named iopath-workload-PID-RANDOM like session.MkWorkDir's, so a
-		// run killed by SIGKILL leaves a directory the next run removes
-		// (session.CleanStale).
-		dir, err := os.MkdirTemp("", "iopath-workload-"+strconv.Itoa(os.Getpid())+"-")
+		// Named after this process and its pid namespace like
+		// session.MkWorkDir's, so a run killed by SIGKILL leaves a
+		// directory the next run removes (workdir.CleanStale).
+		dir, err := workdir.Make("", "workload")
 		if err != nil {
 			return nil, false, dirError(os.TempDir(), "--dir (or $TMPDIR)", err)
 		}

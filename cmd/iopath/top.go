@@ -93,6 +93,11 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 			return "", "", err
 		}
 	}
+	if f.comm != "" {
+		if err := session.CheckComm(f.comm); err != nil {
+			return "", "", err
+		}
+	}
 	return by, k, nil
 }
 

@@ -105,6 +105,9 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if err := checkTraceFlags(f); err != nil {
 		return err
 	}
+	if err := session.CheckPidNamespace(); err != nil {
+		return err // before a workload file is made
+	}
 	if activeTimeline, err = openTimeline(&f.timeline, "iopath trace "+strings.Join(args, " "), cmd.ErrOrStderr()); err != nil {
 		return err
 	}
@@ -125,6 +128,11 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	}
 	for _, pid := range f.pids {
 		if err := session.CheckPid(pid); err != nil {
+			return err
+		}
+	}
+	if f.comm != "" {
+		if err := session.CheckComm(f.comm); err != nil {
 			return err
 		}
 	}

@@ -31,6 +31,8 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
 		{"pid 2 is a kernel thread: it makes no system calls to trace", []string{"trace", "-p", "2"}},
+		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"trace", "--comm", "kthreadd", "--duration", "1s"}},
+		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"top", "--comm", "kthreadd", "--duration", "1s"}},
 		{"-o " + tmp + "/no/such/dir/out: directory " + tmp + "/no/such/dir does not exist: create it or choose another path", []string{"trace", "-o", tmp + "/no/such/dir/out", "--", "true"}},
 		{"-o /proc/x.json: /proc is on proc, a kernel filesystem that holds no files of ours: choose a directory on a disk or a tmpfs", []string{"trace", "-o", "/proc/x.json", "--", "true"}},
 		{"-o " + tmp + "/nofile/ ends in \"/\", which names a directory (and there is none): give a file name", []string{"trace", "-o", tmp + "/nofile/", "--", "true"}},
