@@ -81,9 +81,8 @@ unit:
 ## -test.v: CI logs show each test's time and each kernel's slowest tests; the run fails unless
 ## TestDoctorGolden passed on every kernel (testdata/doctor-SERIES.txt; VMTEST_REQUIRE= drops the
 ## check). The summary gives per kernel its boot, wall and qemu CPU seconds (docs/tests.md).
-## All three kernels at once on this 2-core machine: 507 s wall for the three (2026-12-01 18:24,
-## 227-287 s of qemu CPU each once the verifier's work per trace start fell 15x); with 2 jobs
-## two kernels ran one after the other (~1000 s).
+## All three kernels at once on this 2-core machine: with 2 jobs, two of them ran one after the
+## other (1064 s of vmtest in CI, 2026-12-01 16:07); the VM time per kernel is in the summary.
 VMTEST_KERNELS ?= 5.10 6.1 6.12
 VMTEST_JOBS    ?= 3
 VMTEST_PKGS    ?= ./cmd/iopath ./tracer/... ./internal/... ./workloads/...
