@@ -92,8 +92,8 @@ is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
 }
 
 func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
-	// First, before anything loads: a SIGINT or SIGTERM from now on ends
-	// the run cleanly (see session.Catch).
+	// Before anything loads: the signals received since main started
+	// (session.CatchEarly) and from now on end the run cleanly.
 	sig := session.Catch()
 	defer sig.Stop()
 	if err := checkTraceFlags(f); err != nil {
@@ -125,7 +125,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	w, shared, closeOut, err := session.Output(f.output, cmd.OutOrStdout(), len(args) > 0)
+	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0)
 	if err != nil {
 		return err
 	}
