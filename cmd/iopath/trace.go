@@ -57,9 +57,11 @@ keep them apart. On a shared pipe or terminal each record starts on a new
 line; on a shared regular file iopath checks the byte before each record, and
 a write of the command in between can still put a record mid-line.
 
-Signals and exit status: SIGINT or SIGTERM ends the trace after the summary
-with exit status 130 or 143; the command gets the same signal, and SIGKILL
-5 s later if it is still running (said on stderr). Otherwise iopath exits
+Signals and exit status: SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the trace
+after the summary with exit status 128+N (130, 143, 129, 131); the command
+gets the same signal, and SIGKILL 5 s later if it is still running (said on
+stderr). SIGINT and SIGHUP ignored by iopath's parent stay ignored for the
+command. Otherwise iopath exits
 with the command's status (128+N when signal N ended it: 137 after SIGKILL).
 --duration sends the command SIGTERM (SIGKILL 5 s later). If iopath itself
 is killed, the command gets SIGTERM (a workload child, SIGKILL).`,
