@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/iopath/iopath/internal/earlysig"
 )
 
 // Signals catches SIGINT, SIGTERM, SIGHUP and SIGQUIT (endSignals) for a
@@ -31,7 +33,7 @@ type Signals struct {
 // takes at once any received before; Stop ends it.
 func Catch() *Signals {
 	CatchEarly()
-	s := &Signals{ch: early.ch, stop: make(chan struct{}), fired: make(chan struct{}), kids: map[*Child]bool{}}
+	s := &Signals{ch: earlysig.Ch, stop: make(chan struct{}), fired: make(chan struct{}), kids: map[*Child]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	signal.Notify(s.ch, endSignals...) // again, after an earlier run's Stop
 	// Signals that came before Catch: taken now, so that the run's first
