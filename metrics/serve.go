@@ -33,7 +33,7 @@ func Serve(ln net.Listener, s *session.Session, sig *session.Signals, o ServeOpt
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(o.Notes, "iopath: serving metrics on http://%s/metrics\n", ln.Addr())
-	removeReady, err := session.ReadyFile(o.ReadyFile)
+	removeReady, err := session.ReadyFile(o.ReadyFile, o.Notes)
 	if err != nil {
 		srv.Close()
 		return err

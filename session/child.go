@@ -89,7 +89,7 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	own := ownGroup(c.Stdin, c.Stdout, c.Stderr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
-	if err := cmd.Start(); err != nil {
+	if err := startKeepingIgnored(cmd.Start); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
 		}
@@ -260,6 +260,10 @@ func signame(s syscall.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
 	case syscall.SIGKILL:
 		return "SIGKILL"
 	}

@@ -118,8 +118,9 @@ func bareErr(err error) error {
 // failed is nil; a file -o created is removed again when the run failed
 // without output. -o naming iopath's stdout itself (`-o f … > f`) is
 // refused: the truncating open and both writers would destroy the
-// command's output.
-func Output(path string, stdout io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
+// command's output. Opening a FIFO waits for its reader; a signal of sig
+// ends that wait with Interrupted.
+func Output(sig *Signals, path string, stdout io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
 		st, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
@@ -132,9 +133,9 @@ func Output(path string, stdout io.Writer, withCommand bool) (w *Out, shared *Sh
 				}
 			}
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := openOutput(sig, path)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("-o %s: %w: give a writable path", path, err)
+			return nil, nil, nil, err
 		}
 		out := NewOut(f, "-o "+path)
 		return out, nil, func(failed error) error {
@@ -168,6 +169,40 @@ func orOutErr(failed error, out *Out) error {
 		return failed
 	}
 	return out.Err()
+}
+
+// openOutput opens path for writing. The open runs on its own goroutine:
+// on a FIFO without a reader it blocks in the kernel (a blocked open cannot
+// be interrupted from Go), and a signal must still end the run then. A
+// file opened after the signal is closed again.
+func openOutput(sig *Signals, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	res := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		res <- opened{f, err}
+	}()
+	var fired <-chan struct{}
+	if sig != nil {
+		fired = sig.Fired()
+	}
+	select {
+	case r := <-res:
+		if r.err != nil {
+			return nil, fmt.Errorf("-o %s: %w: give a writable path", path, r.err)
+		}
+		return r.f, nil
+	case <-fired:
+		go func() {
+			if r := <-res; r.f != nil {
+				r.f.Close()
+			}
+		}()
+		return nil, Interrupted{Signal: sig.Signal(), Early: true}
+	}
 }
 
 // regularFileChunk is the largest write of several records to a regular

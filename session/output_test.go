@@ -15,7 +15,7 @@ import (
 func TestOutput(t *testing.T) {
 	dir := t.TempDir()
 	created := filepath.Join(dir, "new")
-	w, shared, done, err := Output(created, nil, true)
+	w, shared, done, err := Output(nil, created, nil, true)
 	if err != nil || shared != nil {
 		t.Fatalf("Output(%s): %v, shared %v", created, err, shared)
 	}
@@ -30,7 +30,7 @@ func TestOutput(t *testing.T) {
 	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, done, err = Output(existing, nil, false)
+	_, _, done, err = Output(nil, existing, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +39,11 @@ func TestOutput(t *testing.T) {
 		t.Errorf("an -o file that existed was removed: %v", err)
 	}
 	var buf bytes.Buffer
-	w, shared, _, err = Output("", &buf, true)
+	w, shared, _, err = Output(nil, "", &buf, true)
 	if err != nil || w.w != &buf || shared != nil {
 		t.Errorf("Output without -o: %v, %v, %v; want the writer given", w, shared, err)
 	}
-	if _, _, _, err := Output(filepath.Join(dir, "no", "such"), nil, false); err == nil {
+	if _, _, _, err := Output(nil, filepath.Join(dir, "no", "such"), nil, false); err == nil {
 		t.Error("-o in a missing directory was accepted")
 	}
 }

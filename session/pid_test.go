@@ -1,8 +1,12 @@
 package session
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -32,14 +36,14 @@ func TestCheckPid(t *testing.T) {
 
 func TestReadyFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "ready")
-	remove, err := ReadyFile(p)
+	remove, err := ReadyFile(p, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) == "" {
 		t.Fatalf("ready file: %q, %v", b, err)
 	}
-	if _, err := ReadyFile(p); err == nil || !strings.Contains(err.Error(), "give a path that does not exist yet") {
+	if _, err := ReadyFile(p, io.Discard); err == nil || !strings.Contains(err.Error(), "give a path that does not exist yet") {
 		t.Errorf("second ReadyFile(%s) = %v", p, err)
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -49,8 +53,52 @@ func TestReadyFile(t *testing.T) {
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Errorf("after remove: %v", err)
 	}
-	if remove, err := ReadyFile(""); err != nil || remove == nil {
-		t.Errorf(`ReadyFile("") = %v`, err)
+	if remove, err := ReadyFile("", io.Discard); err != nil || remove == nil {
+		t.Errorf(`ReadyFile("", io.Discard) = %v`, err)
+	}
+}
+
+// issue 10 item 7: a --ready-file left by a SIGKILLed run (it holds the
+// dead run's pid) is replaced, said in one line; one holding the pid of a
+// running process, or anything else, is still refused.
+func TestReadyFileStale(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale")
+	if err := os.WriteFile(stale, []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var notes strings.Builder
+	remove, err := ReadyFile(stale, &notes)
+	if err != nil {
+		t.Fatalf("ReadyFile over the ready file of dead pid %d: %v", dead.Process.Pid, err)
+	}
+	if b, _ := os.ReadFile(stale); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("replaced ready file holds %q, want this pid %d", b, os.Getpid())
+	}
+	if want := fmt.Sprintf("iopath: replacing --ready-file %s, left by iopath pid %d which no longer runs\n", stale, dead.Process.Pid); notes.String() != want {
+		t.Errorf("notes %q, want %q", notes.String(), want)
+	}
+	remove()
+	for name, content := range map[string]string{"running": strconv.Itoa(live.Process.Pid) + "\n", "other": "not a pid\n"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadyFile(p, io.Discard); err == nil {
+			t.Errorf("ReadyFile over a %s file %q: no error", name, content)
+		}
+		if b, _ := os.ReadFile(p); string(b) != content {
+			t.Errorf("the refused %s ready file now holds %q", name, b)
+		}
 	}
 }
 

@@ -6,53 +6,53 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/iopath/iopath/internal/earlysig"
 )
 
-// Signals catches SIGINT and SIGTERM for a whole run. Call Catch first,
-// before any BPF object loads: a signal that arrives while the hooks attach
-// is then kept and ends the run as soon as it can, instead of being lost
-// (Go's signal.Notify also re-enables a SIGINT the process started with
-// ignored, as a shell's background job does) or killing iopath with its work
-// files left behind. Every signal received is also sent to the children
+// Signals catches SIGINT, SIGTERM, SIGHUP and SIGQUIT (endSignals) for a
+// whole run. main calls CatchEarly first; Catch, before any BPF object
+// loads, then takes the signals received since (a signal that arrived while
+// the flags were parsed or the hooks attach is kept and ends the run as
+// soon as it can, instead of being lost or killing iopath with its work
+// files left behind). Every signal received is also sent to the children
 // registered with forward, so a traced command never runs on untraced.
 type Signals struct {
-	ch    chan os.Signal
-	stop  chan struct{}
-	fired chan struct{} // closed at the first signal
-	ctx   context.Context
+	ch     chan os.Signal
+	stop   chan struct{}
+	fired  chan struct{} // closed at the first signal
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu    sync.Mutex
 	first syscall.Signal
 	kids  map[*Child]bool
 }
 
-// Catch starts catching SIGINT and SIGTERM; Stop ends it.
+// Catch starts catching the end signals (CatchEarly if main did not) and
+// takes at once any received before; Stop ends it.
 func Catch() *Signals {
-	s := &Signals{ch: make(chan os.Signal, 4), stop: make(chan struct{}), fired: make(chan struct{}), kids: map[*Child]bool{}}
-	var cancel context.CancelFunc
-	s.ctx, cancel = context.WithCancel(context.Background())
-	signal.Notify(s.ch, syscall.SIGINT, syscall.SIGTERM)
+	CatchEarly()
+	s := &Signals{ch: earlysig.Ch, stop: make(chan struct{}), fired: make(chan struct{}), kids: map[*Child]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	signal.Notify(s.ch, endSignals...) // again, after an earlier run's Stop
+	// Signals that came before Catch: taken now, so that the run's first
+	// check (Session.Open) sees them.
+	for pending := true; pending; {
+		select {
+		case v := <-s.ch:
+			s.got(v.(syscall.Signal))
+		default:
+			pending = false
+		}
+	}
 	go func() {
 		for {
 			select {
 			case v := <-s.ch:
-				sig := v.(syscall.Signal)
-				s.mu.Lock()
-				if s.first == 0 {
-					s.first = sig
-					close(s.fired)
-					cancel()
-				}
-				var kids []*Child
-				for c := range s.kids {
-					kids = append(kids, c)
-				}
-				s.mu.Unlock()
-				for _, c := range kids {
-					c.Interrupt(sig)
-				}
+				s.got(v.(syscall.Signal))
 			case <-s.stop:
-				cancel()
+				s.cancel()
 				return
 			}
 		}
@@ -60,13 +60,32 @@ func Catch() *Signals {
 	return s
 }
 
-// Stop stops catching: the signals get their default action again.
+// got records sig (the first one ends the run) and sends it to the children.
+func (s *Signals) got(sig syscall.Signal) {
+	s.mu.Lock()
+	if s.first == 0 {
+		s.first = sig
+		close(s.fired)
+		s.cancel()
+	}
+	var kids []*Child
+	for c := range s.kids {
+		kids = append(kids, c)
+	}
+	s.mu.Unlock()
+	for _, c := range kids {
+		c.Interrupt(sig)
+	}
+}
+
+// Stop stops catching: the signals get the action iopath started with
+// again (SIG_IGN if inherited so, else their default).
 func (s *Signals) Stop() {
 	signal.Stop(s.ch)
 	close(s.stop)
 }
 
-// Fired is closed when the first SIGINT or SIGTERM arrives.
+// Fired is closed when the first end signal arrives.
 func (s *Signals) Fired() <-chan struct{} { return s.fired }
 
 // Context is cancelled when the first signal arrives.

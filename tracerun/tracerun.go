@@ -65,7 +65,7 @@ func open(sig *session.Signals, o *Options) (*traced, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeReady, err := session.ReadyFile(o.ReadyFile)
+	removeReady, err := session.ReadyFile(o.ReadyFile, o.Notes)
 	if err != nil {
 		s.Close()
 		return nil, err

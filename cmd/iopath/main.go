@@ -41,6 +41,10 @@ func newRootCmd() *cobra.Command {
 var subcommands []func() *cobra.Command
 
 func main() {
+	// First of all: a SIGINT, SIGTERM, SIGHUP or SIGQUIT from now on ends
+	// the run cleanly, even one that comes while the flags are parsed or
+	// the hooks attach (the run's session.Catch takes it).
+	session.CatchEarly()
 	// `iopath … | head`: keep running on EPIPE instead of dying from SIGPIPE,
 	// so that temp files are removed and BPF objects closed. Caught, not
 	// ignored: an ignored SIGPIPE would be inherited by the traced command,

@@ -170,7 +170,7 @@ func TestTraceSIGINTWhileAttaching(t *testing.T) {
 	// Wait for iopath's SIGINT handler (SigCgt), then check the hooks were
 	// not attached yet: the handler must come first.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil && caught(string(b), syscall.SIGINT) {
+		if procStatus(t, cmd.Process.Pid, "SigCgt")&sigBit(syscall.SIGINT) != 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -197,17 +197,6 @@ func TestTraceSIGINTWhileAttaching(t *testing.T) {
 	if left := leftBehind(t, before); len(left) != 0 {
 		t.Errorf("BPF programs left behind:\n%s", strings.Join(left, "\n"))
 	}
-}
-
-// caught says whether a /proc/PID/status has sig in SigCgt.
-func caught(status string, sig syscall.Signal) bool {
-	for _, l := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
-			m, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return m&(1<<(sig-1)) != 0
-		}
-	}
-	return false
 }
 
 // issue 10 items 6 and 7: `trace --workload` forwards SIGTERM (143, the

@@ -57,9 +57,11 @@ keep them apart. On a shared pipe or terminal each record starts on a new
 line; on a shared regular file iopath checks the byte before each record, and
 a write of the command in between can still put a record mid-line.
 
-Signals and exit status: SIGINT or SIGTERM ends the trace after the summary
-with exit status 130 or 143; the command gets the same signal, and SIGKILL
-5 s later if it is still running (said on stderr). Otherwise iopath exits
+Signals and exit status: SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the trace
+after the summary with exit status 128+N (130, 143, 129, 131); the command
+gets the same signal, and SIGKILL 5 s later if it is still running (said on
+stderr). SIGINT and SIGHUP ignored by iopath's parent stay ignored for the
+command. Otherwise iopath exits
 with the command's status (128+N when signal N ended it: 137 after SIGKILL).
 --duration sends the command SIGTERM (SIGKILL 5 s later). If iopath itself
 is killed, the command gets SIGTERM (a workload child, SIGKILL).
@@ -98,8 +100,8 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 }
 
 func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
-	// First, before anything loads: a SIGINT or SIGTERM from now on ends
-	// the run cleanly (see session.Catch).
+	// Before anything loads: the signals received since main started
+	// (session.CatchEarly) and from now on end the run cleanly.
 	sig := session.Catch()
 	defer sig.Stop()
 	if err := checkTraceFlags(f); err != nil {
@@ -139,7 +141,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	w, shared, closeOut, err := session.Output(f.output, cmd.OutOrStdout(), len(args) > 0)
+	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0)
 	if err != nil {
 		return err
 	}
