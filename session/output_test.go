@@ -60,7 +60,7 @@ func TestOutputIsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdout.Close()
-	_, _, _, err = Output(path, stdout, true)
+	_, _, _, err = Output(nil, path, stdout, true)
 	if err == nil || !strings.Contains(err.Error(), "also iopath's standard output") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("-o FILE > FILE: %v, want one line refusing it", err)
 	}
@@ -72,7 +72,7 @@ func TestOutputIsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devnull.Close()
-	_, _, done, err := Output(os.DevNull, devnull, true)
+	_, _, done, err := Output(nil, os.DevNull, devnull, true)
 	if err != nil {
 		t.Fatalf("-o /dev/null > /dev/null refused: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestOutputIsStdout(t *testing.T) {
 // Failed, and is the run's error: one line naming the output; EPIPE is
 // quiet with 141.
 func TestOutWriteError(t *testing.T) {
-	w, _, done, err := Output("/dev/full", nil, false)
+	w, _, done, err := Output(nil, "/dev/full", nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
