@@ -54,6 +54,10 @@ type traced struct {
 	summary   *record.Summary
 	stderr    string
 	code      int
+	// The fault helper's pid and the window of its fault count (race and
+	// churn modes: CLOCK_MONOTONIC ns).
+	helperPid              uint32
+	windowStart, windowEnd uint64
 }
 
 func (tr *traced) forIno(ino uint64) []record.Syscall {
