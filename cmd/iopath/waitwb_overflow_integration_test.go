@@ -66,6 +66,7 @@ func waitOnKernelCount(t *testing.T, file, what string, cmd ...string) *traced {
 // (expire 30 s), --wait-writeback 2s must wait on the mapped file's own
 // count, not say that no dirty page is left while the kernel has them.
 func TestWaitWritebackOverflowedMmap(t *testing.T) {
+	needPython(t) // the VMs have none: the host run covers it
 	dir := overflowSetup(t, "3000")
 	f := filepath.Join(dir, "mapped")
 	defer os.Remove(f)
