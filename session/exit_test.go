@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/iopath/iopath/internal/testutil"
 	"io"
 	"os"
 	"os/exec"
@@ -184,7 +185,7 @@ func TestSignalWhileLoadingStartedIgnored(t *testing.T) {
 	if line, _ := r.ReadString('\n'); line != "catching\n" {
 		t.Fatalf("helper said %q", line)
 	}
-	if ign := sigMask(t, cmd.Process.Pid, "SigIgn"); ign&(1<<(syscall.SIGINT-1)) != 0 {
+	if ign := testutil.SigMask(t, cmd.Process.Pid, "SigIgn"); ign&(1<<(syscall.SIGINT-1)) != 0 {
 		t.Errorf("SIGINT still ignored after Catch (SigIgn %x)", ign)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
@@ -192,26 +193,6 @@ func TestSignalWhileLoadingStartedIgnored(t *testing.T) {
 	if code := exitCodeOf(cmd.Wait()); code != 130 || !strings.Contains(string(rest), "stopped by SIGINT before the trace started") {
 		t.Errorf("exit status %d, output %q; want 130 and the reason", code, rest)
 	}
-}
-
-// sigMask reads a signal mask (SigIgn, SigCgt) of pid from /proc.
-func sigMask(t *testing.T, pid int, name string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, name+":"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", name, pid)
-	return 0
 }
 
 // issue 10 item 7: a child started with DeathSignal dies with iopath, even

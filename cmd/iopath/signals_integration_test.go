@@ -170,7 +170,7 @@ func TestTraceSIGINTWhileAttaching(t *testing.T) {
 	// Wait for iopath's SIGINT handler (SigCgt), then check the hooks were
 	// not attached yet: the handler must come first.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if procStatus(t, cmd.Process.Pid, "SigCgt")&sigBit(syscall.SIGINT) != 0 {
+		if testutil.SigMask(t, cmd.Process.Pid, "SigCgt")&sigBit(syscall.SIGINT) != 0 {
 			break
 		}
 		if time.Now().After(deadline) {

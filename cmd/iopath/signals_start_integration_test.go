@@ -48,26 +48,6 @@ func waitWchan(t *testing.T, pid int, fn string, errb *bytes.Buffer) {
 	}
 }
 
-// procStatus is /proc/PID/status's field (SigCgt, SigIgn) as a mask.
-func procStatus(t *testing.T, pid int, field string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
-}
-
 func sigBit(s syscall.Signal) uint64 { return 1 << (s - 1) }
 
 // waitExit waits up to 20 s for cmd and returns its exit status.
@@ -121,8 +101,8 @@ func TestTraceSIGINTBeforeFlags(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	waitWchan(t, cmd.Process.Pid, "lease", &errb)
-	if procStatus(t, cmd.Process.Pid, "SigCgt")&sigBit(syscall.SIGINT) == 0 {
-		t.Fatalf("iopath is in main (opening IOPATH_CPUPROFILE) and does not catch SIGINT yet: a SIGINT now is lost (SigIgn %#x)", procStatus(t, cmd.Process.Pid, "SigIgn"))
+	if testutil.SigMask(t, cmd.Process.Pid, "SigCgt")&sigBit(syscall.SIGINT) == 0 {
+		t.Fatalf("iopath is in main (opening IOPATH_CPUPROFILE) and does not catch SIGINT yet: a SIGINT now is lost (SigIgn %#x)", testutil.SigMask(t, cmd.Process.Pid, "SigIgn"))
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	if _, err := unix.FcntlInt(lease.Fd(), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
@@ -165,10 +145,10 @@ func TestTraceCommandKeepsIgnoredSignals(t *testing.T) {
 		}
 	}
 	both := sigBit(syscall.SIGINT) | sigBit(syscall.SIGHUP)
-	if ign := procStatus(t, kid, "SigIgn"); ign&both != both {
+	if ign := testutil.SigMask(t, kid, "SigIgn"); ign&both != both {
 		t.Errorf("the command's SigIgn %#x lacks SIGINT or SIGHUP (%#x), which iopath's parent ignored", ign, both)
 	}
-	if cgt := procStatus(t, cmd.Process.Pid, "SigCgt"); cgt&both != both {
+	if cgt := testutil.SigMask(t, cmd.Process.Pid, "SigCgt"); cgt&both != both {
 		t.Errorf("iopath's SigCgt %#x: it no longer catches SIGINT and SIGHUP", cgt)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
