@@ -66,9 +66,13 @@ race:
 	CGO_ENABLED=1 IOPATH_TEST_NO_ROOT=1 $(GO) test -race -count=1 -timeout 10m ./...
 
 ## unit: unit + privileged integration tests in one `go test` run; privileged tests
-## skip (with the reason) when not root.
+## skip (with the reason) when not root. One package at a time (-p 1): privileged tests
+## change machine-wide state (sysctls such as kernel.io_uring_disabled, drop_caches), which
+## another package's tests running beside them would see (TestTraceBackupsForced/uring-io-wq
+## got "io_uring_disabled is 2" from workloads' TestIOUringDisabledSysctl). `make race`
+## stays parallel: its tests are the unprivileged ones.
 unit:
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
 ## vmtest: the privileged tests on Debian 5.10, 6.1, 6.12 and 7.2 under qemu (TCG), VMTEST_JOBS
 ## kernels at once. One vCPU each: with two, TCG raced the kernel's live text patching (int3
