@@ -5,6 +5,8 @@
 // One file per join:
 //   - calls.go: a call's record and its release (call ↔ its bios);
 //   - requests.go: block requests, issue to completion (request ↔ bios);
+//   - endunseen.go: requests still held at the end beyond their disk's own
+//     count of requests in flight (completed unseen);
 //   - flush.go: device cache flushes (flush request ↔ the calls it served),
 //     and completions that arrive before their issue;
 //   - pagecache.go: a call's page-cache hits, misses and insertions;
@@ -145,9 +147,13 @@ type Counters struct {
 	// a new request before their completion arrived: completed, unseen
 	// (not in IncompleteBios).
 	CompletionsUnseen uint64
-	Requeues          uint64
-	OrphanCompletes   uint64 // completions of requests never seen issued
-	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
+	// RequestsUnseenAtEnd: requests still held at the end beyond their
+	// disk's own count of requests in flight, completed unseen
+	// (endunseen.go); their bios are in CompletionsUnseen.
+	RequestsUnseenAtEnd uint64
+	Requeues            uint64
+	OrphanCompletes     uint64 // completions of requests never seen issued
+	EvictedCalls        uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the
