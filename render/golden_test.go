@@ -262,6 +262,16 @@ var stories = []struct {
 			enginetest.Own{Bio: 0xb9, Sector: 123488, Bytes: 4096, Queue: t0 + 3e9 + 21*µs, Flags: engine.OwnWriteback}))
 		s.E.HandleComplete(enginetest.Done(0xb, t0+3e9+500*µs, 0))
 	}},
+	{name: "writeback-unseen", feed: func(s *enginetest.Stream) {
+		// Periodic writeback of a page whose request's completion no BPF
+		// program saw: the kernel issued the request's address again 2 ms
+		// later, so the page reached the disk before that (a bound).
+		s.E.HandleOp(write(1, 0, 1, t0, 0, 1))
+		s.E.HandleWBStart(enginetest.WBStart(flush, wbPeriodic, t0+30e9))
+		s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, flush, 0, t0+30e9+10*µs, enginetest.Match{Op: id(1), Index: 0, Nr: 1, Dirtied: t0 + µs, BioPages: 1}))
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+30e9+20*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Sector: 123456, Bytes: 4096, Queue: t0 + 30e9 + 10*µs, Flags: engine.OwnWriteback}))
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+30e9+2*ms, enginetest.FlRead))
+	}},
 	{name: "persisted", feed: func(s *enginetest.Stream) {
 		// Truncated before writeback: never persisted.
 		s.E.HandleOp(write(1, 0, 8192, t0, 0, 2))

@@ -144,17 +144,21 @@ func (e *Engine) completionLost(key uint64, rq *pendingRq, reissueNs uint64) {
 // which the kernel completed before beforeNs although no BPF program saw
 // the completion: at the reuse of its address (completionLost) or, at the
 // end of a trace, beyond the disk's own count of requests in flight
-// (endunseen.go). Each bio of a call still held is counted in
-// CompletionsUnseen and gets CompletedBeforeNs, no device time; a bio
+// (endunseen.go). Each bio gets CompletedBeforeNs, no device time; a
+// writeback bio's pages persist by then (writebackDone: persisted_before_ns).
+// Each bio of a call still held is counted in CompletionsUnseen; a bio
 // whose call was already released (after HoldNs, as incomplete) is not
 // counted twice.
 func (e *Engine) completedUnseen(rq *pendingRq, beforeNs uint64) {
 	for _, b := range rq.bios {
-		if b.opID == 0 {
-			continue // writeback: its pages stay pending
-		}
 		b.done = true // CompleteNs stays 0: no device time
 		b.CompletedBeforeNs = beforeNs
+		if b.flags&OwnWriteback != 0 {
+			e.writebackDone(b) // writeback.go
+		}
+		if b.opID == 0 {
+			continue
+		}
 		if p, ok := e.ops[b.opID]; ok {
 			e.counters.CompletionsUnseen++
 			e.tryRelease(b.opID, p)

@@ -150,6 +150,9 @@ func (e *Engine) writebackDone(b *bioRef) {
 	b = &bioRef{Bio: w.parts[0], bioP: orig, flags: b.flags}
 	var bytes uint32
 	var errs string
+	// A part completed unseen by BPF (completedUnseen: CompletedBeforeNs)
+	// makes the whole a bound: persisted before the latest part's end.
+	var before uint64
 	for _, p := range w.parts {
 		bytes += p.Bytes
 		b.CompleteNs = max(b.CompleteNs, p.CompleteNs)
@@ -157,6 +160,12 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if p.Error != "" {
 			errs = p.Error
 		}
+		if p.CompleteNs == 0 {
+			before = max(before, p.CompletedBeforeNs)
+		}
+	}
+	if before != 0 {
+		before = max(before, b.CompleteNs)
 	}
 	b.Error = errs
 	wb := &w.ev
@@ -223,10 +232,14 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		rec := &record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
-			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f})
+			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f}
+		if before != 0 {
+			rec.PersistedNs, rec.DirtyToDiskNs, rec.PersistedBeforeNs = 0, 0, before
+		}
+		e.Out(rec)
 	}
 }
 
