@@ -12,6 +12,7 @@
 //   - pagecache.go: a call's page-cache hits, misses and insertions;
 //   - readahead.go: the call's readahead windows (kernel or derived);
 //   - writeback.go: dirty pages ↔ writeback bios ↔ persisted records;
+//   - persistwait.go: persisted records waiting for their file's path;
 //   - totals.go: per-process and per-file totals, the summary;
 //   - unattributed.go: bios queued outside any traced call, by cause;
 //   - pools.go: caches of repeated strings and free lists of pending state;
@@ -109,6 +110,7 @@ type Engine struct {
 	renames      renameState                    // earlier names and generations of files (names.go)
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
 	async        asyncState                     // libaio requests (asyncio.go)
+	pathWait     []waitingPersisted             // persisted records waiting for their file's path (persistwait.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem

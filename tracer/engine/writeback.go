@@ -77,9 +77,11 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
 	f := e.faultRef(ev.OpId)
+	_, arrived := e.dirtyOf[ev.OpId] // the op's record (before settle forgets it)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
-		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f})
+	key := fkey(ev.Dev, ev.Ino)
+	e.outPersisted(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[key], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f}, ev.OpId, key, arrived) // persistwait.go
 }
 
 // faultRef names the write fault that dirtied op opID's pages (nil: a
@@ -223,6 +225,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 	for _, id := range order {
 		a := per[id]
 		f := e.faultRef(id) // before settle forgets it
+		_, arrived := e.dirtyOf[id]
 		e.settle(id, a.pages)
 		outcome := record.OutcomeWritten
 		if b.Error != "" {
@@ -239,7 +242,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if before != 0 {
 			rec.PersistedNs, rec.DirtyToDiskNs, rec.PersistedBeforeNs = 0, 0, before
 		}
-		e.Out(rec)
+		e.outPersisted(rec, id, key, arrived) // persistwait.go
 	}
 }
 
