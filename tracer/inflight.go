@@ -15,10 +15,12 @@ import (
 const sysDevBlock = "/sys/dev/block"
 
 // diskInflight reads disk kdev's own count of requests in flight (under
-// root, sysfs's /sys/dev/block): M:m/inflight, reads plus writes the driver
-// has started and not ended. The block layer keeps it only for requests it
-// accounts, which needs M:m/queue/iostats = 1; ok is false without that
-// or without the files (a partition, a bio-based device, no such disk).
+// root, sysfs's /sys/dev/block): M:m/inflight, reads plus writes started
+// and not ended (from the request's start or its dispatch, by kernel
+// version: either way every issued request not yet ended). The block
+// layer keeps it only for requests it accounts, which needs
+// M:m/queue/iostats = 1; ok is false without that or without the files
+// (a partition, a bio-based device, no such disk).
 func diskInflight(root string, kdev uint32) (n uint64, ok bool) {
 	dir := filepath.Join(root, kernel.Dev(kdev))
 	if b, err := os.ReadFile(filepath.Join(dir, "queue", "iostats")); err != nil || strings.TrimSpace(string(b)) != "1" {
