@@ -158,13 +158,19 @@ type Persisted struct {
 	DirtiedNs     uint64  `json:"dirtied_ns"`
 	PersistedNs   uint64  `json:"persisted_ns,omitempty"`
 	DirtyToDiskNs uint64  `json:"dirty_to_disk_ns,omitempty"`
-	Reason        Reason  `json:"reason,omitempty"`
-	Worker        string  `json:"worker,omitempty"`
-	WorkerTid     uint32  `json:"worker_tid,omitempty"`
-	Sector        uint64  `json:"sector,omitempty"`
-	RequestBytes  uint32  `json:"request_bytes,omitempty"`
-	ByOpID        uint64  `json:"by_op_id,omitempty"` // fsync-family call that wrote it
-	Error         string  `json:"error,omitempty"`
+	// PersistedBeforeNs, instead of persisted_ns: the request that wrote
+	// the pages completed, but no BPF program saw its completion (its
+	// address issued again, or at the end more requests held than its
+	// disk counted in flight: the bios' completed_before_ns); the pages
+	// reached the disk at the latest then. No dirty_to_disk_ns.
+	PersistedBeforeNs uint64 `json:"persisted_before_ns,omitempty"`
+	Reason            Reason `json:"reason,omitempty"`
+	Worker            string `json:"worker,omitempty"`
+	WorkerTid         uint32 `json:"worker_tid,omitempty"`
+	Sector            uint64 `json:"sector,omitempty"`
+	RequestBytes      uint32 `json:"request_bytes,omitempty"`
+	ByOpID            uint64 `json:"by_op_id,omitempty"` // fsync-family call that wrote it
+	Error             string `json:"error,omitempty"`
 	// Fault: the pages were dirtied by a store through a shared mapping,
 	// the write fault op_id names (a "fault" record), not by a call. Nil
 	// for a call's pages (and for a fault's whose record had not arrived

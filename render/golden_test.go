@@ -181,6 +181,25 @@ var stories = []struct {
 		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 65*µs
 		s.E.HandleOp(o)
 	}},
+	{name: "end-unseen", feed: func(s *enginetest.Stream) {
+		// Two requests still held at the end of the trace, their addresses
+		// never issued again: an O_DIRECT read's (the call returned, so it
+		// had completed, unseen by BPF) and a later readahead's. The disk
+		// counted one request in flight then: the older is completed
+		// unseen (tracer/engine/endunseen.go), bounded by its call's
+		// return; the readahead is released without a completion.
+		s.E.HandleIssue(enginetest.Issue(0xc, t0+10*µs, enginetest.FlRead, enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 2048, Bytes: 4096, Queue: t0 + 5*µs}))
+		o := call(1, bpf.IopathOpSysSYS_PREAD64, 0, 4096, 4096, t0, 100*µs)
+		o.F_flags, o.BiosQueued, o.BlockedNs = unix.O_DIRECT, 1, 90*µs
+		s.E.HandleOp(o)
+		s.E.HandleIssue(enginetest.Issue(0xd, t0+130*µs, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: id(2), Bio: 0xb2, Sector: 4096, Bytes: 16384, Queue: t0 + 125*µs}))
+		o = call(2, bpf.IopathOpSysSYS_PREAD64, 4096, 4096, 4096, t0+120*µs, 20*µs)
+		o.BiosQueued = 1
+		s.E.HandleOp(o)
+		s.E.EndUnseen(enginetest.Dev, 1, t0+2*ms, t0+2*ms+10*µs)
+	}, losses: func(sum *record.Summary) {
+		sum.Diagnostics = map[string]uint64{"requests_unseen_at_end": 1, "requests_in_flight_at_end": 1} // the tracer's (tracer.Summary)
+	}},
 	{name: "write-throttle", feed: func(s *enginetest.Stream) {
 		// 1 MiB dirtying 256 pages, throttled in balance_dirty_pages.
 		o := call(1, bpf.IopathOpSysSYS_WRITE, 0, 1<<20, 1<<20, t0, 13*ms)
@@ -242,6 +261,16 @@ var stories = []struct {
 			enginetest.Own{Bio: 0xb2, Sector: 123464, Bytes: 12288, Queue: t0 + 3e9 + 20*µs, Flags: engine.OwnWriteback},
 			enginetest.Own{Bio: 0xb9, Sector: 123488, Bytes: 4096, Queue: t0 + 3e9 + 21*µs, Flags: engine.OwnWriteback}))
 		s.E.HandleComplete(enginetest.Done(0xb, t0+3e9+500*µs, 0))
+	}},
+	{name: "writeback-unseen", feed: func(s *enginetest.Stream) {
+		// Periodic writeback of a page whose request's completion no BPF
+		// program saw: the kernel issued the request's address again 2 ms
+		// later, so the page reached the disk before that (a bound).
+		s.E.HandleOp(write(1, 0, 1, t0, 0, 1))
+		s.E.HandleWBStart(enginetest.WBStart(flush, wbPeriodic, t0+30e9))
+		s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, flush, 0, t0+30e9+10*µs, enginetest.Match{Op: id(1), Index: 0, Nr: 1, Dirtied: t0 + µs, BioPages: 1}))
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+30e9+20*µs, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Sector: 123456, Bytes: 4096, Queue: t0 + 30e9 + 10*µs, Flags: engine.OwnWriteback}))
+		s.E.HandleIssue(enginetest.Issue(0xa, t0+30e9+2*ms, enginetest.FlRead))
 	}},
 	{name: "persisted", feed: func(s *enginetest.Stream) {
 		// Truncated before writeback: never persisted.

@@ -66,8 +66,14 @@ func SummaryText(s *record.Summary) string {
 		fmt.Fprintf(&b, "INCOMPLETE: %d page faults not traced (another thread held the mmap lock when iopath looked up the fault's file): their bios are unattributed (page_fault) and they are missing from faults and major_faults\n", n)
 	}
 	if s.CompletionsUnseen > 0 {
-		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, so they completed, but no BPF program saw the completions: no device time for them)\n",
+		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, or their disk no longer counted them in flight at the end, so they completed, but no BPF program saw the completions: no device time for them)\n",
 			s.CompletionsUnseen)
+	}
+	if n := s.Diagnostics["requests_unseen_at_end"]; n > 0 {
+		fmt.Fprintf(&b, "requests completed unseen at the end: %d (still waiting after the settle, more than their disk counted in flight in /sys/dev/block/M:m/inflight: they had ended, unseen by BPF)\n", n)
+	}
+	if n := s.Diagnostics["requests_in_flight_at_end"]; n > 0 {
+		fmt.Fprintf(&b, "requests still in flight at the end: %d (their bios are released without a completion)\n", n)
 	}
 	if len(s.MissedRuns) > 0 {
 		var m []string

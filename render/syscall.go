@@ -295,7 +295,7 @@ func appendBioLine(b []byte, bio *record.Bio) []byte {
 	if bio.CompleteNs == 0 && bio.CompletedBeforeNs != 0 {
 		b = append(b, ": completed within "...)
 		b = appendDuration(b, sub(bio.CompletedBeforeNs, bio.IssueNs))
-		return append(b, " of issue (its request was reused; no BPF program saw the completion: no device time)"...)
+		return append(b, " of issue (completion not seen by BPF: no device time)"...)
 	}
 	if bio.CompleteNs == 0 {
 		return append(b, ": completion not seen"...)

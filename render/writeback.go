@@ -52,6 +52,11 @@ func PersistedStory(p *record.Persisted) string {
 	if p.BytesWritten != uint64(p.Pages)*4096 {
 		what = fmt.Sprintf("%s of the %s", Bytes(p.BytesWritten), Count(uint64(p.Pages), "dirty page")) // part of a large folio
 	}
-	return fmt.Sprintf("persisted: %s dirtied by %s reached the disk %s after the %s (%s, %s), sector %d of %s\n",
-		what, by, Duration(p.DirtyToDiskNs), after, p.Reason, p.Worker, p.Sector, target)
+	when, unseen := Duration(p.DirtyToDiskNs), ""
+	if p.PersistedNs == 0 && p.PersistedBeforeNs != 0 {
+		// The request's completion was not seen: a bound.
+		when, unseen = "at most "+Duration(sub(p.PersistedBeforeNs, p.DirtiedNs)), "; completion not seen by BPF"
+	}
+	return fmt.Sprintf("persisted: %s dirtied by %s reached the disk %s after the %s (%s, %s%s), sector %d of %s\n",
+		what, by, when, after, p.Reason, p.Worker, unseen, p.Sector, target)
 }

@@ -507,6 +507,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 				}
 				t.Engine.Tick(monotonicNow())
 				if draining && !time.Now().Before(deadline) && (time.Now().After(drainUntil) || t.joined()) {
+					t.endUnseen() // inflight.go: requests held beyond their disk's count
 					t.Engine.Flush()
 					return nil
 				}
@@ -621,6 +622,7 @@ func (t *Tracer) Summary() *record.Summary {
 		}
 	}
 	s.DirtyPending = t.Engine.DirtyPending()
+	_, requests := t.Engine.Pending()
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"],
 		// Records whose omitted path was never received (its record was lost).
 		"paths_missing": t.dec.MissingPaths,
@@ -630,7 +632,11 @@ func (t *Tracer) Summary() *record.Summary {
 		// thread held the mmap lock); of those, the ones opened later at
 		// mm_filemap_fault from the page cache's inode. The rest are lost
 		// (said in the text).
-		"faults_vma_busy": c["faults_vma_busy"], "faults_vma_recovered": c["faults_vma_recovered"]}
+		"faults_vma_busy": c["faults_vma_busy"], "faults_vma_recovered": c["faults_vma_recovered"],
+		// Requests held at the end (engine/endunseen.go): completed unseen
+		// beyond their disk's own count of requests in flight, and the
+		// ones still held after that (in flight, for all iopath can tell).
+		"requests_unseen_at_end": t.Engine.Counters().RequestsUnseenAtEnd, "requests_in_flight_at_end": uint64(requests)}
 	return s
 }
 

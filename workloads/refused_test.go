@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,25 +58,17 @@ func TestIOUringRefusedBySeccomp(t *testing.T) {
 
 // TestIOUringDisabledSysctl sets kernel.io_uring_disabled=2 (restored
 // after): Prepare refuses io_uring naming the sysctl, and leaves no file.
+// Privileged (testutil.NeedRoot): the sysctl is machine-wide, so `make
+// race`, which runs the packages in parallel, must not set it while other
+// packages' tests use io_uring; `make unit` runs packages one at a time.
 func TestIOUringDisabledSysctl(t *testing.T) {
-	const knob = "/proc/sys/kernel/io_uring_disabled"
-	old, err := os.ReadFile(knob)
-	if err != nil {
-		t.Skipf("no %s (Linux 6.6+): %v", knob, err)
+	if _, err := os.Stat("/proc/sys/kernel/io_uring_disabled"); err != nil {
+		t.Skipf("no kernel.io_uring_disabled (Linux 6.6+): %v", err)
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to set kernel.io_uring_disabled")
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(knob, old, 0); err != nil {
-			t.Errorf("restoring %s to %s: %v", knob, old, err)
-		}
-	})
-	if err := os.WriteFile(knob, []byte("2"), 0); err != nil {
-		t.Fatal(err)
-	}
+	testutil.NeedRoot(t)
+	testutil.SetSysctl(t, "kernel.io_uring_disabled", "2")
 	dir := t.TempDir()
-	_, err = Prepare(Spec{Kind: KindRandRead, Engine: EngineIOUring, FileSize: 1 << 20, Dir: dir})
+	_, err := Prepare(Spec{Kind: KindRandRead, Engine: EngineIOUring, FileSize: 1 << 20, Dir: dir})
 	want := "io_uring is refused here (io_uring_setup: EPERM: operation not permitted): kernel.io_uring_disabled is 2 (io_uring is off for everyone); allow it with sysctl kernel.io_uring_disabled=0, or use --engine libaio"
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)

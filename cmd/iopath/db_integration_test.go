@@ -67,7 +67,7 @@ c = sqlite3.connect(%q); c.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB
 			t.Errorf("%s of %s: no bio", c.Syscall, c.Path)
 		}
 		for _, b := range c.Bios {
-			if b.CompleteNs == 0 && b.CompletedBeforeNs == 0 {
+			if !completed(b) {
 				t.Errorf("%s of %s: bio without completion %+v", c.Syscall, c.Path, b)
 			}
 		}

@@ -259,7 +259,7 @@ func TestFaultColdMappingStride(t *testing.T) {
 		}
 		for _, b := range fr.Bios {
 			bioBytes += uint64(b.Bytes)
-			if b.CompleteNs == 0 || !strings.HasPrefix(b.Rwbs, "R") {
+			if !completed(b) || !strings.HasPrefix(b.Rwbs, "R") {
 				t.Errorf("bio %+v", b)
 			}
 		}

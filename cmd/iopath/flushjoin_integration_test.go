@@ -235,7 +235,7 @@ func TestTraceFlushJoins(t *testing.T) {
 						continue
 					}
 					nf++
-					if b.Rwbs != "FF" || b.IssueNs == 0 || (b.CompleteNs == 0 && b.CompletedBeforeNs == 0) {
+					if b.Rwbs != "FF" || b.IssueNs == 0 || !completed(b) {
 						t.Errorf("%s %s: flush bio %+v", c.Syscall, filepath.Base(c.Path), b)
 					}
 					if b.Dev != devName {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -381,20 +382,13 @@ func TestWorkloadAsyncJobs(t *testing.T) {
 
 // TestWorkloadIOUringDisabled sets kernel.io_uring_disabled=2 (restored
 // after): one line naming the sysctl and the fix, exit 1, no file left.
+// Privileged (skipped by `make race`): the sysctl is machine-wide.
 func TestWorkloadIOUringDisabled(t *testing.T) {
-	const knob = "/proc/sys/kernel/io_uring_disabled"
-	old, err := os.ReadFile(knob)
-	if err != nil || os.Geteuid() != 0 {
-		t.Skipf("needs root and %s (Linux 6.6+)", knob)
+	if _, err := os.Stat("/proc/sys/kernel/io_uring_disabled"); err != nil {
+		t.Skipf("no kernel.io_uring_disabled (Linux 6.6+): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(knob, old, 0); err != nil {
-			t.Errorf("restoring %s: %v", knob, err)
-		}
-	})
-	if err := os.WriteFile(knob, []byte("2"), 0); err != nil {
-		t.Fatal(err)
-	}
+	testutil.NeedRoot(t)
+	testutil.SetSysctl(t, "kernel.io_uring_disabled", "2")
 	tmp := t.TempDir()
 	checkRefused(t, tmp, "io_uring is refused here (io_uring_setup: EPERM: operation not permitted): kernel.io_uring_disabled is 2 (io_uring is off for everyone); allow it with sysctl kernel.io_uring_disabled=0, or use --engine libaio",
 		"workload", "rand-read", "--engine", "io_uring", "--iodepth", "16", "--numjobs", "2")

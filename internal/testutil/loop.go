@@ -53,10 +53,28 @@ func LoopExt4(t testing.TB, size int64) *LoopFS {
 		t.Fatal(err)
 	}
 
+	l := &LoopFS{}
+	// The mount is gone when the device is detached (cleanups run
+	// last-in first-out).
+	l.Dev, l.Major, l.Minor = loopOn(t, ctl, backing)
+
+	if out, err := exec.Command(mkfs, "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", l.Dev).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v: %s", l.Dev, err, out)
+	}
+	l.Dir = t.TempDir()
+	if err := unix.Mount(l.Dev, l.Dir, "ext4", 0, ""); err != nil {
+		t.Fatalf("mounting %s on %s: %v", l.Dev, l.Dir, err)
+	}
+	t.Cleanup(func() { unmount(t, l.Dir) })
+	return l
+}
+
+// loopOn binds backing to a free loop device, detached when the test
+// ends, and returns the device (/dev/loopN) and its number.
+func loopOn(t testing.TB, ctl, backing *os.File) (dev string, major, minor uint32) {
+	t.Helper()
 	dev, loop := attachLoop(t, ctl, backing)
-	l := &LoopFS{Dev: dev}
 	t.Cleanup(func() {
-		// The mount is gone by now (cleanups run last-in first-out).
 		if err := unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
 			t.Errorf("detaching %s: %v", dev, err)
 		}
@@ -66,17 +84,58 @@ func LoopExt4(t testing.TB, size int64) *LoopFS {
 	if err := unix.Fstat(int(loop.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
-	l.Major, l.Minor = unix.Major(st.Rdev), unix.Minor(st.Rdev)
+	return dev, unix.Major(st.Rdev), unix.Minor(st.Rdev)
+}
 
-	if out, err := exec.Command(mkfs, "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4 %s: %v: %s", dev, err, out)
+// LoopDev attaches a loop device to the existing file path (no
+// filesystem made; autoclear) and returns it (/dev/loopN) with its number;
+// it is detached when the test ends. Skips without loop devices.
+func LoopDev(t testing.TB, path string) (dev string, major, minor uint32) {
+	t.Helper()
+	NeedRoot(t)
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no loop devices: %v", err)
 	}
-	l.Dir = t.TempDir()
-	if err := unix.Mount(dev, l.Dir, "ext4", 0, ""); err != nil {
-		t.Fatalf("mounting %s on %s: %v", dev, l.Dir, err)
+	defer ctl.Close()
+	backing, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { unmount(t, l.Dir) })
-	return l
+	defer backing.Close() // the loop device holds its own reference
+	return loopOn(t, ctl, backing)
+}
+
+// Freeze freezes the filesystem mounted at dir (the FIFREEZE ioctl, as
+// fsfreeze(8)): writes to it wait until it is thawed. It returns thaw,
+// which the end of the test also runs; thawing twice is harmless.
+func Freeze(t testing.TB, dir string) (thaw func()) {
+	t.Helper()
+	NeedRoot(t)
+	// FIFREEZE and FITHAW: _IOWR('X', 119, int) and _IOWR('X', 120, int)
+	// (include/uapi/linux/fs.h); golang.org/x/sys/unix has no name for them.
+	const fiFreeze, fiThaw = 0xc0045877, 0xc0045878
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetInt(int(f.Fd()), fiFreeze, 0); err != nil {
+		f.Close()
+		t.Fatalf("freezing %s: %v", dir, err)
+	}
+	thawed := false
+	thaw = func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		if err := unix.IoctlSetInt(int(f.Fd()), fiThaw, 0); err != nil {
+			t.Errorf("thawing %s: %v", dir, err)
+		}
+		f.Close()
+	}
+	t.Cleanup(thaw)
+	return thaw
 }
 
 // attachLoop binds backing to a free loop device, retrying when another

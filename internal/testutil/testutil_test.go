@@ -37,6 +37,48 @@ func TestLoopExt4(t *testing.T) {
 	}
 }
 
+// A loop device on a file of a frozen filesystem: attached, the filesystem
+// frozen (a second freeze is refused as busy); afterwards thawed, detached
+// and unmounted, whichever order the cleanups take.
+func TestLoopDevFreeze(t *testing.T) {
+	NeedRoot(t)
+	var dev, dir string
+	t.Run("frozen", func(t *testing.T) {
+		l := LoopExt4(t, 64<<20)
+		dir = l.Dir
+		img := filepath.Join(l.Dir, "inner.img")
+		if err := os.WriteFile(img, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(img, 8<<20); err != nil {
+			t.Fatal(err)
+		}
+		var major uint32
+		dev, major, _ = LoopDev(t, img)
+		if b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop/backing_file")); err != nil || strings.TrimSpace(string(b)) != img || major != 7 {
+			t.Errorf("%s (major %d): backing file %q, %v; want %s", dev, major, b, err, img)
+		}
+		Freeze(t, l.Dir)
+		f, err := os.Open(l.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := unix.IoctlSetInt(int(f.Fd()), 0xc0045877, 0); err != unix.EBUSY {
+			t.Errorf("freezing %s again: %v, want EBUSY (frozen)", l.Dir, err)
+		}
+	})
+	if dev == "" {
+		return
+	}
+	if b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop/backing_file")); err == nil {
+		t.Errorf("%s still attached to %s", dev, strings.TrimSpace(string(b)))
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("mount point %s left behind", dir)
+	}
+}
+
 func TestSetSysctlRestoresPair(t *testing.T) {
 	NeedRoot(t)
 	before := map[string]string{}

@@ -74,6 +74,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	e.seen(o.EndNs)
 	if o.Sys == SysFault {
 		e.handleFault(o)
+		e.persistedNamed(o.OpId) // persistwait.go
 		return
 	}
 	rec := e.syscallRecord(o)
@@ -99,6 +100,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 			// Most calls queue no bio and none named them: the record is
 			// complete now, with no pending state to create and delete.
 			e.emit(rec, o.Dev, nil, 0, isWrite)
+			e.persistedNamed(o.OpId) // persistwait.go
 			return
 		}
 		p = e.newOp(o.OpId, o.StartNs)
@@ -108,6 +110,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 	p.kdev = o.Dev
 	p.isWrite = isWrite
 	e.tryRelease(o.OpId, p)
+	e.persistedNamed(o.OpId) // persistwait.go
 }
 
 // tryRelease prints a call once its record and all its bios are complete.
@@ -212,7 +215,8 @@ func (e *Engine) Tick(now uint64) {
 			e.release(id, p)
 		}
 	}
-	e.asyncTick() // asyncio.go
+	e.asyncTick()       // asyncio.go
+	e.persistWaitTick() // persistwait.go
 }
 
 // Flush releases every pending call (end of trace), in op order.
@@ -227,7 +231,8 @@ func (e *Engine) Flush() {
 	for _, id := range ids {
 		e.release(id, e.ops[id])
 	}
-	e.asyncFlush() // asyncio.go
+	e.asyncFlush()       // asyncio.go
+	e.persistWaitFlush() // persistwait.go
 }
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are

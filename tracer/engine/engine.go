@@ -5,11 +5,14 @@
 // One file per join:
 //   - calls.go: a call's record and its release (call ↔ its bios);
 //   - requests.go: block requests, issue to completion (request ↔ bios);
+//   - endunseen.go: requests still held at the end beyond their disk's own
+//     count of requests in flight (completed unseen);
 //   - flush.go: device cache flushes (flush request ↔ the calls it served),
 //     and completions that arrive before their issue;
 //   - pagecache.go: a call's page-cache hits, misses and insertions;
 //   - readahead.go: the call's readahead windows (kernel or derived);
 //   - writeback.go: dirty pages ↔ writeback bios ↔ persisted records;
+//   - persistwait.go: persisted records waiting for their file's path;
 //   - totals.go: per-process and per-file totals, the summary;
 //   - unattributed.go: bios queued outside any traced call, by cause;
 //   - pools.go: caches of repeated strings and free lists of pending state;
@@ -107,6 +110,7 @@ type Engine struct {
 	renames      renameState                    // earlier names and generations of files (names.go)
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
 	async        asyncState                     // libaio requests (asyncio.go)
+	pathWait     []waitingPersisted             // persisted records waiting for their file's path (persistwait.go)
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem
@@ -145,9 +149,13 @@ type Counters struct {
 	// a new request before their completion arrived: completed, unseen
 	// (not in IncompleteBios).
 	CompletionsUnseen uint64
-	Requeues          uint64
-	OrphanCompletes   uint64 // completions of requests never seen issued
-	EvictedCalls      uint64 // pending calls evicted because the pending map was full (MaxPending)
+	// RequestsUnseenAtEnd: requests still held at the end beyond their
+	// disk's own count of requests in flight, completed unseen
+	// (endunseen.go); their bios are in CompletionsUnseen.
+	RequestsUnseenAtEnd uint64
+	Requeues            uint64
+	OrphanCompletes     uint64 // completions of requests never seen issued
+	EvictedCalls        uint64 // pending calls evicted because the pending map was full (MaxPending)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the

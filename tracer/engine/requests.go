@@ -27,6 +27,7 @@ type pendingRq struct {
 	bios     []*bioRef
 	requeued bool
 	kdev     uint32
+	issueNs  uint64 // its latest issue (after a requeue: the issue again)
 }
 
 // HandleIssue takes an EV_RQ_ISSUE record.
@@ -38,6 +39,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			// owned bios were reported at the first issue (a request in a
 			// flush sequence reports them again).
 			rq.requeued = false
+			rq.issueNs = ev.Ts
 			for _, b := range rq.bios {
 				b.IssueNs = ev.Ts
 				b.Requeues++
@@ -50,7 +52,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 		e.completionLost(ev.Rq, rq, ev.Ts)
 	}
 	rq := e.newRq()
-	rq.kdev = ev.Dev
+	rq.kdev, rq.issueNs = ev.Dev, ev.Ts
 	inflight := e.rqIssued(ev.Dev) // asyncio.go
 	n := int(ev.NrOwn)
 	if n > len(ev.Own) {
@@ -135,14 +137,30 @@ func (rq *pendingRq) sameBios(ev *bpf.IopathRqIssueEv) bool {
 // under fio fdatasync load, 100 % of those on PID 1's threads.
 func (e *Engine) completionLost(key uint64, rq *pendingRq, reissueNs uint64) {
 	delete(e.rqs, key)
+	e.completedUnseen(rq, reissueNs)
+}
+
+// completedUnseen releases the bios of request rq (already out of e.rqs),
+// which the kernel completed before beforeNs although no BPF program saw
+// the completion: at the reuse of its address (completionLost) or, at the
+// end of a trace, beyond the disk's own count of requests in flight
+// (endunseen.go). Each bio gets CompletedBeforeNs, no device time; a
+// writeback bio's pages persist by then (writebackDone: persisted_before_ns).
+// Each bio of a call still held is counted in CompletionsUnseen; a bio
+// whose call was already released (after HoldNs, as incomplete) is not
+// counted twice.
+func (e *Engine) completedUnseen(rq *pendingRq, beforeNs uint64) {
 	for _, b := range rq.bios {
-		if b.opID == 0 {
-			continue // writeback: its pages stay pending
-		}
-		e.counters.CompletionsUnseen++
 		b.done = true // CompleteNs stays 0: no device time
-		b.CompletedBeforeNs = reissueNs
+		b.CompletedBeforeNs = beforeNs
+		if b.flags&OwnWriteback != 0 {
+			e.writebackDone(b) // writeback.go
+		}
+		if b.opID == 0 {
+			continue
+		}
 		if p, ok := e.ops[b.opID]; ok {
+			e.counters.CompletionsUnseen++
 			e.tryRelease(b.opID, p)
 		}
 	}

@@ -77,9 +77,11 @@ func (e *Engine) HandleWBInode(ev *bpf.IopathWbInodeEv) {
 func (e *Engine) HandleDirtyGone(ev *bpf.IopathDirtyGoneEv) {
 	e.seen(ev.Ts)
 	f := e.faultRef(ev.OpId)
+	_, arrived := e.dirtyOf[ev.OpId] // the op's record (before settle forgets it)
 	e.settle(ev.OpId, ev.Nr)
-	e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
-		Path: e.paths[fkey(ev.Dev, ev.Ino)], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f})
+	key := fkey(ev.Dev, ev.Ino)
+	e.outPersisted(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(ev.OpId), Pid: ev.Pid, Dev: e.devName(ev.Dev), Ino: ev.Ino,
+		Path: e.paths[key], Pages: ev.Nr, Outcome: record.OutcomeRemoved, DirtiedNs: 0, Fault: f}, ev.OpId, key, arrived) // persistwait.go
 }
 
 // faultRef names the write fault that dirtied op opID's pages (nil: a
@@ -150,6 +152,9 @@ func (e *Engine) writebackDone(b *bioRef) {
 	b = &bioRef{Bio: w.parts[0], bioP: orig, flags: b.flags}
 	var bytes uint32
 	var errs string
+	// A part completed unseen by BPF (completedUnseen: CompletedBeforeNs)
+	// makes the whole a bound: persisted before the latest part's end.
+	var before uint64
 	for _, p := range w.parts {
 		bytes += p.Bytes
 		b.CompleteNs = max(b.CompleteNs, p.CompleteNs)
@@ -157,6 +162,12 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if p.Error != "" {
 			errs = p.Error
 		}
+		if p.CompleteNs == 0 {
+			before = max(before, p.CompletedBeforeNs)
+		}
+	}
+	if before != 0 {
+		before = max(before, b.CompleteNs)
 	}
 	b.Error = errs
 	wb := &w.ev
@@ -214,6 +225,7 @@ func (e *Engine) writebackDone(b *bioRef) {
 	for _, id := range order {
 		a := per[id]
 		f := e.faultRef(id) // before settle forgets it
+		_, arrived := e.dirtyOf[id]
 		e.settle(id, a.pages)
 		outcome := record.OutcomeWritten
 		if b.Error != "" {
@@ -223,10 +235,14 @@ func (e *Engine) writebackDone(b *bioRef) {
 		if wb.OpId == 0 {
 			e.pid(a.pid, "").DiskBytesWrite += written
 		}
-		e.Out(&record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
+		rec := &record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,
 			DirtyToDiskNs: sub(b.CompleteNs, a.dirtied), Reason: reason, Worker: worker, WorkerTid: wb.Tid,
-			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f})
+			Sector: b.Sector, RequestBytes: b.RequestBytes, ByOpID: wb.OpId, Error: b.Error, Fault: f}
+		if before != 0 {
+			rec.PersistedNs, rec.DirtyToDiskNs, rec.PersistedBeforeNs = 0, 0, before
+		}
+		e.outPersisted(rec, id, key, arrived) // persistwait.go
 	}
 }
 
