@@ -84,7 +84,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.BoolVar(&f.all, "all", false, "print every call, cache hits included")
 	fl.BoolVar(&f.json, "json", false, "print JSON Lines records (schema in README.md)")
 	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (power of two)")
-	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map; overflow is counted)")
+	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map, 112 B of kernel memory each: at most 8388608; overflow is counted)")
 	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
 	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C); the command then gets SIGTERM")

@@ -14,8 +14,8 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if f.ringbuf < 4096 || f.ringbuf > 1<<30 || f.ringbuf&(f.ringbuf-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two from 4096 to 1073741824 bytes: e.g. --ringbuf-size 8388608 (8 MiB, the default)", f.ringbuf)
 	}
-	if f.maxDirty < 1 || f.maxDirty > 1<<26 {
-		return fmt.Errorf("--max-dirty-pages %d is out of range: choose 1 to 67108864 folios", f.maxDirty)
+	if err := tracer.CheckMaxDirtyPages(f.maxDirty); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		flag, example string

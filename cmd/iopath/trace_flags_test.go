@@ -25,6 +25,11 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--ringbuf-size 0 is not a power of two from 4096 to 1073741824 bytes", []string{"trace", "--ringbuf-size", "0", "--", "true"}},
 		{"--ringbuf-size 12288 is not a power of two", []string{"trace", "--ringbuf-size", "12288", "--", "true"}},
 		{"--ringbuf-size 2147483648 is not a power of two from 4096 to 1073741824", []string{"trace", "--ringbuf-size", "2147483648", "--", "true"}},
+		// A missing command after them: the old code, which accepted the
+		// value, fails there instead of loading a 7 GiB map.
+		{"--max-dirty-pages 67108864 would take 7.0 GiB of kernel memory, never swapped out, all at load (the dirty_pages map: 112 B per folio): give at most 8388608 (896.0 MiB; the limit is 1.0 GiB a map)",
+			[]string{"trace", "--max-dirty-pages", "67108864", "--", "/nonexistent/cmd"}},
+		{"--max-dirty-pages 0 is out of range: choose 1 to 8388608 folios", []string{"trace", "--max-dirty-pages", "0", "--", "/nonexistent/cmd"}},
 		{"--duration -1s is negative: give a duration of 0 or more, e.g. --duration 10s", []string{"trace", "--duration", "-1s", "--", "true"}},
 		{"--settle -1s is negative", []string{"trace", "--settle", "-1s", "--", "true"}},
 		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
