@@ -35,6 +35,14 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
 		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
+		// --dir /nonexistent: the old code, which ran the demo, fails there
+		// instead of running it.
+		{"--expire-centisecs -5 is negative: give the age in 1/100 s at which dirty data is written back", []string{"demo", "write-1byte", "--expire-centisecs", "-5", "--dir", "/nonexistent"}},
+		{"--timeout 0 would not wait for writeback, so the byte would never be seen reaching the disk", []string{"demo", "write-1byte", "--timeout", "0", "--dir", "/nonexistent"}},
+		{"--expire-centisecs 9000 (1m30s) is not shorter than --timeout 1m30s", []string{"demo", "write-1byte", "--expire-centisecs", "9000", "--dir", "/nonexistent"}},
+		{"--expire-centisecs and --timeout set the wait for periodic writeback, which --fsync does not do", []string{"demo", "write-1byte", "--fsync", "--timeout", "5s", "--dir", "/nonexistent"}},
+		{"--fsync is a flag of demo write-1byte only: drop it, or run iopath demo write-1byte --fsync", []string{"demo", "read-1byte", "--fsync", "--dir", "/nonexistent"}},
+		{"--expire-centisecs is a flag of demo write-1byte only", []string{"demo", "seq-vs-rand", "--expire-centisecs", "500", "--dir", "/nonexistent"}},
 		{"pid 2 is a kernel thread: it makes no system calls to trace", []string{"trace", "-p", "2"}},
 		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"trace", "--comm", "kthreadd", "--duration", "1s"}},
 		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"top", "--comm", "kthreadd", "--duration", "1s"}},
