@@ -79,8 +79,8 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if f.interval < 10*time.Millisecond {
-		return "", "", fmt.Errorf("--interval %s is too short: give 10ms or more, e.g. --interval 1s", f.interval)
+	if f.interval < minInterval {
+		return "", "", fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s", f.interval, minInterval)
 	}
 	if f.duration < 0 {
 		return "", "", fmt.Errorf("--duration %s is negative: give 0 (no limit) or more, e.g. --duration 10s", f.duration)

@@ -8,6 +8,10 @@ import (
 	"github.com/iopath/iopath/tracer"
 )
 
+// minInterval is the shortest --interval of top and trace: each one reads
+// every aggregate map.
+const minInterval = 10 * time.Millisecond
+
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
 // and converts --force-mechanism.
 func checkTraceFlags(f *traceFlags) (err error) {
@@ -25,6 +29,9 @@ func checkTraceFlags(f *traceFlags) (err error) {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative: give a duration of 0 or more, e.g. %s %s", d.flag, d.v, d.flag, d.example)
 		}
+	}
+	if f.interval > 0 && f.interval < minInterval {
+		return fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s, or 0 for none", f.interval, minInterval)
 	}
 	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
 		return err

@@ -32,6 +32,8 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--max-dirty-pages 0 is out of range: choose 1 to 8388608 folios", []string{"trace", "--max-dirty-pages", "0", "--", "/nonexistent/cmd"}},
 		{"--duration -1s is negative: give a duration of 0 or more, e.g. --duration 10s", []string{"trace", "--duration", "-1s", "--", "true"}},
 		{"--settle -1s is negative", []string{"trace", "--settle", "-1s", "--", "true"}},
+		{"--interval 1ns is too short: give 10ms or more, e.g. --interval 1s, or 0 for none", []string{"trace", "--interval", "1ns", "--", "/nonexistent/cmd"}},
+		{"--interval 1ns is too short: give 10ms or more, e.g. --interval 1s", []string{"top", "--interval", "1ns", "--", "/nonexistent/cmd"}},
 		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
 		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
