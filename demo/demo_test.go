@@ -94,3 +94,12 @@ func TestMmapRun(t *testing.T) {
 		t.Errorf("table:\n%s", tab)
 	}
 }
+
+// issue 10: --dir /proc said it could not create files there, with mkdir's
+// ENOENT ("no such file or directory").
+func TestWorkDirKernelFS(t *testing.T) {
+	_, _, err := workDir(&Options{Dir: "/proc"})
+	if err == nil || err.Error() != "--dir /proc is on proc, a kernel filesystem that holds no files one can create: choose a directory on a disk-backed filesystem, e.g. --dir /var/tmp" {
+		t.Errorf("--dir /proc: %v", err)
+	}
+}

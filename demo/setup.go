@@ -28,6 +28,9 @@ func workDir(o *Options) (string, func(), error) {
 		if !st.IsDir() {
 			return "", nil, fmt.Errorf("--dir %s is not a directory", base)
 		}
+		if kfs := kernel.PseudoFS(base); kfs != "" {
+			return "", nil, fmt.Errorf("--dir %s is on %s, a kernel filesystem that holds no files one can create: choose a directory on a disk-backed filesystem, e.g. --dir /var/tmp", base, kfs)
+		}
 	} else {
 		base = session.DiskBase()
 	}
