@@ -102,6 +102,45 @@ func TestReadyFileStale(t *testing.T) {
 	}
 }
 
+// issue 10: --ready-file /nonexist/r said "open /nonexist/r: no such file
+// or directory: give a path that does not exist yet", after attaching.
+// CheckReadyFile (before anything loads) and ReadyFile name the missing
+// directory; an existing file is refused, a dead run's is not.
+func TestReadyFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexist", "r")
+	want := "--ready-file " + missing + ": directory " + filepath.Join(dir, "nonexist") + " does not exist: create it or choose another path"
+	if _, err := ReadyFile(missing, io.Discard); err == nil || err.Error() != want {
+		t.Errorf("ReadyFile(%s): %v, want %q", missing, err, want)
+	}
+	if err := CheckReadyFile(missing); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckReadyFile(%s): %v, want %q", missing, err, want)
+	}
+	exists := filepath.Join(dir, "exists")
+	if err := os.WriteFile(exists, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckReadyFile(exists); err == nil || !strings.Contains(err.Error(), "--ready-file "+exists+" exists: give a path that does not exist yet") {
+		t.Errorf("CheckReadyFile(existing file): %v", err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "stale")
+	if err := os.WriteFile(stale, []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", stale, filepath.Join(dir, "new")} {
+		if err := CheckReadyFile(p); err != nil {
+			t.Errorf("CheckReadyFile(%q): %v", p, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
+		t.Errorf("left in the directory: %v, want only exists and stale", left)
+	}
+}
+
 func TestLookCommand(t *testing.T) {
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain")

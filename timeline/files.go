@@ -184,6 +184,8 @@ func defaultName(flag string) string {
 		return "report.html"
 	case "--timeline":
 		return "trace.json"
+	case "--ready-file":
+		return "iopath.ready"
 	}
 	return "iopath.out"
 }

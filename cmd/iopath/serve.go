@@ -60,6 +60,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 			return err
 		}
 	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return err
+	}
 	for _, c := range f.perComm {
 		if c == "" || len(c) > 15 {
 			return fmt.Errorf("--per-comm %q: give command names of 1 to 15 bytes (the kernel's comm), separated by commas", c)

@@ -85,6 +85,9 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 	if f.duration < 0 {
 		return "", "", fmt.Errorf("--duration %s is negative: give 0 (no limit) or more, e.g. --duration 10s", f.duration)
 	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return "", "", err
+	}
 	if f.rows < 0 {
 		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
 	}

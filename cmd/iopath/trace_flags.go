@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer"
 )
@@ -32,6 +33,9 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	}
 	if f.interval > 0 && f.interval < minInterval {
 		return fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s, or 0 for none", f.interval, minInterval)
+	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return err
 	}
 	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
 		return err
