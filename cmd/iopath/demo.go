@@ -43,8 +43,14 @@ and the next demo removes the files left behind.`,
 				return err
 			}
 			defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()
-			o.Out, o.Notes, o.Tee, o.OnSummary = cmd.OutOrStdout(), cmd.ErrOrStderr(), activeTimeline.Tee, activeTimeline.Summary
-			return demo.Get(args[0]).Run(o)
+			// A failed write of the explanation ends the demo as trace's
+			// output does (exit 1, one line; EPIPE: 141, quietly).
+			o.Out = session.NewOut(cmd.OutOrStdout(), "stdout")
+			o.Notes, o.Tee, o.OnSummary = cmd.ErrOrStderr(), activeTimeline.Tee, activeTimeline.Summary
+			if err := demo.Get(args[0]).Run(o); err != nil {
+				return err
+			}
+			return o.Out.Err()
 		},
 	}
 	fl := cmd.PersistentFlags()
