@@ -10,6 +10,7 @@ import (
 
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/timeline"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // Out is iopath's output (records, stories, summary; top's JSON objects):
@@ -72,7 +73,15 @@ func (o *Out) Err() error {
 	if o.err == nil {
 		return nil
 	}
-	return OutputError{Name: o.name, Err: o.err}
+	oe := OutputError{Name: o.name, Err: o.err}
+	f := o.file
+	if f == nil && o.name == "stdout" {
+		f = os.Stdout // shared with the command: written through a relay
+	}
+	if f != nil {
+		oe.KernelFS = kernel.PseudoFS(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	}
+	return oe
 }
 
 // OutputError is a failed write to iopath's output. The trace stops at
@@ -81,12 +90,37 @@ func (o *Out) Err() error {
 // reader is gone: `iopath trace … | head`), silently with status 141
 // (128+SIGPIPE, what a shell reports for a tool that SIGPIPE ended).
 type OutputError struct {
-	Name string // "-o FILE" or "stdout"
-	Err  error
+	Name     string // "-o FILE" or "stdout"
+	Err      error
+	KernelFS string // the output is a file of this kernel filesystem (proc, sysfs), if any
 }
 
 func (e OutputError) Error() string {
-	return fmt.Sprintf("writing %s: %v: the trace stopped there, what came after is lost: free space or give a writable -o FILE", e.Name, bareErr(e.Err))
+	return fmt.Sprintf("writing %s: %v: iopath stopped there, what came after is lost: %s", e.Name, bareErr(e.Err), e.advice())
+}
+
+// advice is the fix for the failed write: free space only when space ran
+// out (-o /proc/self/status fails with EINVAL and was told to free space).
+func (e OutputError) advice() string {
+	other := "give -o another file"
+	if e.Name == "stdout" {
+		other = "redirect stdout elsewhere"
+	}
+	switch {
+	case e.KernelFS != "":
+		return fmt.Sprintf("it is a file of the kernel's %s filesystem, which takes no records: %s (a regular file, a pipe or a terminal)", e.KernelFS, other)
+	case errors.Is(e.Err, syscall.ENOSPC), errors.Is(e.Err, syscall.EDQUOT):
+		return "free space (or raise the quota), or " + other + " on another filesystem"
+	case errors.Is(e.Err, syscall.EFBIG):
+		return "the file reached its size limit (ulimit -f, or the filesystem's largest file): raise the limit or " + other
+	case errors.Is(e.Err, syscall.EIO):
+		return "the device reported an IO error (see dmesg): " + other + " on another device"
+	case errors.Is(e.Err, syscall.EINVAL):
+		return "it takes no writes like these (a special file): " + other + " (a regular file, a pipe or a terminal)"
+	case errors.Is(e.Err, syscall.EAGAIN):
+		return "it is non-blocking and was full: " + other + " (a regular file, or a reader that keeps up)"
+	}
+	return "it cannot be written: " + other
 }
 
 func (e OutputError) Unwrap() error { return e.Err }

@@ -123,3 +123,42 @@ func TestOutWriteError(t *testing.T) {
 		t.Errorf("EPIPE: %v, want a broken OutputError with exit status 141", out.Err())
 	}
 }
+
+// issue 10: -o /proc/self/status (EINVAL) was told to "free space". The
+// advice follows the errno: free space only for ENOSPC and EDQUOT.
+func TestOutputErrorAdvice(t *testing.T) {
+	for _, c := range []struct {
+		e    OutputError
+		want string
+	}{
+		{OutputError{Name: "-o /x", Err: syscall.ENOSPC}, "free space (or raise the quota), or give -o another file on another filesystem"},
+		{OutputError{Name: "stdout", Err: syscall.EDQUOT}, "free space (or raise the quota), or redirect stdout elsewhere on another filesystem"},
+		{OutputError{Name: "-o /x", Err: syscall.EINVAL}, "it takes no writes like these (a special file): give -o another file (a regular file, a pipe or a terminal)"},
+		{OutputError{Name: "-o /proc/version", Err: syscall.EIO, KernelFS: "proc"}, "it is a file of the kernel's proc filesystem, which takes no records: give -o another file (a regular file, a pipe or a terminal)"},
+		{OutputError{Name: "-o /x", Err: syscall.EIO}, "the device reported an IO error (see dmesg): give -o another file on another device"},
+		{OutputError{Name: "-o /x", Err: syscall.EFBIG}, "the file reached its size limit (ulimit -f, or the filesystem's largest file): raise the limit or give -o another file"},
+		{OutputError{Name: "stdout", Err: syscall.EBADF}, "it cannot be written: redirect stdout elsewhere"},
+	} {
+		msg := c.e.Error()
+		if !strings.HasSuffix(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%s, %v: %q, want it to end with %q", c.e.Name, c.e.Err, msg, c.want)
+		}
+		if isFree := errors.Is(c.e.Err, syscall.ENOSPC) || errors.Is(c.e.Err, syscall.EDQUOT); isFree != strings.Contains(msg, "free space") {
+			t.Errorf("%v: %q", c.e.Err, msg)
+		}
+	}
+	// The kernel filesystem is found from the file written (as root,
+	// /proc/self/status opens for writing and its writes fail, EINVAL).
+	f, err := os.OpenFile("/proc/self/status", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("cannot open /proc/self/status for writing: %v", err)
+	}
+	defer f.Close()
+	out := NewOut(f, "-o /proc/self/status")
+	if _, err := out.Write([]byte("{}\n")); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("write to /proc/self/status: %v, want EINVAL", err)
+	}
+	if msg := out.Err().Error(); msg != "writing -o /proc/self/status: invalid argument: iopath stopped there, what came after is lost: it is a file of the kernel's proc filesystem, which takes no records: give -o another file (a regular file, a pipe or a terminal)" {
+		t.Errorf("message %q", msg)
+	}
+}
