@@ -152,9 +152,9 @@ func bareErr(err error) error {
 // failed is nil; a file -o created is removed again when the run failed
 // without output. -o naming iopath's stdout itself (`-o f … > f`) is
 // refused: the truncating open and both writers would destroy the
-// command's output. Opening a FIFO waits for its reader; a signal of sig
-// ends that wait with Interrupted.
-func Output(sig *Signals, path string, stdout io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
+// command's output. Opening a FIFO waits for its reader, said on notes;
+// a signal of sig ends that wait with Interrupted.
+func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
 		st, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
@@ -167,7 +167,7 @@ func Output(sig *Signals, path string, stdout io.Writer, withCommand bool) (w *O
 				}
 			}
 		}
-		f, err := openOutput(sig, path)
+		f, err := openOutput(sig, path, notes)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -208,8 +208,12 @@ func orOutErr(failed error, out *Out) error {
 // openOutput opens path for writing. The open runs on its own goroutine:
 // on a FIFO without a reader it blocks in the kernel (a blocked open cannot
 // be interrupted from Go), and a signal must still end the run then. A
-// file opened after the signal is closed again.
-func openOutput(sig *Signals, path string) (*os.File, error) {
+// file opened after the signal is closed again. A FIFO that no process
+// reads yet is said on notes first (iopath used to wait silently).
+func openOutput(sig *Signals, path string, notes io.Writer) (*os.File, error) {
+	if noFIFOReader(path) {
+		fmt.Fprintf(notes, "iopath: -o %s is a FIFO that no process reads yet: waiting for a reader to open it (SIGINT or SIGTERM stops iopath)\n", path)
+	}
 	type opened struct {
 		f   *os.File
 		err error
@@ -237,6 +241,19 @@ func openOutput(sig *Signals, path string) (*os.File, error) {
 		}()
 		return nil, Interrupted{Signal: sig.Signal(), Early: true}
 	}
+}
+
+// noFIFOReader reports whether path is a FIFO without a reader: its
+// non-blocking open for writing fails with ENXIO (fifo(7)).
+func noFIFOReader(path string) bool {
+	if st, err := os.Stat(path); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return false
+	}
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		syscall.Close(fd)
+	}
+	return errors.Is(err, syscall.ENXIO)
 }
 
 // regularFileChunk is the largest write of several records to a regular

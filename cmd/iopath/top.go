@@ -128,7 +128,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		// JSON: to -o, or to stdout shared with the command (as trace
 		// does), so that each object starts on a line of its own.
 		var closeOut func(error) error
-		if jsonOut, shared, closeOut, err = session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0); err != nil {
+		if jsonOut, shared, closeOut, err = session.Output(sig, f.output, cmd.OutOrStdout(), errw, len(args) > 0); err != nil {
 			return err
 		}
 		out = jsonOut

@@ -141,7 +141,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0)
+	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), cmd.ErrOrStderr(), len(args) > 0)
 	if err != nil {
 		return err
 	}
