@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,6 +139,47 @@ func TestReadyFileErrors(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
 		t.Errorf("left in the directory: %v, want only exists and stale", left)
+	}
+}
+
+// issue 10: -p X -p X was traced and named twice ("-p follows children
+// of PID X,X"). A repeat, or a thread of a process given too, is kept once.
+func TestCheckPids(t *testing.T) {
+	var pids []int
+	for range 2 {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }()
+		pids = append(pids, c.Process.Pid)
+	}
+	p, q := pids[0], pids[1]
+	got, err := CheckPids([]int{p, p, q, p})
+	if err != nil || !slices.Equal(got, []int{p, q}) {
+		t.Errorf("CheckPids(%d, %d, %d, %d) = %v, %v; want [%d %d]", p, p, q, p, got, err, p, q)
+	}
+	// A thread's id and its process's: one process, named as given first.
+	h, out, _ := helper(t, "threads")
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	pid := h.Process.Pid
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	tid := 0
+	for _, task := range tasks {
+		if n, _ := strconv.Atoi(filepath.Base(task)); n != pid {
+			tid = n
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("helper %d has one thread: %v", pid, tasks)
+	}
+	if got, err := CheckPids([]int{tid, p, pid}); err != nil || !slices.Equal(got, []int{tid, p}) {
+		t.Errorf("CheckPids(thread %d, %d, its process %d) = %v, %v; want [%d %d]", tid, p, pid, got, err, tid, p)
+	}
+	if _, err := CheckPids([]int{p, 0}); err == nil {
+		t.Error("CheckPids with pid 0: no error")
 	}
 }
 

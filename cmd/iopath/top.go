@@ -91,10 +91,8 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 	if f.rows < 0 {
 		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
 	}
-	for _, pid := range f.pids {
-		if err := session.CheckPid(pid); err != nil {
-			return "", "", err
-		}
+	if f.pids, err = session.CheckPids(f.pids); err != nil {
+		return "", "", err
 	}
 	if f.comm != "" {
 		if err := session.CheckComm(f.comm); err != nil {

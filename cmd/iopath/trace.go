@@ -128,10 +128,8 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		}
 		cmdPath = p
 	}
-	for _, pid := range f.pids {
-		if err := session.CheckPid(pid); err != nil {
-			return err
-		}
+	if f.pids, err = session.CheckPids(f.pids); err != nil {
+		return err
 	}
 	if f.comm != "" {
 		if err := session.CheckComm(f.comm); err != nil {
