@@ -16,7 +16,9 @@ import (
 
 // Options are what a demo run gets from the command line.
 type Options struct {
-	Out   io.Writer // the explanation (and --json records)
+	// Out gets the explanation (and --json records); after its first failed
+	// write no trace starts, and the command ends with its error.
+	Out   *session.Out
 	Notes io.Writer // iopath's own lines (stderr)
 	Dir   string    // where the demo's directory goes ("": DiskBase)
 	Keep  bool      // keep the demo's files

@@ -1,11 +1,17 @@
 package demo
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracer/kernel"
 )
 
@@ -92,5 +98,32 @@ func TestMmapRun(t *testing.T) {
 	}
 	if tab := MmapTable([]*MmapRun{read, r, rnd}); !strings.Contains(tab, "8.0 KiB-1.0 MiB") || !strings.Contains(tab, "mmap-random") {
 		t.Errorf("table:\n%s", tab)
+	}
+}
+
+// issue 10: --dir /proc said it could not create files there, with mkdir's
+// ENOENT ("no such file or directory").
+func TestWorkDirKernelFS(t *testing.T) {
+	_, _, err := workDir(&Options{Dir: "/proc"})
+	if err == nil || err.Error() != "--dir /proc is on proc, a kernel filesystem that holds no files one can create: choose a directory on a disk-backed filesystem, e.g. --dir /var/tmp" {
+		t.Errorf("--dir /proc: %v", err)
+	}
+}
+
+// issue 10: a demo's explanation went to stdout unchecked (demo read-1byte
+// > /dev/full: exit 0, nothing said). After a failed write no trace starts:
+// the demo ends with the output's error.
+func TestDemoStopsOnFailedOutput(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	o := &Options{Out: session.NewOut(full, "stdout")}
+	fmt.Fprintln(o.Out, "iopath demo: the header")
+	s, err := open(o, tracer.Options{}, 0, &traced{})
+	var oe session.OutputError
+	if s != nil || !errors.As(err, &oe) || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("open after a failed write: session %v, error %v; want none and the ENOSPC OutputError", s, err)
 	}
 }

@@ -28,6 +28,9 @@ func workDir(o *Options) (string, func(), error) {
 		if !st.IsDir() {
 			return "", nil, fmt.Errorf("--dir %s is not a directory", base)
 		}
+		if kfs := kernel.PseudoFS(base); kfs != "" {
+			return "", nil, fmt.Errorf("--dir %s is on %s, a kernel filesystem that holds no files one can create: choose a directory on a disk-backed filesystem, e.g. --dir /var/tmp", base, kfs)
+		}
 	} else {
 		base = session.DiskBase()
 	}
@@ -126,6 +129,9 @@ func prepareFiles(dir string, keep bool, specs ...workloads.Spec) ([]*session.Wo
 // open loads the tracer for a demo; its records are collected into tr.recs
 // and the bios no record carries into tr.unattr (read them after End).
 func open(o *Options, topts tracer.Options, settle time.Duration, tr *traced) (*session.Session, error) {
+	if err := o.Out.Err(); err != nil {
+		return nil, err // what it would explain cannot be written
+	}
 	sink := func(r any) { tr.recs = append(tr.recs, r) }
 	if o.Tee != nil {
 		sink = o.Tee(sink)

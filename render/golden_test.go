@@ -419,8 +419,16 @@ var stories = []struct {
 		copy(hits.Comm[:], []int8{'a', 'p', 'p'})
 		copy(hits.Name[:], []int8{'c', 'a', 'c', 'h', 'e', 'd'})
 		s.E.AddHits(bpf.IopathStatKey{Ino: 43, Pid: 100, Dev: enginetest.Dev}, hits)
+		// Hits of files hit_stats had no room for (in pid 100's totals),
+		// and of a process hit_other had no room for (in none).
+		hits.Calls, hits.BytesRequested, hits.BytesReturned, hits.Pages = 5, 20480, 20480, 5
+		s.E.AddHitsNotItemized(100, false, hits)
+		hits.Calls, hits.BytesRequested, hits.BytesReturned, hits.Pages = 2, 8192, 8192, 2
+		s.E.AddHitsNotItemized(0, false, hits)
 	}, losses: func(sum *record.Summary) {
 		sum.LostEvents = 3
+		sum.MapEvictions["hit_stats"] = 3
+		sum.MapEvictions["hit_other"] = 1
 		sum.MapEvictions["dirty_pages"] = 2
 		sum.MarkPartialWriteback()
 		sum.Truncations["page_ranges"] = 1

@@ -34,11 +34,14 @@ func TestSummaryTextHitsNoMemory(t *testing.T) {
 	got := SummaryText(s)
 	for _, want := range []string{
 		"not itemized per file (hit_stats could not allocate 12 of its entries with room left: not preallocated): 12 cached read calls",
-		"map full / truncated (data lost): hit_stats allocation failed 12 (room left)\n",
+		"hit maps full, no hit lost (\"not itemized per file\" above): hit_stats failed to allocate with room left 12 times: the cache hits of files it had no room for are exact in their process's totals, only not itemized per file\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary text lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "data lost") {
+		t.Errorf("hits counted in the totals called lost:\n%s", got)
 	}
 	if strings.Contains(got, "map full)") {
 		t.Errorf("a failed allocation called a full map:\n%s", got)

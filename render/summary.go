@@ -105,13 +105,15 @@ func SummaryText(s *record.Summary) string {
 		fmt.Fprintf(&b, "PARTIAL: disk bytes written of the %d file(s) and %d process(es) that dirtied pages are lower bounds (disk_bytes_written_partial): the writeback of the %s the dirty_pages map had no room for is not attributed (raise --max-dirty-pages)\n",
 			files, pids, Count(n, "folio"))
 	}
+	b.WriteString(hitsFullText(s))
 	var ev []string
 	for k, v := range s.MapEvictions {
-		switch {
-		case v > 0 && k == "hit_stats_nomem":
-			ev = append(ev, fmt.Sprintf("hit_stats allocation failed %d (room left)", v))
-		case v > 0:
-			ev = append(ev, fmt.Sprintf("%s %d", k, v))
+		switch k {
+		case "hit_stats", "hit_stats_nomem", "hit_other": // nothing lost: hitsFullText
+		default:
+			if v > 0 {
+				ev = append(ev, fmt.Sprintf("%s %d", k, v))
+			}
 		}
 	}
 	for k, v := range s.Truncations {
@@ -135,6 +137,32 @@ func callsCell(t record.Totals) string {
 		return strconv.FormatUint(t.Calls, 10)
 	}
 	return strconv.FormatUint(t.Calls, 10) + " +" + strconv.FormatUint(t.Requests, 10) + " req"
+}
+
+// hitsFullText says what the hit maps being full cost ("" if they were
+// not): no hit is lost, they are exact in the totals, only not itemized per
+// file (hit_stats), or per process (hit_other). It used to be listed as
+// "data lost".
+func hitsFullText(s *record.Summary) string {
+	full, nomem, other := s.MapEvictions["hit_stats"], s.MapEvictions["hit_stats_nomem"], s.MapEvictions["hit_other"]
+	if full+nomem+other == 0 {
+		return ""
+	}
+	var parts []string
+	if full+nomem > 0 {
+		var why []string
+		if full > 0 {
+			why = append(why, "was full "+Count(full, "time"))
+		}
+		if nomem > 0 {
+			why = append(why, "failed to allocate with room left "+Count(nomem, "time"))
+		}
+		parts = append(parts, "hit_stats "+strings.Join(why, " and ")+": the cache hits of files it had no room for are exact in their process's totals, only not itemized per file")
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("hit_other was full %s: those of processes it had no room for are exact but in no process's totals (pid 0)", Count(other, "time")))
+	}
+	return "hit maps full, no hit lost (\"not itemized per file\" above): " + strings.Join(parts, "; ") + "\n"
 }
 
 // hitsRefused says why hit_stats refused files: full (-E2BIG), or an entry

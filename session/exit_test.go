@@ -63,6 +63,12 @@ var helpers = map[string]func(){
 		}
 		fmt.Println("loaded")
 	},
+	// threads: a process of several threads (the Go runtime's), that
+	// says "ready" and waits to be killed.
+	"threads": func() {
+		fmt.Println("ready")
+		select {}
+	},
 }
 
 // helper starts this test binary as helper name with args.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/timeline"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // Out is iopath's output (records, stories, summary; top's JSON objects):
@@ -72,7 +73,15 @@ func (o *Out) Err() error {
 	if o.err == nil {
 		return nil
 	}
-	return OutputError{Name: o.name, Err: o.err}
+	oe := OutputError{Name: o.name, Err: o.err}
+	f := o.file
+	if f == nil && o.name == "stdout" {
+		f = os.Stdout // shared with the command: written through a relay
+	}
+	if f != nil {
+		oe.KernelFS = kernel.PseudoFS(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	}
+	return oe
 }
 
 // OutputError is a failed write to iopath's output. The trace stops at
@@ -81,12 +90,37 @@ func (o *Out) Err() error {
 // reader is gone: `iopath trace … | head`), silently with status 141
 // (128+SIGPIPE, what a shell reports for a tool that SIGPIPE ended).
 type OutputError struct {
-	Name string // "-o FILE" or "stdout"
-	Err  error
+	Name     string // "-o FILE" or "stdout"
+	Err      error
+	KernelFS string // the output is a file of this kernel filesystem (proc, sysfs), if any
 }
 
 func (e OutputError) Error() string {
-	return fmt.Sprintf("writing %s: %v: the trace stopped there, what came after is lost: free space or give a writable -o FILE", e.Name, bareErr(e.Err))
+	return fmt.Sprintf("writing %s: %v: iopath stopped there, what came after is lost: %s", e.Name, bareErr(e.Err), e.advice())
+}
+
+// advice is the fix for the failed write: free space only when space ran
+// out (-o /proc/self/status fails with EINVAL and was told to free space).
+func (e OutputError) advice() string {
+	other := "give -o another file"
+	if e.Name == "stdout" {
+		other = "redirect stdout elsewhere"
+	}
+	switch {
+	case e.KernelFS != "":
+		return fmt.Sprintf("it is a file of the kernel's %s filesystem, which takes no records: %s (a regular file, a pipe or a terminal)", e.KernelFS, other)
+	case errors.Is(e.Err, syscall.ENOSPC), errors.Is(e.Err, syscall.EDQUOT):
+		return "free space (or raise the quota), or " + other + " on another filesystem"
+	case errors.Is(e.Err, syscall.EFBIG):
+		return "the file reached its size limit (ulimit -f, or the filesystem's largest file): raise the limit or " + other
+	case errors.Is(e.Err, syscall.EIO):
+		return "the device reported an IO error (see dmesg): " + other + " on another device"
+	case errors.Is(e.Err, syscall.EINVAL):
+		return "it takes no writes like these (a special file): " + other + " (a regular file, a pipe or a terminal)"
+	case errors.Is(e.Err, syscall.EAGAIN):
+		return "it is non-blocking and was full: " + other + " (a regular file, or a reader that keeps up)"
+	}
+	return "it cannot be written: " + other
 }
 
 func (e OutputError) Unwrap() error { return e.Err }
@@ -118,9 +152,9 @@ func bareErr(err error) error {
 // failed is nil; a file -o created is removed again when the run failed
 // without output. -o naming iopath's stdout itself (`-o f … > f`) is
 // refused: the truncating open and both writers would destroy the
-// command's output. Opening a FIFO waits for its reader; a signal of sig
-// ends that wait with Interrupted.
-func Output(sig *Signals, path string, stdout io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
+// command's output. Opening a FIFO waits for its reader, said on notes;
+// a signal of sig ends that wait with Interrupted.
+func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
 		st, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
@@ -133,7 +167,7 @@ func Output(sig *Signals, path string, stdout io.Writer, withCommand bool) (w *O
 				}
 			}
 		}
-		f, err := openOutput(sig, path)
+		f, err := openOutput(sig, path, notes)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -174,8 +208,12 @@ func orOutErr(failed error, out *Out) error {
 // openOutput opens path for writing. The open runs on its own goroutine:
 // on a FIFO without a reader it blocks in the kernel (a blocked open cannot
 // be interrupted from Go), and a signal must still end the run then. A
-// file opened after the signal is closed again.
-func openOutput(sig *Signals, path string) (*os.File, error) {
+// file opened after the signal is closed again. A FIFO that no process
+// reads yet is said on notes first (iopath used to wait silently).
+func openOutput(sig *Signals, path string, notes io.Writer) (*os.File, error) {
+	if noFIFOReader(path) {
+		fmt.Fprintf(notes, "iopath: -o %s is a FIFO that no process reads yet: waiting for a reader to open it (SIGINT or SIGTERM stops iopath)\n", path)
+	}
 	type opened struct {
 		f   *os.File
 		err error
@@ -203,6 +241,19 @@ func openOutput(sig *Signals, path string) (*os.File, error) {
 		}()
 		return nil, Interrupted{Signal: sig.Signal(), Early: true}
 	}
+}
+
+// noFIFOReader reports whether path is a FIFO without a reader: its
+// non-blocking open for writing fails with ENXIO (fifo(7)).
+func noFIFOReader(path string) bool {
+	if st, err := os.Stat(path); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return false
+	}
+	fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		syscall.Close(fd)
+	}
+	return errors.Is(err, syscall.ENXIO)
 }
 
 // regularFileChunk is the largest write of several records to a regular

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,7 @@ import (
 func TestOutput(t *testing.T) {
 	dir := t.TempDir()
 	created := filepath.Join(dir, "new")
-	w, shared, done, err := Output(nil, created, nil, true)
+	w, shared, done, err := Output(nil, created, nil, io.Discard, true)
 	if err != nil || shared != nil {
 		t.Fatalf("Output(%s): %v, shared %v", created, err, shared)
 	}
@@ -30,7 +32,7 @@ func TestOutput(t *testing.T) {
 	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _, done, err = Output(nil, existing, nil, false)
+	_, _, done, err = Output(nil, existing, nil, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +41,11 @@ func TestOutput(t *testing.T) {
 		t.Errorf("an -o file that existed was removed: %v", err)
 	}
 	var buf bytes.Buffer
-	w, shared, _, err = Output(nil, "", &buf, true)
+	w, shared, _, err = Output(nil, "", &buf, io.Discard, true)
 	if err != nil || w.w != &buf || shared != nil {
 		t.Errorf("Output without -o: %v, %v, %v; want the writer given", w, shared, err)
 	}
-	if _, _, _, err := Output(nil, filepath.Join(dir, "no", "such"), nil, false); err == nil {
+	if _, _, _, err := Output(nil, filepath.Join(dir, "no", "such"), nil, io.Discard, false); err == nil {
 		t.Error("-o in a missing directory was accepted")
 	}
 }
@@ -60,7 +62,7 @@ func TestOutputIsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdout.Close()
-	_, _, _, err = Output(nil, path, stdout, true)
+	_, _, _, err = Output(nil, path, stdout, io.Discard, true)
 	if err == nil || !strings.Contains(err.Error(), "also iopath's standard output") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("-o FILE > FILE: %v, want one line refusing it", err)
 	}
@@ -72,7 +74,7 @@ func TestOutputIsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devnull.Close()
-	_, _, done, err := Output(nil, os.DevNull, devnull, true)
+	_, _, done, err := Output(nil, os.DevNull, devnull, io.Discard, true)
 	if err != nil {
 		t.Fatalf("-o /dev/null > /dev/null refused: %v", err)
 	}
@@ -83,7 +85,7 @@ func TestOutputIsStdout(t *testing.T) {
 // Failed, and is the run's error: one line naming the output; EPIPE is
 // quiet with 141.
 func TestOutWriteError(t *testing.T) {
-	w, _, done, err := Output(nil, "/dev/full", nil, false)
+	w, _, done, err := Output(nil, "/dev/full", nil, io.Discard, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +123,100 @@ func TestOutWriteError(t *testing.T) {
 	}
 	if !errors.As(out.Err(), &oe) || !oe.Broken() || oe.ExitCode() != 141 {
 		t.Errorf("EPIPE: %v, want a broken OutputError with exit status 141", out.Err())
+	}
+}
+
+// issue 10: -o /proc/self/status (EINVAL) was told to "free space". The
+// advice follows the errno: free space only for ENOSPC and EDQUOT.
+func TestOutputErrorAdvice(t *testing.T) {
+	for _, c := range []struct {
+		e    OutputError
+		want string
+	}{
+		{OutputError{Name: "-o /x", Err: syscall.ENOSPC}, "free space (or raise the quota), or give -o another file on another filesystem"},
+		{OutputError{Name: "stdout", Err: syscall.EDQUOT}, "free space (or raise the quota), or redirect stdout elsewhere on another filesystem"},
+		{OutputError{Name: "-o /x", Err: syscall.EINVAL}, "it takes no writes like these (a special file): give -o another file (a regular file, a pipe or a terminal)"},
+		{OutputError{Name: "-o /proc/version", Err: syscall.EIO, KernelFS: "proc"}, "it is a file of the kernel's proc filesystem, which takes no records: give -o another file (a regular file, a pipe or a terminal)"},
+		{OutputError{Name: "-o /x", Err: syscall.EIO}, "the device reported an IO error (see dmesg): give -o another file on another device"},
+		{OutputError{Name: "-o /x", Err: syscall.EFBIG}, "the file reached its size limit (ulimit -f, or the filesystem's largest file): raise the limit or give -o another file"},
+		{OutputError{Name: "stdout", Err: syscall.EBADF}, "it cannot be written: redirect stdout elsewhere"},
+	} {
+		msg := c.e.Error()
+		if !strings.HasSuffix(msg, c.want) || strings.Contains(msg, "\n") {
+			t.Errorf("%s, %v: %q, want it to end with %q", c.e.Name, c.e.Err, msg, c.want)
+		}
+		if isFree := errors.Is(c.e.Err, syscall.ENOSPC) || errors.Is(c.e.Err, syscall.EDQUOT); isFree != strings.Contains(msg, "free space") {
+			t.Errorf("%v: %q", c.e.Err, msg)
+		}
+	}
+	// The kernel filesystem is found from the file written (as root,
+	// /proc/self/status opens for writing and its writes fail, EINVAL).
+	f, err := os.OpenFile("/proc/self/status", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("cannot open /proc/self/status for writing: %v", err)
+	}
+	defer f.Close()
+	out := NewOut(f, "-o /proc/self/status")
+	if _, err := out.Write([]byte("{}\n")); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("write to /proc/self/status: %v, want EINVAL", err)
+	}
+	if msg := out.Err().Error(); msg != "writing -o /proc/self/status: invalid argument: iopath stopped there, what came after is lost: it is a file of the kernel's proc filesystem, which takes no records: give -o another file (a regular file, a pipe or a terminal)" {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// issue 10: -o FIFO with no reader waited silently. It is said once on
+// notes, before the open waits; with a reader already there, nothing is.
+func TestOutputFIFONote(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nr, nw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	type result struct {
+		done func(error) error
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		_, _, done, err := Output(nil, fifo, nil, nw, false)
+		nw.Close()
+		res <- result{done, err}
+	}()
+	line, err := bufio.NewReader(nr).ReadString('\n')
+	if want := "iopath: -o " + fifo + " is a FIFO that no process reads yet: waiting for a reader to open it (SIGINT or SIGTERM stops iopath)\n"; err != nil || line != want {
+		t.Fatalf("note %q (%v), want %q", line, err, want)
+	}
+	reader, err := os.Open(fifo) // the reader comes: the open returns
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.done(nil)
+	if rest, _ := io.ReadAll(nr); len(rest) != 0 {
+		t.Errorf("more notes: %q", rest)
+	}
+	// A reader already there: no note.
+	reader2, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader2.Close()
+	var notes bytes.Buffer
+	_, _, done, err := Output(nil, fifo, nil, &notes, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done(nil)
+	if notes.Len() != 0 {
+		t.Errorf("with a reader: notes %q", notes.String())
 	}
 }

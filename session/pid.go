@@ -38,6 +38,24 @@ func CheckPid(pid int) error {
 	return nil
 }
 
+// CheckPids checks every -p (CheckPid) and returns them without repeats:
+// a pid given twice, or a thread's id and its process's (both trace the
+// process), is kept once, first come (`-p X -p X` said "PID X,X").
+func CheckPids(pids []int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, pid := range pids {
+		if err := CheckPid(pid); err != nil {
+			return nil, err
+		}
+		if tg := tracer.Tgid(pid); !seen[tg] {
+			seen[tg] = true
+			out = append(out, pid)
+		}
+	}
+	return out, nil
+}
+
 // kthread says whether the fields of /proc/PID/stat after "(comm)" are
 // those of a kernel thread (PF_KTHREAD in flags).
 func kthread(fields []string) bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,6 +100,86 @@ func TestReadyFileStale(t *testing.T) {
 		if b, _ := os.ReadFile(p); string(b) != content {
 			t.Errorf("the refused %s ready file now holds %q", name, b)
 		}
+	}
+}
+
+// issue 10: --ready-file /nonexist/r said "open /nonexist/r: no such file
+// or directory: give a path that does not exist yet", after attaching.
+// CheckReadyFile (before anything loads) and ReadyFile name the missing
+// directory; an existing file is refused, a dead run's is not.
+func TestReadyFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexist", "r")
+	want := "--ready-file " + missing + ": directory " + filepath.Join(dir, "nonexist") + " does not exist: create it or choose another path"
+	if _, err := ReadyFile(missing, io.Discard); err == nil || err.Error() != want {
+		t.Errorf("ReadyFile(%s): %v, want %q", missing, err, want)
+	}
+	if err := CheckReadyFile(missing); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckReadyFile(%s): %v, want %q", missing, err, want)
+	}
+	exists := filepath.Join(dir, "exists")
+	if err := os.WriteFile(exists, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckReadyFile(exists); err == nil || !strings.Contains(err.Error(), "--ready-file "+exists+" exists: give a path that does not exist yet") {
+		t.Errorf("CheckReadyFile(existing file): %v", err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "stale")
+	if err := os.WriteFile(stale, []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"", stale, filepath.Join(dir, "new")} {
+		if err := CheckReadyFile(p); err != nil {
+			t.Errorf("CheckReadyFile(%q): %v", p, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 2 {
+		t.Errorf("left in the directory: %v, want only exists and stale", left)
+	}
+}
+
+// issue 10: -p X -p X was traced and named twice ("-p follows children
+// of PID X,X"). A repeat, or a thread of a process given too, is kept once.
+func TestCheckPids(t *testing.T) {
+	var pids []int
+	for range 2 {
+		c := exec.Command("sleep", "60")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { c.Process.Kill(); c.Wait() }()
+		pids = append(pids, c.Process.Pid)
+	}
+	p, q := pids[0], pids[1]
+	got, err := CheckPids([]int{p, p, q, p})
+	if err != nil || !slices.Equal(got, []int{p, q}) {
+		t.Errorf("CheckPids(%d, %d, %d, %d) = %v, %v; want [%d %d]", p, p, q, p, got, err, p, q)
+	}
+	// A thread's id and its process's: one process, named as given first.
+	h, out, _ := helper(t, "threads")
+	if line, err := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	pid := h.Process.Pid
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	tid := 0
+	for _, task := range tasks {
+		if n, _ := strconv.Atoi(filepath.Base(task)); n != pid {
+			tid = n
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("helper %d has one thread: %v", pid, tasks)
+	}
+	if got, err := CheckPids([]int{tid, p, pid}); err != nil || !slices.Equal(got, []int{tid, p}) {
+		t.Errorf("CheckPids(thread %d, %d, its process %d) = %v, %v; want [%d %d]", tid, p, pid, got, err, tid, p)
+	}
+	if _, err := CheckPids([]int{p, 0}); err == nil {
+		t.Error("CheckPids with pid 0: no error")
 	}
 }
 

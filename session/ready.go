@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/iopath/iopath/timeline"
 )
 
 // ReadyFile creates path (--ready-file), holding iopath's pid, for a
@@ -30,7 +33,7 @@ func ReadyFile(path string, notes io.Writer) (remove func(), err error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--ready-file: %w: give a path that does not exist yet", err)
+		return nil, readyFileError(path, err)
 	}
 	fmt.Fprintln(rf, os.Getpid())
 	if err := rf.Close(); err != nil {
@@ -38,6 +41,39 @@ func ReadyFile(path string, notes io.Writer) (remove func(), err error) {
 		return nil, err
 	}
 	return func() { os.Remove(path) }, nil
+}
+
+// CheckReadyFile says in one line what is wrong with path as --ready-file,
+// before anything loads (the file is created only once the hooks are
+// attached): a parent directory that is missing (named), not a directory
+// or on a kernel filesystem, a directory's name, or a file that exists and
+// is no ready file left by a killed run.
+func CheckReadyFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := timeline.CheckOutputPath("--ready-file", path, true); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if _, dead := deadReadyPid(path); !dead {
+			return readyFileError(path, fs.ErrExist)
+		}
+	}
+	return nil
+}
+
+// readyFileError explains why path could not be created, by errno.
+func readyFileError(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("--ready-file %s exists: give a path that does not exist yet (iopath creates the file once ready and removes it at the end)", path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--ready-file %s: directory %s does not exist: create it or choose another path", path, filepath.Dir(path))
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("--ready-file %s: cannot create a file in %s (%w): choose a writable directory", path, filepath.Dir(path), bareErr(err))
+	}
+	return fmt.Errorf("--ready-file %s: %w: give a new file's path in a writable directory", path, bareErr(err))
 }
 
 // deadReadyPid is the pid a ready file at path holds, if that is all it

@@ -17,8 +17,9 @@ type Options struct {
 	Tracer tracer.Options
 	// Record receives every record, on the tracer's reading goroutine.
 	Record func(any)
-	// Idle is called whenever the ring buffer is empty (flush output there).
-	Idle func()
+	// Idle is called whenever the ring buffer is empty (flush output
+	// there); it returns when it wants to be called again (Tracer.Idle).
+	Idle func() time.Time
 	// Attached is called once the hooks are attached, before the reading
 	// starts (to say which mechanism each hook uses).
 	Attached func(*tracer.Tracer)

@@ -149,7 +149,7 @@ func CheckOutputPath(flag, path string, create bool) error {
 	} else if err == nil && !dst.IsDir() {
 		return fmt.Errorf("%s %s: %s is not a directory: choose another path", flag, path, dir)
 	}
-	if kfs := kernelFS(dir); create && kfs != "" {
+	if kfs := kernel.PseudoFS(dir); create && kfs != "" {
 		return fmt.Errorf("%s %s: %s is on %s, a kernel filesystem that holds no files of ours: choose a directory on a disk or a tmpfs", flag, path, dir, kfs)
 	}
 	return nil
@@ -184,23 +184,10 @@ func defaultName(flag string) string {
 		return "report.html"
 	case "--timeline":
 		return "trace.json"
+	case "--ready-file":
+		return "iopath.ready"
 	}
 	return "iopath.out"
-}
-
-// kernelFS names the filesystem of dir if it is one of the kernel's own
-// (proc, sysfs, cgroup, …: no regular files can be created there), "" else.
-func kernelFS(dir string) string {
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) != nil {
-		return ""
-	}
-	name := kernel.FSName(uint64(st.Type))
-	switch name {
-	case "proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs", "bdev":
-		return name
-	}
-	return ""
 }
 
 // Tee returns out, preceded by the timeline when there is one (o may be nil).

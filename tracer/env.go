@@ -18,7 +18,8 @@ import (
 // maxHitStatsEntries is the largest IOPATH_HIT_STATS_ENTRIES: 64 times the
 // 16384 of bpf/maps.h. hit_stats is a per-CPU hash without preallocation,
 // but its bucket array is allocated at load, and the kernel refuses
-// (-E2BIG) a max_entries whose bucket count overflows.
+// (-E2BIG) a max_entries whose bucket count overflows. With many CPUs the
+// map's memory when full (mapsize.go) sets a lower limit.
 const maxHitStatsEntries = 1 << 20
 
 // checkEnv refuses a bad IOPATH_PROBE_CACHE or IOPATH_HIT_STATS_ENTRIES.
@@ -58,9 +59,17 @@ func hitStatsEntries() (uint32, error) {
 	if v == "" {
 		return 0, nil
 	}
+	cpus, err := possibleCPUs()
+	if err != nil {
+		return 0, fmt.Errorf("counting CPUs for the size of the hit_stats map: %w", err)
+	}
+	hi := hitStatsMap.maxEntries(cpus, maxHitStatsEntries) // mapsize.go
 	n, err := strconv.ParseUint(v, 10, 32)
 	if err != nil || n == 0 || n > maxHitStatsEntries {
-		return 0, fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a number of entries from 1 to %d: give one, or unset it (16384)", v, maxHitStatsEntries)
+		return 0, fmt.Errorf("IOPATH_HIT_STATS_ENTRIES=%q is not a number of entries from 1 to %d: give one, or unset it (16384)", v, hi)
+	}
+	if err := hitStatsMap.tooBig(fmt.Sprintf("IOPATH_HIT_STATS_ENTRIES=%d", n), "file", n, hi, cpus); err != nil {
+		return 0, fmt.Errorf("%w, or unset it (16384)", err)
 	}
 	return uint32(n), nil
 }

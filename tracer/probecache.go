@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,7 @@ const probeCacheVersion = 1
 type probeCache struct {
 	path     string
 	key      string
+	exe      string // the binary's path, written to the file for pruneProbeCaches
 	verdicts map[string]string
 	added    int // verdicts not yet in the file
 	hits     int
@@ -58,6 +60,7 @@ type probeCache struct {
 type probeCacheFile struct {
 	Version  int               `json:"version"`
 	Key      string            `json:"key"`
+	Exe      string            `json:"exe,omitempty"` // the binary's path when written
 	Written  time.Time         `json:"written"`
 	Verdicts map[string]string `json:"verdicts"`
 }
@@ -75,7 +78,9 @@ func openProbeCache(tracefs string) *probeCache {
 		probeCacheLog("probe cache off: %v", err)
 		return nil
 	}
-	return loadProbeCache(dir, key)
+	pc := loadProbeCache(dir, key)
+	pc.exe, _ = os.Executable()
+	return pc
 }
 
 // loadProbeCache reads DIR's file for key. A missing, unreadable, corrupt
@@ -209,7 +214,7 @@ func (pc *probeCache) save() error {
 			}
 		}
 	}
-	data, err := json.Marshal(probeCacheFile{Version: probeCacheVersion, Key: pc.key, Written: time.Now().UTC(), Verdicts: pc.verdicts})
+	data, err := json.Marshal(probeCacheFile{Version: probeCacheVersion, Key: pc.key, Exe: pc.exe, Written: time.Now().UTC(), Verdicts: pc.verdicts})
 	if err != nil {
 		return err
 	}
@@ -229,26 +234,87 @@ func (pc *probeCache) save() error {
 		return err
 	}
 	pc.added = 0
-	pruneProbeCaches(dir, pc.path)
+	pruneProbeCaches(dir, pc.path, keyField(pc.key, "boot"))
 	return nil
 }
 
-// pruneProbeCaches removes other binaries' files unused for a day (each
-// rebuild of iopath or of a test binary makes a new key).
-func pruneProbeCaches(dir, keep string) {
+// maxProbeCaches bounds the files kept in the directory: each build of
+// iopath or of a test binary makes a new key, and /run/iopath held ~140
+// files of binaries long gone.
+const maxProbeCaches = 16
+
+// pruneProbeCaches removes, under the writers' lock, the other files of
+// dir that no run can use again: another boot's, those of a binary that
+// is gone or was rebuilt (its path holds another build ID now), those
+// unused for a day; then, of the rest, all but the newest maxProbeCaches-1
+// besides keep. Only files of this user are touched.
+func pruneProbeCaches(dir, keep, boot string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	type kept struct {
+		path string
+		mod  time.Time
+	}
+	var rest []kept
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
 		if p == keep || !strings.HasPrefix(e.Name(), "probe-") || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() || !fi.Mode().IsRegular() {
+			continue
+		}
+		if time.Since(fi.ModTime()) > 24*time.Hour || staleProbeCache(p, boot) {
 			os.Remove(p)
+			continue
+		}
+		rest = append(rest, kept{p, fi.ModTime()})
+	}
+	slices.SortFunc(rest, func(a, b kept) int { return b.mod.Compare(a.mod) })
+	for _, k := range rest[min(len(rest), maxProbeCaches-1):] {
+		os.Remove(k.path)
+	}
+}
+
+// staleProbeCache reports whether the file at path is of another boot, or
+// of a binary that is gone or was rebuilt (another build ID at its path). A file it cannot read is not
+// (the age and the count bound it).
+func staleProbeCache(path, boot string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var cf probeCacheFile
+	if json.Unmarshal(data, &cf) != nil {
+		return false
+	}
+	if b := keyField(cf.Key, "boot"); b != "" && boot != "" && b != boot {
+		return true
+	}
+	if cf.Exe == "" {
+		return false // written before the path was kept
+	}
+	id, err := goBuildID(cf.Exe)
+	if err != nil {
+		return !errors.Is(err, fs.ErrPermission) // gone, or no Go binary now
+	}
+	return id != keyField(cf.Key, "binary")
+}
+
+// keyField is the value of a probeCacheKey line ("boot …", "binary …").
+func keyField(key, name string) string {
+	for l := range strings.Lines(key) {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return strings.TrimSuffix(v, "\n")
 		}
 	}
+	return ""
 }
 
 // probeCacheKey describes everything a verdict depends on besides the

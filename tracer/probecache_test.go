@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/rlimit"
@@ -344,4 +345,80 @@ func TestProbeCacheSuspect(t *testing.T) {
 	if err := nilCache.suspect(fail); err == nil || err.Error() != fail.Error() {
 		t.Errorf("nil cache: %v", err)
 	}
+}
+
+// issue 10: /run/iopath kept ~140 files of binaries long gone. Saving
+// removes the files of other boots and of binaries gone or rebuilt, those
+// unused for a day, and keeps at most maxProbeCaches (the newest).
+func TestProbeCachePrune(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := goBuildID(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	write := func(name, boot, binary, exe string, age time.Duration) string {
+		t.Helper()
+		p := filepath.Join(dir, "probe-"+name+".json")
+		data, _ := json.Marshal(probeCacheFile{Version: probeCacheVersion, Key: "boot " + boot + "\nbinary " + binary + "\n", Exe: exe, Verdicts: map[string]string{}})
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gone := []string{
+		write("otherboot", "b0", id, exe, time.Minute),
+		write("gonebinary", "b1", id, filepath.Join(dir, "gone"), time.Minute),
+		write("rebuilt", "b1", "another/build", exe, time.Minute),
+		write("dayold", "b1", id, exe, 25*time.Hour),
+	}
+	kept := []string{
+		write("live", "b1", id, exe, time.Minute),
+		write("oldformat", "b1", id, "", time.Minute), // no exe: age and count only
+	}
+	var many []string // live too, but older: the count keeps the newest
+	for i := range 20 {
+		many = append(many, write(fmt.Sprintf("many%02d", i), "b1", id, exe, time.Hour+time.Duration(i)*time.Minute))
+	}
+	savedCache(t, dir, testKey, map[string]error{"p": nil}) // testKey's boot is b1
+	for _, p := range gone {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s kept", filepath.Base(p))
+		}
+	}
+	for _, p := range append(kept, many[:maxProbeCaches-1-len(kept)]...) {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", filepath.Base(p), err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "probe-*.json")); len(left) != maxProbeCaches {
+		t.Errorf("%d files left, want %d", len(left), maxProbeCaches)
+	}
+	// The file written names its binary.
+	var cf probeCacheFile
+	pc := openProbeCacheIn(t, dir)
+	pc.store("q", nil)
+	if err := pc.save(); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(pc.path); err != nil || json.Unmarshal(data, &cf) != nil || cf.Exe != exe {
+		t.Errorf("saved file's exe %q (%v), want %q", cf.Exe, err, exe)
+	}
+}
+
+// openProbeCacheIn is openProbeCache with IOPATH_PROBE_CACHE=dir.
+func openProbeCacheIn(t *testing.T, dir string) *probeCache {
+	t.Setenv("IOPATH_PROBE_CACHE", dir)
+	pc := openProbeCache("")
+	if pc == nil {
+		t.Fatal("no probe cache")
+	}
+	return pc
 }

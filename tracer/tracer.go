@@ -58,8 +58,9 @@ type Tracer struct {
 	Compat []string
 	// Idle, if set, is called by Run (on its goroutine) each time it has
 	// consumed every record in the ring buffer, before it waits: the moment
-	// to flush buffered output.
-	Idle func()
+	// to flush buffered output. It returns when it wants to be called again
+	// if no record comes before (zero: whenever; Run waits at most 100 ms).
+	Idle func() time.Time
 
 	coll       *ebpf.Collection
 	targets    *ebpf.Map
@@ -451,6 +452,17 @@ func (t *Tracer) AddPid(pid int) error {
 	return t.coll.Variables[bpf.IopathVarTargetsGen].Set(t.targetsGen)
 }
 
+// waitDeadline is how long Run waits for records when the ring is empty:
+// 100 ms, or until wake (what Idle asked for, e.g. the next interval
+// summary of trace --interval 20ms) if that is sooner.
+func waitDeadline(now, wake time.Time) time.Time {
+	d := now.Add(100 * time.Millisecond)
+	if !wake.IsZero() && wake.Before(d) {
+		return wake
+	}
+	return d
+}
+
 // Run reads events until ctx is done, then drains what the kernel has
 // already written and waits up to settle for bios still in flight.
 func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
@@ -470,8 +482,9 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 		// the clock reads and SetDeadline's lock are paid per wait, not
 		// per record.
 		if rec.Remaining == 0 {
+			var wake time.Time
 			if t.Idle != nil {
-				t.Idle()
+				wake = t.Idle()
 			}
 			if !draining {
 				select {
@@ -481,7 +494,7 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 				default:
 				}
 			}
-			deadline = time.Now().Add(100 * time.Millisecond)
+			deadline = waitDeadline(time.Now(), wake)
 			if draining {
 				if time.Now().After(drainUntil) {
 					deadline = time.Now()

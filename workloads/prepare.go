@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/internal/workdir"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // Prepared is a workload whose file exists, laid out and opened, ready to Run.
@@ -142,7 +143,9 @@ func (p *Prepared) openFile() (*os.File, bool, error) {
 	}
 }
 
-// checkDir checks that dir, given through flag, exists and is a directory.
+// checkDir checks that dir, given through flag, exists, is a directory,
+// and is not on one of the kernel's own filesystems (creating a file in
+// /proc fails with ENOENT: "does not exist" would be wrong).
 func checkDir(dir, flag string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -150,6 +153,9 @@ func checkDir(dir, flag string) error {
 	}
 	if !fi.IsDir() {
 		return dirError(dir, flag, unix.ENOTDIR)
+	}
+	if kfs := kernel.PseudoFS(dir); kfs != "" {
+		return fmt.Errorf("%s is on %s, a kernel filesystem that holds no files one can create: choose a directory on a disk (or a tmpfs) with %s, e.g. %s /var/tmp", dir, kfs, flag, flag)
 	}
 	return nil
 }

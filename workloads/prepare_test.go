@@ -265,6 +265,12 @@ func TestBadInputLeavesNothing(t *testing.T) {
 	if _, err := Prepare(Spec{Kind: KindSeqRead, File: filepath.Join(dir, "missing", "f")}); err == nil || !strings.Contains(err.Error(), "choose another --file") {
 		t.Errorf("--file in a missing directory: %v", err)
 	}
+	// issue 10: --dir /proc said "directory /proc does not exist".
+	for _, s := range []Spec{{Kind: KindSeqRead, Dir: "/proc"}, {Kind: KindSeqRead, Dir: "/proc/self"}, {Kind: KindSeqRead, File: "/proc/iopath-test.dat"}} {
+		if _, err := Prepare(s); err == nil || !strings.Contains(err.Error(), "is on proc, a kernel filesystem that holds no files one can create: choose a directory on a disk (or a tmpfs) with --") {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
 	assertEmpty(t, dir)
 }
 

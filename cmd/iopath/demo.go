@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,15 +36,21 @@ and the next demo removes the files left behind.`,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			o.Signals = session.Catch() // before anything loads
 			defer o.Signals.Stop()
-			if o.Timeout < 0 {
-				return fmt.Errorf("--timeout %s is negative: give how long to wait for writeback, e.g. --timeout 90s", o.Timeout)
+			if err := checkDemoFlags(args[0], cmd.Flags().Changed, o); err != nil {
+				return err
 			}
 			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " "), cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			defer func() { err = activeTimeline.End(err, cmd.ErrOrStderr()) }()
-			o.Out, o.Notes, o.Tee, o.OnSummary = cmd.OutOrStdout(), cmd.ErrOrStderr(), activeTimeline.Tee, activeTimeline.Summary
-			return demo.Get(args[0]).Run(o)
+			// A failed write of the explanation ends the demo as trace's
+			// output does (exit 1, one line; EPIPE: 141, quietly).
+			o.Out = session.NewOut(cmd.OutOrStdout(), "stdout")
+			o.Notes, o.Tee, o.OnSummary = cmd.ErrOrStderr(), activeTimeline.Tee, activeTimeline.Summary
+			if err := demo.Get(args[0]).Run(o); err != nil {
+				return err
+			}
+			return o.Out.Err()
 		},
 	}
 	fl := cmd.PersistentFlags()
@@ -55,6 +62,36 @@ and the next demo removes the files left behind.`,
 	cmd.Flags().IntVar(&o.ExpireCentisecs, "expire-centisecs", 0, "write-1byte: set vm.dirty_expire_centisecs for the demo (restored afterwards)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 90*time.Second, "write-1byte: how long to wait for writeback")
 	return cmd
+}
+
+// checkDemoFlags refuses write-1byte's flags given to another demo (they
+// would be ignored), --timeout and --expire-centisecs below 0, a --timeout
+// of 0 without --fsync (the byte would never be seen on disk), an
+// --expire-centisecs the demo stops waiting before (the page would not be
+// old enough to be written back within --timeout), and, with --fsync,
+// the flags of the wait for periodic writeback (the call writes the byte).
+func checkDemoFlags(name string, changed func(string) bool, o *demo.Options) error {
+	if name != "write-1byte" {
+		for _, f := range []string{"fsync", "expire-centisecs", "timeout"} {
+			if changed(f) {
+				return fmt.Errorf("--%s is a flag of demo write-1byte only: drop it, or run iopath demo write-1byte --%s", f, f)
+			}
+		}
+		return nil
+	}
+	switch expire := time.Duration(o.ExpireCentisecs) * 10 * time.Millisecond; {
+	case o.Timeout < 0:
+		return fmt.Errorf("--timeout %s is negative: give how long to wait for writeback, e.g. --timeout 90s", o.Timeout)
+	case o.ExpireCentisecs < 0:
+		return fmt.Errorf("--expire-centisecs %d is negative: give the age in 1/100 s at which dirty data is written back, e.g. --expire-centisecs 500 (5 s), or 0 to keep vm.dirty_expire_centisecs", o.ExpireCentisecs)
+	case o.Fsync && (changed("expire-centisecs") || changed("timeout")):
+		return errors.New("--expire-centisecs and --timeout set the wait for periodic writeback, which --fsync does not do (fsync writes the byte in the call): drop them or --fsync")
+	case o.Timeout == 0 && !o.Fsync:
+		return errors.New("--timeout 0 would not wait for writeback, so the byte would never be seen reaching the disk: give e.g. --timeout 90s, or --fsync")
+	case expire >= o.Timeout:
+		return fmt.Errorf("--expire-centisecs %d (%s) is not shorter than --timeout %s: the page would not be old enough to be written back before the demo stops waiting; lower it or raise --timeout", o.ExpireCentisecs, expire, o.Timeout)
+	}
+	return nil
 }
 
 // newDemoChildCmd is the traced side of the demos (demo.Child).

@@ -93,6 +93,8 @@ func TestTraceOutputWriteErrors(t *testing.T) {
 		{"-o /proc/version", nil, []string{"trace", "-o", "/proc/version", "--", "true"}, "iopath: writing -o /proc/version:"},
 		// records come while the command runs: it is stopped, not waited for
 		{"-o /dev/full --all, a long command", nil, []string{"trace", "--all", "-o", "/dev/full", "--", "sh", "-c", "cat /etc/passwd >/dev/null; sleep 60"}, "iopath: writing -o /dev/full: no space left on device:"},
+		// the demo's explanation: no trace starts after its header failed
+		{"demo read-1byte > /dev/full", devfull, []string{"demo", "read-1byte"}, "iopath: writing stdout: no space left on device:"},
 		{"top --json -o /dev/full", nil, []string{"top", "--json", "--interval", "100ms", "-o", "/dev/full", "--", "sleep", "60"}, "iopath: writing -o /dev/full: no space left on device:"},
 	} {
 		_, stderr, code, took := runWith(t, c.stdout, nil, dir, c.args...)

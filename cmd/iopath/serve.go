@@ -50,15 +50,17 @@ README.md, "iopath serve"; a scrape config and queries: docs/prometheus.md.`,
 func runServe(cmd *cobra.Command, f *serveFlags) error {
 	sig := session.Catch()
 	defer sig.Stop()
-	for _, pid := range f.pids {
-		if err := session.CheckPid(pid); err != nil {
-			return err
-		}
+	var err error
+	if f.pids, err = session.CheckPids(f.pids); err != nil {
+		return err
 	}
 	if f.comm != "" {
 		if err := session.CheckComm(f.comm); err != nil {
 			return err
 		}
+	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return err
 	}
 	for _, c := range f.perComm {
 		if c == "" || len(c) > 15 {

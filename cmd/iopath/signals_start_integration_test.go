@@ -157,9 +157,9 @@ func TestTraceCommandKeepsIgnoredSignals(t *testing.T) {
 	}
 }
 
-// issue 10: `-o FIFO` without a reader blocks in open; SIGTERM and SIGINT
-// still end iopath there with one line and 143 or 130, the FIFO left as
-// it was (it is the user's) and nothing else created.
+// issue 10: `-o FIFO` without a reader blocks in open, said in one line;
+// SIGTERM and SIGINT still end iopath there with one line and 143 or 130,
+// the FIFO left as it was (it is the user's) and nothing else created.
 func TestTraceOutputFIFOSignal(t *testing.T) {
 	// Not kernel-dependent; in the 5.10 VM the open's wchan never showed
 	// wait_for_partner (CI, 2026-12-01 19:33).
@@ -187,8 +187,9 @@ func TestTraceOutputFIFOSignal(t *testing.T) {
 		if code != 128+int(sig) {
 			t.Errorf("%s while opening -o FIFO: exit status %d, want %d", signame(sig), code, 128+int(sig))
 		}
-		if lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "stopped by "+signame(sig)) {
-			t.Errorf("%s while opening -o FIFO: stderr %q, want one line", signame(sig), errb.String())
+		wait := "iopath: -o " + fifo + " is a FIFO that no process reads yet: waiting for a reader to open it (SIGINT or SIGTERM stops iopath)"
+		if lines := strings.Split(strings.TrimSuffix(errb.String(), "\n"), "\n"); len(lines) != 2 || lines[0] != wait || !strings.Contains(lines[1], "stopped by "+signame(sig)) {
+			t.Errorf("%s while opening -o FIFO: stderr %q, want the wait's line and the stop's", signame(sig), errb.String())
 		}
 		if l := leftovers(tmp); len(l) != 1 || l[0] != fifo {
 			t.Errorf("%s while opening -o FIFO: left %v, want only the FIFO", signame(sig), l)

@@ -79,19 +79,20 @@ func checkTopFlags(f *topFlags) (topview.By, topview.SortKey, error) {
 	if err != nil {
 		return "", "", err
 	}
-	if f.interval < 10*time.Millisecond {
-		return "", "", fmt.Errorf("--interval %s is too short: give 10ms or more, e.g. --interval 1s", f.interval)
+	if f.interval < minInterval {
+		return "", "", fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s", f.interval, minInterval)
 	}
 	if f.duration < 0 {
 		return "", "", fmt.Errorf("--duration %s is negative: give 0 (no limit) or more, e.g. --duration 10s", f.duration)
 	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return "", "", err
+	}
 	if f.rows < 0 {
 		return "", "", fmt.Errorf("--rows %d is negative: give 0 (all rows) or more", f.rows)
 	}
-	for _, pid := range f.pids {
-		if err := session.CheckPid(pid); err != nil {
-			return "", "", err
-		}
+	if f.pids, err = session.CheckPids(f.pids); err != nil {
+		return "", "", err
 	}
 	if f.comm != "" {
 		if err := session.CheckComm(f.comm); err != nil {
@@ -125,7 +126,7 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 		// JSON: to -o, or to stdout shared with the command (as trace
 		// does), so that each object starts on a line of its own.
 		var closeOut func(error) error
-		if jsonOut, shared, closeOut, err = session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0); err != nil {
+		if jsonOut, shared, closeOut, err = session.Output(sig, f.output, cmd.OutOrStdout(), errw, len(args) > 0); err != nil {
 			return err
 		}
 		out = jsonOut

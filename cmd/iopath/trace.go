@@ -84,7 +84,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.BoolVar(&f.all, "all", false, "print every call, cache hits included")
 	fl.BoolVar(&f.json, "json", false, "print JSON Lines records (schema in README.md)")
 	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (power of two)")
-	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map; overflow is counted)")
+	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map, 112 B of kernel memory each: at most 8388608; overflow is counted)")
 	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
 	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")
 	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until the command exits or Ctrl-C); the command then gets SIGTERM")
@@ -128,10 +128,8 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 		}
 		cmdPath = p
 	}
-	for _, pid := range f.pids {
-		if err := session.CheckPid(pid); err != nil {
-			return err
-		}
+	if f.pids, err = session.CheckPids(f.pids); err != nil {
+		return err
 	}
 	if f.comm != "" {
 		if err := session.CheckComm(f.comm); err != nil {
@@ -141,7 +139,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	if f.waitWriteback > 0 && len(args) == 0 {
 		return errors.New("--wait-writeback needs a command to wait for (-- CMD ARGS)")
 	}
-	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), len(args) > 0)
+	w, shared, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), cmd.ErrOrStderr(), len(args) > 0)
 	if err != nil {
 		return err
 	}

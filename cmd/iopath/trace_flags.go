@@ -4,9 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer"
 )
+
+// minInterval is the shortest --interval of top and trace: each one reads
+// every aggregate map.
+const minInterval = 10 * time.Millisecond
 
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
 // and converts --force-mechanism.
@@ -14,8 +19,8 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if f.ringbuf < 4096 || f.ringbuf > 1<<30 || f.ringbuf&(f.ringbuf-1) != 0 {
 		return fmt.Errorf("--ringbuf-size %d is not a power of two from 4096 to 1073741824 bytes: e.g. --ringbuf-size 8388608 (8 MiB, the default)", f.ringbuf)
 	}
-	if f.maxDirty < 1 || f.maxDirty > 1<<26 {
-		return fmt.Errorf("--max-dirty-pages %d is out of range: choose 1 to 67108864 folios", f.maxDirty)
+	if err := tracer.CheckMaxDirtyPages(f.maxDirty); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		flag, example string
@@ -25,6 +30,12 @@ func checkTraceFlags(f *traceFlags) (err error) {
 		if d.v < 0 {
 			return fmt.Errorf("%s %s is negative: give a duration of 0 or more, e.g. %s %s", d.flag, d.v, d.flag, d.example)
 		}
+	}
+	if f.interval > 0 && f.interval < minInterval {
+		return fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s, or 0 for none", f.interval, minInterval)
+	}
+	if err := session.CheckReadyFile(f.readyFile); err != nil {
+		return err
 	}
 	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
 		return err

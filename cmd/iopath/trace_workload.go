@@ -105,7 +105,7 @@ func runTraceWorkload(cmd *cobra.Command, f *traceFlags, args []string, sig *ses
 	if err := tracer.Preflight(); err != nil {
 		return err
 	}
-	wout, _, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), false)
+	wout, _, closeOut, err := session.Output(sig, f.output, cmd.OutOrStdout(), cmd.ErrOrStderr(), false)
 	if err != nil {
 		return err
 	}

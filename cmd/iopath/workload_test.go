@@ -105,6 +105,7 @@ func TestWorkloadBadInput(t *testing.T) {
 		{`--iodepth-complete-min 9 is out of range: give 1 to --iodepth (8) completions per wait`, []string{"workload", "rand-read", "--engine", "libaio", "--iodepth", "8", "--iodepth-complete-min", "9"}},
 		{"read-1byte always reads 1 byte per call", []string{"workload", "read-1byte", "--bs", "4k"}},
 		{"directory " + tmp + "/nope does not exist: create it first or choose another --dir", []string{"workload", "seq-read", "--dir", tmp + "/nope"}},
+		{"/proc is on proc, a kernel filesystem that holds no files one can create: choose a directory on a disk (or a tmpfs) with --dir, e.g. --dir /var/tmp", []string{"workload", "seq-read", "--dir", "/proc"}},
 		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
 		{"choose one of --fsync and --fdatasync, not both", []string{"workload", "small-write", "--fsync", "1", "--fdatasync", "1"}},
 	} {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"syscall"
 )
 
 // fsNames maps superblock magic numbers (include/uapi/linux/magic.h) to names.
@@ -31,4 +32,21 @@ func MemoryOnly(fs string) bool {
 		return true
 	}
 	return false
+}
+
+// PseudoFS names the filesystem of dir if it is one of the kernel's own
+// (proc, sysfs, cgroup, …: no regular files can be created there, and
+// trying fails with ENOENT or EACCES, which alone would say the wrong
+// thing), "" else.
+func PseudoFS(dir string) string {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return ""
+	}
+	name := FSName(uint64(st.Type))
+	switch name {
+	case "proc", "sysfs", "cgroup", "cgroup2", "tracefs", "debugfs", "bdev":
+		return name
+	}
+	return ""
 }
