@@ -162,7 +162,7 @@ func uringEvents(submit, submitEvent, submitShape, complete, completeShape strin
 // Hooks lists every logical hook with its candidate mechanisms, best first.
 // Function hooks come from the design (vfs_read, filemap_get_pages,
 // do_writepages, balance_dirty_pages); each has a tracepoint stand-in
-// (see docs/hooks.md and ../shared/KERNEL-HOOKS.md).
+// (docs/hooks.md says which, and why).
 func Hooks() []Hook {
 	return append([]Hook{
 		{Name: "vfs_read", candidates: []candidate{
