@@ -384,7 +384,7 @@ func TestTraceWorkloadBadInput(t *testing.T) {
 	for _, demo := range []string{"seq-vs-rand", "read-vs-fread", "direct-vs-buffered", "sync-vs-async", "iodepth"} {
 		checkRefused(t, tmp, "tmpfs, which has no block device", "demo", demo, "--dir", "/dev/shm")
 	}
-	if after := progNames(t); len(after) != len(before) {
-		t.Errorf("BPF programs left behind:\n%s", strings.Join(after, "\n"))
+	if left := leftBehind(t, before); len(left) != 0 {
+		t.Errorf("BPF programs left behind:\n%s", strings.Join(left, "\n"))
 	}
 }
