@@ -215,8 +215,10 @@ type Summary struct {
 	Truncations       map[string]uint64 `json:"truncations"`
 	Attach            map[string]string `json:"attach"`
 	DirtyPending      uint64            `json:"dirty_pages_pending"` // tracked dirty pages not yet seen on disk
-	// DirtyUnseen: pages still tracked at the end although cachestat(2) says
-	// their file has no dirty page left: written in a bio iopath did not see.
+	// DirtyUnseen: pages counted as dirtied and not persisted at the end
+	// although cachestat(2) says their file has no dirty page left: written
+	// in a bio iopath did not see, or (map_evictions.dirty_pages > 0) never
+	// followed because the dirty_pages map was full.
 	DirtyUnseen uint64 `json:"dirty_pages_unseen"`
 	// MissedRuns: per BPF program, runs the kernel skipped because the
 	// program was already running on that CPU (preempted or interrupted):
