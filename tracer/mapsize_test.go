@@ -1,15 +1,18 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // The layouts mapsize.go sizes the maps by are those of the maps in both
@@ -118,7 +121,7 @@ func TestMapBytesKernel(t *testing.T) {
 		if !m.prealloc { // fill it: its elements are allocated on update
 			vals := make([]bpf.IopathStatVal, cpus)
 			for i := range n {
-				if err := mp.Update(bpf.IopathStatKey{Ino: uint64(i)}, vals, ebpf.UpdateNoExist); err != nil {
+				if err := updateRetry(mp, bpf.IopathStatKey{Ino: uint64(i)}, vals); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -141,4 +144,20 @@ func memlock(t *testing.T, fd int) uint64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// updateRetry inserts key, retrying while the kernel answers ENOMEM: the
+// elements of a map without preallocation come from per-CPU caches that
+// the kernel refills asynchronously (bpf_mem_alloc, irq_work), so a burst
+// of inserts can find one empty for a moment (the 6.12 VM, one TCG vCPU:
+// "update: cannot allocate memory" at some insert of 4096).
+func updateRetry(mp *ebpf.Map, key, value any) error {
+	var err error
+	for range 200 {
+		if err = mp.Update(key, value, ebpf.UpdateNoExist); !errors.Is(err, unix.ENOMEM) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return err
 }
