@@ -83,7 +83,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.StringVar(&f.comm, "comm", "", "trace tasks with this command name")
 	fl.BoolVar(&f.all, "all", false, "print every call, cache hits included")
 	fl.BoolVar(&f.json, "json", false, "print JSON Lines records (schema in README.md)")
-	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (power of two)")
+	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (a power of two from 4096 to 1073741824: kernel memory, taken at load)")
 	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map, 112 B of kernel memory each: at most 8388608; overflow is counted)")
 	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
 	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")

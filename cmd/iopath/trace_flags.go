@@ -16,8 +16,8 @@ const minInterval = 10 * time.Millisecond
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
 // and converts --force-mechanism.
 func checkTraceFlags(f *traceFlags) (err error) {
-	if f.ringbuf < 4096 || f.ringbuf > 1<<30 || f.ringbuf&(f.ringbuf-1) != 0 {
-		return fmt.Errorf("--ringbuf-size %d is not a power of two from 4096 to 1073741824 bytes: e.g. --ringbuf-size 8388608 (8 MiB, the default)", f.ringbuf)
+	if err := tracer.CheckRingBufBytes(f.ringbuf); err != nil {
+		return err
 	}
 	if err := tracer.CheckMaxDirtyPages(f.maxDirty); err != nil {
 		return err

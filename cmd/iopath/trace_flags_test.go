@@ -22,9 +22,11 @@ func TestTraceFlagsRefused(t *testing.T) {
 		want string
 		args []string
 	}{
-		{"--ringbuf-size 0 is not a power of two from 4096 to 1073741824 bytes", []string{"trace", "--ringbuf-size", "0", "--", "true"}},
-		{"--ringbuf-size 12288 is not a power of two", []string{"trace", "--ringbuf-size", "12288", "--", "true"}},
-		{"--ringbuf-size 2147483648 is not a power of two from 4096 to 1073741824", []string{"trace", "--ringbuf-size", "2147483648", "--", "true"}},
+		{"--ringbuf-size 0 is not a power of two: give a power of two from 4096 to 1073741824 bytes, e.g. --ringbuf-size 8388608", []string{"trace", "--ringbuf-size", "0", "--", "true"}},
+		{"--ringbuf-size 12288 is not a power of two: give a power of two from 4096 to 1073741824 bytes", []string{"trace", "--ringbuf-size", "12288", "--", "true"}},
+		// Powers of two out of range were said not to be powers of two.
+		{"--ringbuf-size 2147483648 (2.0 GiB) is too large: the ring buffer is kernel memory, never swapped out, all of it taken at load; give at most 1073741824 (1.0 GiB), e.g. --ringbuf-size 8388608", []string{"trace", "--ringbuf-size", "2147483648", "--", "true"}},
+		{"--ringbuf-size 2048 is too small: the kernel's ring buffer is at least one page, 4096 bytes; give 4096 to 1073741824, e.g. --ringbuf-size 8388608", []string{"trace", "--ringbuf-size", "2048", "--", "true"}},
 		// A missing command after them: the old code, which accepted the
 		// value, fails there instead of loading a 7 GiB map.
 		{"--max-dirty-pages 67108864 would take 7.0 GiB of kernel memory, never swapped out, all at load (the dirty_pages map: 112 B per folio): give at most 8388608 (896.0 MiB; the limit is 1.0 GiB a map)",
