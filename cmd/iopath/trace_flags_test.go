@@ -50,6 +50,8 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--expire-centisecs and --timeout set the wait for periodic writeback, which --fsync does not do", []string{"demo", "write-1byte", "--fsync", "--timeout", "5s", "--dir", "/nonexistent"}},
 		{"--fsync is a flag of demo write-1byte only: drop it, or run iopath demo write-1byte --fsync", []string{"demo", "read-1byte", "--fsync", "--dir", "/nonexistent"}},
 		{"--expire-centisecs is a flag of demo write-1byte only", []string{"demo", "seq-vs-rand", "--expire-centisecs", "500", "--dir", "/nonexistent"}},
+		{"-p 0 is not a process: pid 0 is the kernel's idle task, which makes no system calls; give the pid of a running process, e.g. from `pgrep NAME`", []string{"trace", "-p", "0"}},
+		{"-p -1 is not a process: pids are positive", []string{"top", "-p", "-1"}},
 		{"pid 2 is a kernel thread: it makes no system calls to trace", []string{"trace", "-p", "2"}},
 		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"trace", "--comm", "kthreadd", "--duration", "1s"}},
 		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"top", "--comm", "kthreadd", "--duration", "1s"}},
