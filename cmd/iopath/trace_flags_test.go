@@ -41,6 +41,11 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--interval 1ns is too short: give 10ms or more, e.g. --interval 1s", []string{"top", "--interval", "1ns", "--", "/nonexistent/cmd"}},
 		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
 		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
+		// A workload's flag before --: it was sent to `iopath trace --help`.
+		{"unknown flag: --dir: it is a flag of the workload (see iopath workload --help): give the workload's flags after --, as in: iopath trace --workload read-1byte -- --dir /proc",
+			[]string{"trace", "--workload", "read-1byte", "--dir", "/proc"}},
+		{"unknown flag: --nosuch: see `iopath trace --help` for the flag's format", []string{"trace", "--workload", "read-1byte", "--nosuch", "/proc"}},
+		{"unknown flag: --dir: see `iopath trace --help` for the flag's format", []string{"trace", "--dir", "/proc", "--", "true"}},
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
 		// --dir /nonexistent: the old code, which ran the demo, fails there
 		// instead of running it.
@@ -84,5 +89,27 @@ func TestTracePidSelfRefused(t *testing.T) {
 	if exitStatus(err) != 1 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 ||
 		!strings.Contains(errb.String(), "is iopath itself, whose own IO is never traced: give the pid of another process") {
 		t.Errorf("trace -p SELF: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+	}
+}
+
+// The command line a workload's flag before -- is told to use: every
+// workload flag (with its value, given apart or with =) moved after --,
+// before the workload flags already there; trace's own flags (--json,
+// -o, -p) and their values stay; a value with a space is quoted.
+func TestWorkloadFlagsAfterDash(t *testing.T) {
+	tfl, wfl := newTraceCmd().Flags(), newWorkloadCmd().Flags()
+	for _, c := range []struct {
+		args []string
+		want string
+		ok   bool
+	}{
+		{[]string{"trace", "--workload", "read-1byte", "--dir", "/proc"}, "iopath trace --workload read-1byte -- --dir /proc", true},
+		{[]string{"trace", "--dir", "/a b", "--workload=seq-read", "--cold", "-o", "x.txt", "--json", "--count=5", "-p", "7", "--", "--bs", "1"},
+			"iopath trace --workload=seq-read -o x.txt --json -p 7 -- --dir '/a b' --cold --count=5 --bs 1", true},
+		{[]string{"trace", "--dir", "/proc", "--", "true"}, "iopath trace -- --dir /proc true", false},
+	} {
+		if got, ok := workloadFlagsAfterDash(tfl, wfl, c.args); got != c.want || ok != c.ok {
+			t.Errorf("%q: %q, %v; want %q, %v", c.args, got, ok, c.want, c.ok)
+		}
 	}
 }
