@@ -40,6 +40,9 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
 		return err
 	}
+	if err := session.CheckOutputTarget(f.output); err != nil {
+		return err // before the --timeline/--report files are made
+	}
 	f.mechanisms, err = tracer.ParseForce(f.force)
 	return err
 }

@@ -62,6 +62,12 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--comm kthreadd names only kernel threads (1): they make no system calls to trace", []string{"top", "--comm", "kthreadd", "--duration", "1s"}},
 		{"-o " + tmp + "/no/such/dir/out: directory " + tmp + "/no/such/dir does not exist: create it or choose another path", []string{"trace", "-o", tmp + "/no/such/dir/out", "--", "true"}},
 		{"-o /proc/x.json: /proc is on proc, a kernel filesystem that holds no files of ours: choose a directory on a disk or a tmpfs", []string{"trace", "-o", "/proc/x.json", "--", "true"}},
+		// Refused at the start: they failed at the first write, the summary
+		// at the very end for a command without IO.
+		{"-o /dev/full is the full device (1:7), which fails every write with \"no space left on device\": give -o a file on a disk, or /dev/null to keep no records", []string{"trace", "-o", "/dev/full", "--", "true"}},
+		{"-o /proc/version is a file of the kernel's proc filesystem, which takes no records (the first write would fail): give -o a file on a disk or a tmpfs", []string{"trace", "-o", "/proc/version", "--", "true"}},
+		{"-o /proc/self/status is a file of the kernel's proc filesystem", []string{"trace", "--workload", "read-1byte", "-o", "/proc/self/status"}},
+		{"-o /sys/kernel/uevent_seqnum is a file of the kernel's sysfs filesystem", []string{"top", "--json", "-o", "/sys/kernel/uevent_seqnum", "--", "true"}},
 		{"-o " + tmp + "/nofile/ ends in \"/\", which names a directory (and there is none): give a file name", []string{"trace", "-o", tmp + "/nofile/", "--", "true"}},
 		{"--report /proc/x.html: /proc is on proc, a kernel filesystem", []string{"trace", "--report", "/proc/x.html", "--", "true"}},
 		{"--timeline " + tmp + "/nofile/ ends in \"/\", which names a directory (and there is none)", []string{"trace", "--timeline", tmp + "/nofile/", "--", "true"}},
