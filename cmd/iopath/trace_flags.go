@@ -34,6 +34,9 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if f.interval > 0 && f.interval < minInterval {
 		return fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s, or 0 for none", f.interval, minInterval)
 	}
+	if f.files < 0 {
+		return fmt.Errorf("--files %d is negative: give 0 (every file) or more, e.g. --files 200", f.files)
+	}
 	if err := session.CheckReadyFile(f.readyFile); err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--interval 1ns is too short: give 10ms or more, e.g. --interval 1s, or 0 for none", []string{"trace", "--interval", "1ns", "--", "/nonexistent/cmd"}},
 		{"--interval 1ns is too short: give 10ms or more, e.g. --interval 1s", []string{"top", "--interval", "1ns", "--", "/nonexistent/cmd"}},
 		{"--wait-writeback -5s is negative", []string{"trace", "--wait-writeback", "-5s", "--", "true"}},
+		{"--files -1 is negative: give 0 (every file) or more, e.g. --files 200", []string{"trace", "--files", "-1", "--", "true"}},
 		{"--duration -1s is negative", []string{"trace", "--workload", "read-1byte", "--duration", "-1s"}},
 		// A workload's flag before --: it was sent to `iopath trace --help`.
 		{"unknown flag: --dir: it is a flag of the workload (see iopath workload --help): give the workload's flags after --, as in: iopath trace --workload read-1byte -- --dir /proc",
