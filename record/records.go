@@ -273,9 +273,9 @@ type Totals struct {
 	// DiskBytesWritePartial: this row dirtied pages while the dirty_pages
 	// map was full (map_evictions.dirty_pages > 0, --max-dirty-pages): the
 	// writeback of pages iopath did not follow is not attributed, so
-	// disk_bytes_written is a lower bound (a file's row counts whole
-	// writeback bios that carried a followed page; a process's row only the
-	// followed pages' bios).
+	// disk_bytes_written is a lower bound (of the flusher's writeback, a
+	// file's row and a process's row both count the followed pages' bytes
+	// only: a single writer's row and its file's agree).
 	DiskBytesWritePartial bool    `json:"disk_bytes_written_partial,omitempty"`
 	Amplification         float64 `json:"amplification"` // disk bytes read / bytes requested by reads
 	ReadCalls             uint64  `json:"read_calls"`

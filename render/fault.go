@@ -101,16 +101,23 @@ func faultTable(b *strings.Builder, s *record.Summary) {
 }
 
 // fileFaultTable prints the per-file fault counts, when any file had
-// faults of its mappings.
-func fileFaultTable(b *strings.Builder, s *record.Summary) {
-	rows := make([]faultRow, 0, len(s.Files))
-	for i := range s.Files {
-		f := &s.Files[i]
+// faults of its mappings: fileRows files at most (0: all), most fault disk
+// bytes first, then most faults, the rest summed in one row.
+func fileFaultTable(b *strings.Builder, s *record.Summary, fileRows int) {
+	shown, rest := fileRanked(s.Files, fileRows, func(t *record.Totals) bool { return t.Faults > 0 },
+		func(t *record.Totals) (uint64, uint64) { return t.FaultDiskBytesRead, t.Faults })
+	rows := make([]faultRow, 0, len(shown)+1)
+	for _, f := range shown {
 		rows = append(rows, faultRow{fmt.Sprintf("%s\t%s\t%d", Safe(f.Path), f.Dev, f.Ino), &f.Totals})
 	}
+	if len(rest) > 0 {
+		t := sumFiles(rest)
+		rows = append(rows, faultRow{moreCells(rest), &t})
+	}
 	writeFaultRows(b, "MAPPED FILE\tDEV\tINO\tFAULTS", rows)
-	for _, f := range s.Files {
-		if f.Faults > 0 && kernel.MemoryOnly(f.FS) {
+	moreLine(b, rest, fileRows, "mapped files", "disk bytes their faults read, then faults")
+	for _, f := range shown {
+		if kernel.MemoryOnly(f.FS) {
 			fmt.Fprintf(b, "%s is on %s, memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), f.FS, Count(f.Faults, "fault"))
 		}
 	}

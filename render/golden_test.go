@@ -97,13 +97,18 @@ func bio(s *enginetest.Stream, rq uint64, issue, d uint64, flags uint32, own eng
 	s.E.HandleComplete(enginetest.Done(rq, issue+d, 0))
 }
 
-var stories = []struct {
+// story is a golden test: a stream and the name of its outputs.
+type story struct {
 	name string
 	feed func(s *enginetest.Stream)
 	// losses, if set, fills the summary's losses, which the tracer (not the
 	// engine) counts.
 	losses func(sum *record.Summary)
-}{
+	// files, if set, caps the text summary's file tables (trace --files).
+	files int
+}
+
+var stories = []story{
 	{name: "read-hit", feed: func(s *enginetest.Stream) {
 		// --all streams pure hits: 1 page requested, cached, no IO.
 		s.E.HandleOp(call(1, bpf.IopathOpSysSYS_READ, 8192, 4096, 4096, t0, 1200))
@@ -438,6 +443,46 @@ var stories = []struct {
 	}},
 }
 
+// on is call seq of "app" on file ino at path (ext4).
+func on(o *bpf.IopathOp, ino uint64, path string) *bpf.IopathOp {
+	o.Ino = ino
+	return enginetest.Named(o, "app", path)
+}
+
+func init() {
+	stories = append(stories, story{name: "files-capped", files: 2, feed: func(s *enginetest.Stream) {
+		// Five files, --files 2: the two with the most disk bytes are
+		// listed, the other three summed in one row (calls break the tie
+		// of their 0 bytes); of three mapped files, the one whose faults
+		// read most, then the one with most faults.
+		read := func(seq, ino uint64, path string, start uint64, diskBytes uint32) {
+			o := on(call(seq, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, start, 50*µs), ino, path)
+			if diskBytes > 0 {
+				bio(s, 0x10+seq, start+5*µs, 40*µs, enginetest.FlRead, enginetest.Own{Op: id(seq), Bio: 0xb0 + seq, Sector: 1000 * seq, Bytes: diskBytes})
+				o.BiosQueued, o.BlockedNs = 1, 40*µs
+				enginetest.AddRange(o, 0, diskBytes/4096, engine.RangeAdded)
+			}
+			s.E.HandleOp(o)
+		}
+		read(1, 50, "/var/tmp/data/a", t0, 0)
+		read(2, 51, "/var/tmp/data/b", t0+ms, 16384)
+		read(3, 52, "/var/tmp/data/c", t0+2*ms, 0)
+		read(4, 52, "/var/tmp/data/c", t0+3*ms, 0)
+		read(5, 53, "/var/tmp/data/d", t0+4*ms, 65536)
+		s.E.HandleOp(on(write(6, 0, 8192, t0+5*ms, 0, 2), 54, "/var/tmp/data/e"))
+		for i, f := range []struct {
+			ino    uint64
+			path   string
+			faults int
+		}{{60, "/usr/lib/libx.so", 3}, {61, "/usr/lib/liby.so", 1}, {62, "/usr/bin/app", 2}} {
+			for j := range f.faults {
+				seq := uint64(10 + 10*i + j)
+				s.E.HandleOp(on(fault(seq, uint64(j), 0x7f0000000000+uint64(i)<<24+uint64(j)<<12, engine.FaultFilemap, t0+6*ms+seq*µs, 2*µs), f.ino, f.path))
+			}
+		}
+	}})
+}
+
 func TestStoriesGolden(t *testing.T) {
 	for _, st := range stories {
 		t.Run(st.name, func(t *testing.T) {
@@ -451,6 +496,9 @@ func TestStoriesGolden(t *testing.T) {
 				}
 				var out bytes.Buffer
 				p := render.NewPrinter(&out, asJSON, false)
+				if st.files != 0 {
+					p.SetFileRows(st.files)
+				}
 				for _, r := range s.Recs {
 					p.Record(r)
 				}

@@ -15,7 +15,7 @@ func TestSummaryTextNotItemized(t *testing.T) {
 			{Pid: 100, Comm: "reader", Calls: 1001, BytesRequested: 1001, BytesReturned: 1001, Pages: 1001},
 			{Pid: 0, Write: true, Calls: 1, BytesRequested: 4096, Pages: 1},
 		}}
-	got := SummaryText(s)
+	got := SummaryText(s, DefaultFileRows)
 	for _, want := range []string{
 		"not itemized per file (hit_stats map full): 1001 cached read calls, 1001 B requested, 1001 pages, counted in the totals of pid 100 (reader)\n",
 		"not itemized per file (hit_stats map full): 1 cached write call, 4.0 KiB requested, 1 page, counted in no process (hit_other full too)\n",
@@ -31,7 +31,7 @@ func TestSummaryTextNotItemized(t *testing.T) {
 func TestSummaryTextHitsNoMemory(t *testing.T) {
 	s := &record.Summary{MapEvictions: map[string]uint64{"hit_stats": 0, "hit_stats_nomem": 12},
 		HitsNotItemized: []record.HitsNotItemized{{Pid: 100, Comm: "reader", Calls: 12, BytesRequested: 12, Pages: 12}}}
-	got := SummaryText(s)
+	got := SummaryText(s, DefaultFileRows)
 	for _, want := range []string{
 		"not itemized per file (hit_stats could not allocate 12 of its entries with room left: not preallocated): 12 cached read calls",
 		"hit maps full, no hit lost (\"not itemized per file\" above): hit_stats failed to allocate with room left 12 times: the cache hits of files it had no room for are exact in their process's totals, only not itemized per file\n",

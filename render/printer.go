@@ -26,6 +26,7 @@ type Printer struct {
 	chunk int // largest write of several records (pipeBuf unless SetChunk)
 	json  bool
 	quiet bool
+	files int // file rows of the text summary (SetFileRows)
 	enc   *json.Encoder
 	// Collect keeps every record in Collected (demos read the records
 	// they printed).
@@ -43,7 +44,7 @@ const pipeBuf = 4096
 // NewPrinter returns a printer writing to w: JSON Lines if asJSON, else
 // stories; quiet prints only the summary.
 func NewPrinter(w io.Writer, asJSON, quiet bool) *Printer {
-	p := &Printer{out: w, json: asJSON, quiet: quiet, chunk: pipeBuf}
+	p := &Printer{out: w, json: asJSON, quiet: quiet, chunk: pipeBuf, files: DefaultFileRows}
 	p.enc = json.NewEncoder(&p.cur)
 	p.enc.SetEscapeHTML(false)
 	return p
@@ -58,6 +59,10 @@ func (p *Printer) SetChunk(n int) {
 		p.chunk = n
 	}
 }
+
+// SetFileRows sets how many files the text summary's file tables list (0:
+// all; DefaultFileRows unless set). The JSON summary lists every file.
+func (p *Printer) SetFileRows(n int) { p.files = n }
 
 // added takes the record appended to the batch from byte from on: the batch
 // before it is written out first if the record takes the batch past the
@@ -164,7 +169,7 @@ func (p *Printer) Summary(s *record.Summary) {
 	if p.json {
 		p.enc.Encode(s)
 	} else {
-		p.cur.WriteString(SummaryText(s))
+		p.cur.WriteString(SummaryText(s, p.files))
 	}
 	p.add()
 	p.Flush()

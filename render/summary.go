@@ -10,10 +10,17 @@ import (
 	"github.com/iopath/iopath/record"
 )
 
+// DefaultFileRows is how many files the text summary's file tables list
+// (trace --files): a run that touched 17,000 files printed 17,000 rows.
+// The rest are summed in one row, so the columns still add up; the JSON
+// summary lists every file.
+const DefaultFileRows = 50
+
 // SummaryText is the end-of-trace summary: per-process and per-file
 // tables, then every loss (lost events, evictions, truncations, unseen
-// dirty pages).
-func SummaryText(s *record.Summary) string {
+// dirty pages). The file tables list fileRows files at most (0: all), most
+// disk bytes first (fileRanked).
+func SummaryText(s *record.Summary, fileRows int) string {
 	var b strings.Builder
 	b.WriteString("\n--- summary ---\n")
 	if s.LostEvents > 0 {
@@ -32,17 +39,29 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("\n")
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
-		for _, f := range s.Files {
+		row := func(cells string, t *record.Totals) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", cells, callsCell(*t), Bytes(t.ReadBytesReq),
+				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, Bytes(t.DiskBytesWrite))
+		}
+		shown, rest := fileRanked(s.Files, fileRows, func(*record.Totals) bool { return true },
+			func(t *record.Totals) (uint64, uint64) {
+				return t.DiskBytesRead + t.DiskBytesWrite, t.Calls + t.Requests
+			})
+		for _, f := range shown {
 			name := Safe(f.Path)
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, callsCell(f.Totals), Bytes(f.ReadBytesReq),
-				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite))
+			row(fmt.Sprintf("%s\t%s\t%d", name, f.Dev, f.Ino), &f.Totals)
+		}
+		if len(rest) > 0 {
+			t := sumFiles(rest)
+			row(moreCells(rest), &t)
 		}
 		tw.Flush()
+		moreLine(&b, rest, fileRows, "files", "disk bytes read and written, then calls")
 	}
-	fileFaultTable(&b, s) // fault.go
+	fileFaultTable(&b, s, fileRows) // fault.go
 	for _, n := range s.HitsNotItemized {
 		dir, whose := "read", fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
 		if n.Write {
@@ -128,6 +147,65 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// fileRanked returns the files of a file table (those keep takes), most
+// important first by key's two values (larger first; ties keep files'
+// order, device and inode), at most n of them (0: all), and the rest.
+func fileRanked(files []record.FileSummary, n int, keep func(*record.Totals) bool, key func(*record.Totals) (uint64, uint64)) (shown, rest []*record.FileSummary) {
+	for i := range files {
+		if keep(&files[i].Totals) {
+			shown = append(shown, &files[i])
+		}
+	}
+	sort.SliceStable(shown, func(i, j int) bool {
+		a1, a2 := key(&shown[i].Totals)
+		b1, b2 := key(&shown[j].Totals)
+		return a1 > b1 || a1 == b1 && a2 > b2
+	})
+	if n > 0 && len(shown) > n {
+		return shown[:n], shown[n:]
+	}
+	return shown, nil
+}
+
+// sumFiles sums the counts of the file tables' columns over files (their
+// amplification: disk bytes read / bytes requested by reads, of the sums).
+func sumFiles(files []*record.FileSummary) record.Totals {
+	var t record.Totals
+	for _, f := range files {
+		t.Calls += f.Calls
+		t.Requests += f.Requests
+		t.ReadBytesReq += f.ReadBytesReq
+		t.PagesHit += f.PagesHit
+		t.PagesMissed += f.PagesMissed
+		t.DiskBytesRead += f.DiskBytesRead
+		t.DiskBytesWrite += f.DiskBytesWrite
+		t.DirtiedPages += f.DirtiedPages
+		t.Faults += f.Faults
+		t.MajorFaults += f.MajorFaults
+		t.FaultDiskBytesRead += f.FaultDiskBytesRead
+	}
+	if t.ReadBytesReq > 0 {
+		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
+	}
+	return t
+}
+
+// moreCells are the FILE, DEV and INO cells of the row that sums the files
+// a table left out.
+func moreCells(rest []*record.FileSummary) string {
+	return fmt.Sprintf("(%d more)\t-\t-", len(rest))
+}
+
+// moreLine says under a file table what its "(N more)" row is ("" when it
+// left none out): what of the files (of kind, ranked by) it sums, and how
+// to see them.
+func moreLine(b *strings.Builder, rest []*record.FileSummary, shown int, kind, by string) {
+	if len(rest) > 0 {
+		fmt.Fprintf(b, "(%d more): the %s after the first %d by %s, summed; --files 0 lists every one (the JSON summary always does)\n",
+			len(rest), kind, shown, by)
+	}
 }
 
 // callsCell is the CALLS column: calls, and asynchronous requests when

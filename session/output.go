@@ -11,6 +11,7 @@ import (
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer/kernel"
+	"golang.org/x/sys/unix"
 )
 
 // Out is iopath's output (records, stories, summary; top's JSON objects):
@@ -160,6 +161,9 @@ func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
 			return nil, nil, nil, err
 		}
+		if err := CheckOutputTarget(path); err != nil {
+			return nil, nil, nil, err
+		}
 		if statErr == nil && st.Mode().IsRegular() {
 			if f, ok := stdout.(*os.File); ok {
 				if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
@@ -194,6 +198,28 @@ func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool
 	}
 	out := NewOut(stdout, "stdout")
 	return out, nil, func(failed error) error { return orOutErr(failed, out) }, nil
+}
+
+// CheckOutputTarget refuses an existing -o that fails at its first write,
+// said before anything loads: for a run that does no IO of its own that
+// write is the summary at the very end (-o /dev/full -- sleep 10 ran 11 s,
+// then failed). Those known at the start are a regular file of a kernel
+// filesystem (/proc/version, /proc/self/status, a sysfs file: the kernel
+// refuses records there, or takes them as input) and the full device
+// (/dev/full, character device 1:7: every write fails with ENOSPC). Any
+// other failure is the write's to report (Out).
+func CheckOutputTarget(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // a new file: timeline.CheckOutputPath checks its directory
+	}
+	if kfs := kernel.PseudoFS(path); kfs != "" && st.Mode().IsRegular() {
+		return fmt.Errorf("-o %s is a file of the kernel's %s filesystem, which takes no records (the first write would fail): give -o a file on a disk or a tmpfs", path, kfs)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode()&os.ModeCharDevice != 0 && unix.Major(sys.Rdev) == 1 && unix.Minor(sys.Rdev) == 7 {
+		return fmt.Errorf("-o %s is the full device (1:7), which fails every write with \"no space left on device\": give -o a file on a disk, or /dev/null to keep no records", path)
+	}
+	return nil
 }
 
 // orOutErr is failed, else out's error: a run that failed says why, one

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -81,14 +82,57 @@ func TestOutputIsStdout(t *testing.T) {
 	done(nil)
 }
 
+// -o of a file that would fail at the first write, known before anything
+// loads, is refused (it used to fail at the summary, at the very end of a
+// run doing no IO): a regular file of proc or sysfs, the full device.
+// Other outputs, a pipe named through /proc/self/fd included, are taken.
+func TestCheckOutputTarget(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"/proc/version", "-o /proc/version is a file of the kernel's proc filesystem, which takes no records (the first write would fail): give -o a file on a disk or a tmpfs"},
+		{"/proc/self/status", "-o /proc/self/status is a file of the kernel's proc filesystem"},
+		{"/sys/kernel/uevent_seqnum", "-o /sys/kernel/uevent_seqnum is a file of the kernel's sysfs filesystem"},
+		{"/dev/full", "-o /dev/full is the full device (1:7), which fails every write with \"no space left on device\": give -o a file on a disk, or /dev/null to keep no records"},
+	} {
+		if _, err := os.Stat(c.path); err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if err := CheckOutputTarget(c.path); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("CheckOutputTarget(%s) = %v, want one line %q", c.path, err, c.want)
+		}
+		if _, _, _, err := Output(nil, c.path, nil, io.Discard, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Output(%s) = %v, want %q", c.path, err, c.want)
+		}
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer pw.Close()
+	regular := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(regular, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{os.DevNull, regular, filepath.Join(filepath.Dir(regular), "new"), fmt.Sprintf("/proc/self/fd/%d", pw.Fd()), ""} {
+		if err := CheckOutputTarget(p); err != nil {
+			t.Errorf("CheckOutputTarget(%q) = %v, want nil", p, err)
+		}
+	}
+}
+
 // The first failed write is kept (later ones are not tried), closes
 // Failed, and is the run's error: one line naming the output; EPIPE is
 // quiet with 141.
 func TestOutWriteError(t *testing.T) {
-	w, _, done, err := Output(nil, "/dev/full", nil, io.Discard, false)
+	// /dev/full, which -o refuses (CheckOutputTarget): the write error
+	// of an output that took the open.
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
+	w := NewOut(f, "-o /dev/full")
+	done := func(failed error) error { return orOutErr(failed, w) }
 	select {
 	case <-w.Failed():
 		t.Fatal("Failed closed before any write")

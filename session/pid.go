@@ -11,14 +11,18 @@ import (
 	"github.com/iopath/iopath/tracer"
 )
 
-// CheckPid refuses a -p that cannot be traced: no such process, a zombie, a
+// CheckPid refuses a -p that cannot be traced: a pid no process can have
+// (0, negative, beyond the kernel's limit), no such process, a zombie, a
 // kernel thread (it makes no system calls) or iopath itself (whose own IO
 // is never traced).
 func CheckPid(pid int) error {
 	if err := CheckPidNamespace(); err != nil {
 		return err // its pids are not the kernel's
 	}
-	if pid <= 0 || pid > 1<<22 || syscall.Kill(pid, 0) == syscall.ESRCH {
+	if err := checkPidRange(pid); err != nil {
+		return err
+	}
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
 		return fmt.Errorf("no process with pid %d: check it with `ps -p %d`", pid, pid)
 	}
 	// pid (comm) state ppid pgrp session tty_nr tpgid flags ...
@@ -34,6 +38,26 @@ func CheckPid(pid int) error {
 	}
 	if tracer.Tgid(pid) == os.Getpid() {
 		return fmt.Errorf("pid %d is iopath itself, whose own IO is never traced: give the pid of another process", pid)
+	}
+	return nil
+}
+
+// pidLimit is the kernel's PID_MAX_LIMIT on 64-bit (4194304): every pid
+// is below it, whatever kernel.pid_max says.
+const pidLimit = 1 << 22
+
+// checkPidRange refuses a pid no process can have: 0 (the kernel's idle
+// task, which `ps -p 0` does not show either), a negative one, or one at
+// or above pidLimit. -p 0 was told to check it with `ps -p 0`.
+func checkPidRange(pid int) error {
+	const fix = "give the pid of a running process, e.g. from `pgrep NAME`"
+	switch {
+	case pid == 0:
+		return fmt.Errorf("-p 0 is not a process: pid 0 is the kernel's idle task, which makes no system calls; %s", fix)
+	case pid < 0:
+		return fmt.Errorf("-p %d is not a process: pids are positive; %s", pid, fix)
+	case pid >= pidLimit:
+		return fmt.Errorf("-p %d is not a process: pids are below %d (the kernel's limit); %s", pid, pidLimit, fix)
 	}
 	return nil
 }

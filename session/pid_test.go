@@ -17,8 +17,10 @@ func TestCheckPid(t *testing.T) {
 		pid  int
 		want string
 	}{
-		{0, "no process with pid 0"},
-		{1<<22 + 1, "no process with pid 4194305"},
+		// pid 0 and negative pids were told to check them with ps.
+		{0, "-p 0 is not a process: pid 0 is the kernel's idle task, which makes no system calls; give the pid of a running process, e.g. from `pgrep NAME`"},
+		{-5, "-p -5 is not a process: pids are positive; give the pid of a running process"},
+		{1 << 22, "-p 4194304 is not a process: pids are below 4194304 (the kernel's limit); give the pid of a running process"},
 		{os.Getpid(), "is iopath itself"},
 	} {
 		if err := CheckPid(c.pid); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -114,3 +114,26 @@ func CheckMaxDirtyPages(n int) error {
 	}
 	return dirtyPagesMap.tooBig(fmt.Sprintf("--max-dirty-pages %d", n), "folio", uint64(n), hi, cpus)
 }
+
+// minRingBuf is the smallest ring buffer the kernel takes: one page
+// (kernel/bpf/ringbuf.c wants a power of two and page-aligned size).
+const minRingBuf = 4096
+
+// CheckRingBufBytes refuses a --ringbuf-size the kernel would refuse (not
+// a power of two, below a page) or one above mapBudget: the ring buffer is
+// kernel memory, never swapped out, all of it allocated at load. A power
+// of two out of range is said to be too large or too small, not "not a
+// power of two" (2147483648 was).
+func CheckRingBufBytes(n int) error {
+	const fix = "e.g. --ringbuf-size 8388608 (8 MiB, the default)"
+	switch {
+	case n <= 0 || n&(n-1) != 0:
+		return fmt.Errorf("--ringbuf-size %d is not a power of two: give a power of two from %d to %d bytes, %s", n, minRingBuf, mapBudget, fix)
+	case n > mapBudget:
+		return fmt.Errorf("--ringbuf-size %d (%s) is too large: the ring buffer is kernel memory, never swapped out, all of it taken at load; give at most %d (%s), %s",
+			n, render.Bytes(uint64(n)), mapBudget, render.Bytes(mapBudget), fix)
+	case n < minRingBuf:
+		return fmt.Errorf("--ringbuf-size %d is too small: the kernel's ring buffer is at least one page, %d bytes; give %d to %d, %s", n, minRingBuf, minRingBuf, mapBudget, fix)
+	}
+	return nil
+}

@@ -351,8 +351,8 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 	if rb == 0 {
 		rb = 8 << 20
 	}
-	if rb < 4096 || rb&(rb-1) != 0 {
-		return fmt.Errorf("--ringbuf-size %d is not a power of two ≥ 4096 bytes", rb)
+	if err := CheckRingBufBytes(rb); err != nil {
+		return err
 	}
 	maps.Events.MaxEntries = uint32(rb)
 	if opts.MaxDirtyPages > 0 {

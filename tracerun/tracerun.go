@@ -31,6 +31,8 @@ type Options struct {
 	// Notes receives iopath's own lines (stderr).
 	Notes       io.Writer
 	JSON, Quiet bool
+	// FileRows caps the text summary's file tables (0: all files).
+	FileRows int
 	// Interval prints the in-kernel aggregates every Interval (0: never).
 	Interval time.Duration
 	// Settle is how long the end waits for bios still in flight.
@@ -56,6 +58,7 @@ type traced struct {
 // how its hooks attached, and creates the ready file.
 func open(sig *session.Signals, o *Options) (*traced, error) {
 	out := render.NewPrinter(o.Out, o.JSON, o.Quiet)
+	out.SetFileRows(o.FileRows)
 	session.SetChunk(out, o.Out, o.Shared)
 	topts := o.Tracer
 	iv := topview.NewIntervals(o.Interval, out, o.JSON)

@@ -19,7 +19,8 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func newRootCmd() *cobra.Command {
+// newRootCmd is iopath's command line, args without the program name.
+func newRootCmd(args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "iopath",
 		Short:         "Trace what each read/write system call did in the page cache and on the disk",
@@ -30,10 +31,15 @@ func newRootCmd() *cobra.Command {
 		root.AddCommand(add())
 	}
 	// A value cobra cannot parse (e.g. --duration abc): say which flag and
-	// where its format is, not only the parser's words.
+	// where its format is, not only the parser's words; a workload's flag
+	// before trace's --: where it goes.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if hint := workloadFlagHint(c, err, args); hint != nil {
+			return hint
+		}
 		return fmt.Errorf("%w: see `%s --help` for the flag's format", err, c.CommandPath())
 	})
+	root.SetArgs(args)
 	return root
 }
 
@@ -52,7 +58,7 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	runtimetune.GC()
 	stopProfile := runtimetune.StartProfile()
-	err := newRootCmd().Execute()
+	err := newRootCmd(os.Args[1:]).Execute()
 	stopProfile()
 	if err == nil {
 		return

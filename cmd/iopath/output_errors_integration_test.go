@@ -81,6 +81,13 @@ func TestTraceOutputWriteErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devfull.Close()
+	// -o /dev/full and -o /proc/version are refused at the start
+	// (TestTraceFlagsRefused); as stdout they fail at the write.
+	procVersion, err := os.OpenFile("/proc/version", os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer procVersion.Close()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name   string
@@ -88,14 +95,13 @@ func TestTraceOutputWriteErrors(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"-o /dev/full", nil, []string{"trace", "-o", "/dev/full", "--", "true"}, "iopath: writing -o /dev/full: no space left on device:"},
 		{"--json > /dev/full", devfull, []string{"trace", "--json", "--", "true"}, "iopath: writing stdout: no space left on device:"},
-		{"-o /proc/version", nil, []string{"trace", "-o", "/proc/version", "--", "true"}, "iopath: writing -o /proc/version:"},
+		{"> /proc/version", procVersion, []string{"trace", "--", "true"}, "iopath: writing stdout: input/output error: iopath stopped there, what came after is lost: it is a file of the kernel's proc filesystem"},
 		// records come while the command runs: it is stopped, not waited for
-		{"-o /dev/full --all, a long command", nil, []string{"trace", "--all", "-o", "/dev/full", "--", "sh", "-c", "cat /etc/passwd >/dev/null; sleep 60"}, "iopath: writing -o /dev/full: no space left on device:"},
+		{"--all > /dev/full, a long command", devfull, []string{"trace", "--all", "--", "sh", "-c", "cat /etc/passwd >/dev/null; sleep 60"}, "iopath: writing stdout: no space left on device:"},
 		// the demo's explanation: no trace starts after its header failed
 		{"demo read-1byte > /dev/full", devfull, []string{"demo", "read-1byte"}, "iopath: writing stdout: no space left on device:"},
-		{"top --json -o /dev/full", nil, []string{"top", "--json", "--interval", "100ms", "-o", "/dev/full", "--", "sleep", "60"}, "iopath: writing -o /dev/full: no space left on device:"},
+		{"top --json > /dev/full", devfull, []string{"top", "--json", "--interval", "100ms", "--", "sleep", "60"}, "iopath: writing stdout: no space left on device:"},
 	} {
 		_, stderr, code, took := runWith(t, c.stdout, nil, dir, c.args...)
 		if code != 1 || !strings.HasPrefix(lastLine(stderr), c.want) {

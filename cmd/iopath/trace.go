@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
 	"github.com/iopath/iopath/tracerun"
@@ -36,6 +37,7 @@ type traceFlags struct {
 	output        string
 	timeline      timelineFlags
 	interval      time.Duration
+	files         int // file rows of the text summary
 }
 
 func newTraceCmd() *cobra.Command {
@@ -83,7 +85,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.StringVar(&f.comm, "comm", "", "trace tasks with this command name")
 	fl.BoolVar(&f.all, "all", false, "print every call, cache hits included")
 	fl.BoolVar(&f.json, "json", false, "print JSON Lines records (schema in README.md)")
-	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (power of two)")
+	fl.IntVar(&f.ringbuf, "ringbuf-size", 8<<20, "ring buffer size in bytes (a power of two from 4096 to 1073741824: kernel memory, taken at load)")
 	fl.IntVar(&f.maxDirty, "max-dirty-pages", 262144, "dirty folios tracked at once (bounded map, 112 B of kernel memory each: at most 8388608; overflow is counted)")
 	fl.StringToStringVar(&f.force, "force-mechanism", nil, "prefer a mechanism for a hook: HOOK=fentry|kprobe|tracepoint|tp_btf (HOOK * for all)")
 	fl.DurationVar(&f.waitWriteback, "wait-writeback", 0, "after the command exits, keep tracing until its dirty pages reach the disk or this much time passes")
@@ -92,6 +94,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.IntVar(&f.files, "files", render.DefaultFileRows, "`N` files in the text summary's file tables, most disk bytes first, then most calls; the rest summed in one row (0: all; the JSON summary lists every file)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
 	addTimelineFlags(fl, &f.timeline)
 	fl.DurationVar(&f.interval, "interval", 0, "every `DURATION`, print the interval's totals per process and disk between the stories (as `iopath top`; 0: never)")
@@ -172,6 +175,6 @@ func exitWith(errw io.Writer, code int, note string) error {
 // runOptions are tracerun's options from f; topts says what to trace.
 func runOptions(cmd *cobra.Command, f *traceFlags, topts tracer.Options, out *session.Out, shared *session.SharedStdout) tracerun.Options {
 	topts.All, topts.RingBufBytes, topts.MaxDirtyPages, topts.Force, topts.NoWriteback = f.all, f.ringbuf, f.maxDirty, f.mechanisms, f.noWriteback
-	return tracerun.Options{Tracer: topts, Out: out, Shared: shared, Notes: cmd.ErrOrStderr(), JSON: f.json, Quiet: f.quiet,
+	return tracerun.Options{Tracer: topts, Out: out, Shared: shared, Notes: cmd.ErrOrStderr(), JSON: f.json, Quiet: f.quiet, FileRows: f.files,
 		Interval: f.interval, Settle: f.settle, ReadyFile: f.readyFile, Timeline: activeTimeline, Duration: f.duration, WaitWriteback: f.waitWriteback}
 }

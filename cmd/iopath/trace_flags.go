@@ -16,8 +16,8 @@ const minInterval = 10 * time.Millisecond
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
 // and converts --force-mechanism.
 func checkTraceFlags(f *traceFlags) (err error) {
-	if f.ringbuf < 4096 || f.ringbuf > 1<<30 || f.ringbuf&(f.ringbuf-1) != 0 {
-		return fmt.Errorf("--ringbuf-size %d is not a power of two from 4096 to 1073741824 bytes: e.g. --ringbuf-size 8388608 (8 MiB, the default)", f.ringbuf)
+	if err := tracer.CheckRingBufBytes(f.ringbuf); err != nil {
+		return err
 	}
 	if err := tracer.CheckMaxDirtyPages(f.maxDirty); err != nil {
 		return err
@@ -34,11 +34,17 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if f.interval > 0 && f.interval < minInterval {
 		return fmt.Errorf("--interval %s is too short: give %s or more, e.g. --interval 1s, or 0 for none", f.interval, minInterval)
 	}
+	if f.files < 0 {
+		return fmt.Errorf("--files %d is negative: give 0 (every file) or more, e.g. --files 200", f.files)
+	}
 	if err := session.CheckReadyFile(f.readyFile); err != nil {
 		return err
 	}
 	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
 		return err
+	}
+	if err := session.CheckOutputTarget(f.output); err != nil {
+		return err // before the --timeline/--report files are made
 	}
 	f.mechanisms, err = tracer.ParseForce(f.force)
 	return err

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
@@ -80,6 +81,82 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 		}
 	})
 	return w, nil
+}
+
+// workloadFlagHint is the error of a workload's flag given to trace
+// before -- (`iopath trace --workload read-1byte --dir /proc`, where pflag
+// says "unknown flag: --dir"): it names the command line with the
+// workload's flags moved after --. nil when err is no unknown flag of
+// trace's, the flag is not a workload's, or args give no --workload.
+// args: the command line without the program name.
+func workloadFlagHint(c *cobra.Command, err error, args []string) error {
+	var ne *pflag.NotExistError
+	if c.Name() != "trace" || !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return nil
+	}
+	wfl := newWorkloadCmd().Flags()
+	if wfl.Lookup(ne.GetSpecifiedName()) == nil {
+		return nil
+	}
+	fixed, ok := workloadFlagsAfterDash(c.Flags(), wfl, args)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: it is a flag of the workload (see iopath workload --help): give the workload's flags after --, as in: %s", err, fixed)
+}
+
+// workloadFlagsAfterDash returns the command line args ("trace", then
+// its flags) with every flag that trace (tfl) has not and the workload
+// (wfl) has moved, with its value, to the front of the arguments after --;
+// ok is false when args give no --workload.
+func workloadFlagsAfterDash(tfl, wfl *pflag.FlagSet, args []string) (line string, ok bool) {
+	var before, moved, after []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			after = args[i+1:]
+			break
+		}
+		// takesNext: the flag's value is the next argument.
+		takesNext := func(f *pflag.Flag, inline bool) bool { return !inline && f.NoOptDefVal == "" && i+1 < len(args) }
+		to := &before
+		switch {
+		case strings.HasPrefix(a, "--"):
+			name, _, inline := strings.Cut(a[2:], "=")
+			f := tfl.Lookup(name)
+			if f == nil {
+				if f = wfl.Lookup(name); f != nil {
+					to = &moved
+				}
+			}
+			ok = ok || name == "workload"
+			if f != nil && takesNext(f, inline) {
+				*to = append(*to, a)
+				i++
+				a = args[i]
+			}
+		case len(a) == 2 && a[0] == '-': // -p PID, -o FILE
+			if f := tfl.ShorthandLookup(a[1:]); f != nil && takesNext(f, false) {
+				before = append(before, a)
+				i++
+				a = args[i]
+			}
+		}
+		*to = append(*to, a)
+	}
+	words := append(append(append(append([]string{"iopath"}, before...), "--"), moved...), after...)
+	for i, w := range words {
+		words[i] = shellWord(w)
+	}
+	return strings.Join(words, " "), ok
+}
+
+// shellWord quotes w for a POSIX shell when it needs it.
+func shellWord(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+:,./@%") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // args returns the traced child's `iopath workload` arguments (the session

@@ -172,7 +172,7 @@ func TestWaitWritebackOverflowedDeepPath(t *testing.T) {
 // Issue 10 item 4: after the overflow, the rows of the file dd wrote and of
 // dd itself say their disk bytes written are partial (the flusher wrote all
 // 64 MiB: --wait-writeback ended on the kernel's count); without the
-// overflow neither is marked.
+// overflow neither is marked. Both rows count the same bytes.
 func TestOverflowDiskBytesMarked(t *testing.T) {
 	dir := overflowSetup(t, "100")
 	for _, c := range []struct {
@@ -204,6 +204,12 @@ func TestOverflowDiskBytesMarked(t *testing.T) {
 		}
 		if *file != c.partial || *pid != c.partial {
 			t.Errorf("%v: disk_bytes_written_partial file %v, dd %v; want %v", c.args, *file, *pid, c.partial)
+		}
+		// dd is the file's one writer: its row and the file's count the
+		// same bytes (the file's once counted whole bios: 16.0 MiB
+		// against dd's 10.0 MiB).
+		if fileBytes != pidBytes {
+			t.Errorf("%v: file row %d bytes written, dd's row %d: want the same", c.args, fileBytes, pidBytes)
 		}
 		if !c.partial && (fileBytes < 64<<20 || pidBytes < 64<<20) {
 			t.Errorf("without overflow: file row %d, dd's row %d bytes written; want 64 MiB each", fileBytes, pidBytes)

@@ -34,7 +34,7 @@ func TestUnattributedDiscard(t *testing.T) {
 			t.Errorf("pid 100 disk bytes written %d, want the metadata write's 4096 only", p.DiskBytesWrite)
 		}
 	}
-	text := render.SummaryText(sum)
+	text := render.SummaryText(sum, render.DefaultFileRows)
 	if want := "4.0 KiB read or written, 8.0 MiB discarded: discard:syscall:unlink 1 (8.0 MiB discarded), metadata 1 (4.0 KiB)"; !strings.Contains(text, want) {
 		t.Errorf("summary text has no %q:\n%s", want, text)
 	}

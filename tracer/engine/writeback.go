@@ -195,11 +195,6 @@ func (e *Engine) writebackDone(b *bioRef) {
 	e.Out(&record.Writeback{Type: record.TypeWriteback, TimeNs: b.QueueNs, Worker: worker, WorkerTid: wb.Tid, Reason: reason,
 		Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key], OpID: wb.OpId, Bios: w.parts,
 		Pages: wb.Pages, TrackedPages: tracked})
-	if wb.OpId == 0 {
-		// Flusher writeback; bios of a traced call (fsync, O_SYNC) are
-		// already counted with the call's record.
-		e.file(key).DiskBytesWrite += uint64(bytes)
-	}
 	// One persisted record per write call per bio.
 	type agg struct {
 		pages    uint32
@@ -233,7 +228,15 @@ func (e *Engine) writebackDone(b *bioRef) {
 		}
 		written := uint64(a.bioPages) * 4096 // the whole bio as queued, before any split
 		if wb.OpId == 0 {
+			// Flusher writeback (bios of a traced call, fsync or O_SYNC,
+			// are counted with the call's record): the writer's row and
+			// the file's count the same bytes, those of the pages iopath
+			// followed. Others in the bio (not followed after the
+			// dirty_pages map overflowed, or dirtied by untraced
+			// processes) are in neither: the file's row once counted the
+			// whole bio, 16.0 MiB against its single writer's 10.0 MiB.
 			e.pid(a.pid, "").DiskBytesWrite += written
+			e.file(key).DiskBytesWrite += written
 		}
 		rec := &record.Persisted{Type: record.TypePersisted, OpID: e.requestOf(id), Pid: a.pid, Dev: e.devName(wb.Dev), Ino: wb.Ino, Path: e.paths[key],
 			Pages: a.pages, BytesWritten: written, Outcome: outcome, DirtiedNs: a.dirtied, PersistedNs: b.CompleteNs,

@@ -193,7 +193,7 @@ func TestSplitWritebackBio(t *testing.T) {
 	w := uint64(9)<<32 | 1
 	s.E.HandleOp(enginetest.WriteOp(w, 0, 8<<20, record.PageRange{Index: 0, Pages: 2048}))
 	s.E.HandleWBStart(enginetest.WBStart(35, 0, 1))
-	s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, 35, 0, 100, enginetest.Match{Op: w, Index: 0, Nr: 2048, Dirtied: 10}))
+	s.E.HandleWBBio(enginetest.WBBio(0xb1, 42, 35, 0, 100, enginetest.Match{Op: w, Index: 0, Nr: 2048, Dirtied: 10, BioPages: 2048}))
 	s.E.HandleSplit(&bpf.IopathBioSplitEv{Type: uint32(bpf.IopathEvTypeEV_BIO_SPLIT), Split: 0xb2, Parent: 0xb1, Ts: 101})
 	s.E.HandleIssue(enginetest.Issue(0xa, 110, enginetest.FlWrite, enginetest.Own{Bio: 0xb2, Sector: 0, Bytes: 4 << 20, Queue: 100, Flags: engine.OwnWriteback}))
 	s.E.HandleIssue(enginetest.Issue(0xb, 111, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Sector: 8192, Bytes: 4 << 20, Queue: 100, Flags: engine.OwnWriteback}))
@@ -212,8 +212,8 @@ func TestSplitWritebackBio(t *testing.T) {
 	if len(p) != 1 || p[0].PersistedNs != 400 || p[0].Pages != 2048 || len(wbs) != 1 || len(wbs[0].Bios) != 2 {
 		t.Fatalf("persisted %+v writeback %+v", p, wbs)
 	}
-	if sum := s.E.Summary(); sum.Files[0].DiskBytesWrite != 8<<20 {
-		t.Errorf("file disk bytes written %d, want 8 MiB", sum.Files[0].DiskBytesWrite)
+	if sum := s.E.Summary(); sum.Files[0].DiskBytesWrite != 8<<20 || sum.Pids[0].DiskBytesWrite != 8<<20 {
+		t.Errorf("disk bytes written: file %d, process %d; want 8 MiB each", sum.Files[0].DiskBytesWrite, sum.Pids[0].DiskBytesWrite)
 	}
 }
 
@@ -275,5 +275,41 @@ func TestWritebackCompletionUnseen(t *testing.T) {
 				t.Errorf("%d pages still pending", s.E.DirtyPending())
 			}
 		})
+	}
+}
+
+// After the dirty_pages map overflowed, a flusher bio carries followed and
+// unfollowed pages: the file's row and its writers' rows count the same
+// bytes, the followed pages' (BioPages), so that a single writer's row and
+// its file's agree and the writers' rows sum to the file's. The file's row
+// counted the whole bio (dd of 64 MiB with --max-dirty-pages 10: dd 10.0
+// MiB, its file 16.0 MiB).
+func TestWritebackBytesAfterOverflow(t *testing.T) {
+	s := enginetest.NewStream()
+	a, b := uint64(1)<<32|1, uint64(2)<<32|1
+	s.E.HandleOp(enginetest.WriteOp(a, 0, 8192, record.PageRange{Index: 0, Pages: 2}))
+	ob := enginetest.WriteOp(b, 8192, 8192, record.PageRange{Index: 2, Pages: 2})
+	ob.Pid = 200
+	s.E.HandleOp(ob)
+	s.E.HandleWBStart(enginetest.WBStart(35, 0, 100)) // background
+	// 8 pages in the bio: a's page 0 and b's page 2 were followed; a's
+	// page 1, b's page 3 and 4 more pages the map had no room for.
+	ev := enginetest.WBBio(0xb1, 42, 35, 0, 110, enginetest.Match{Op: a, Index: 0, Nr: 1, Dirtied: 15, BioPages: 1},
+		enginetest.Match{Op: b, Index: 2, Nr: 1, Dirtied: 15, BioPages: 1})
+	ev.Match[1].Pid = 200
+	ev.Pages = 8
+	s.E.HandleWBBio(ev)
+	s.E.HandleIssue(enginetest.Issue(0xa, 120, enginetest.FlWrite, enginetest.Own{Bio: 0xb1, Bytes: 8 * 4096, Queue: 110, Flags: engine.OwnWriteback}))
+	s.E.HandleComplete(enginetest.Done(0xa, 200, 0))
+	if p := s.Persisted(); len(p) != 2 || p[0].BytesWritten != 4096 || p[1].BytesWritten != 4096 {
+		t.Fatalf("persisted %+v: want two of 4096 bytes", p)
+	}
+	sum := s.E.Summary()
+	pids := map[uint32]uint64{}
+	for _, p := range sum.Pids {
+		pids[p.Pid] = p.DiskBytesWrite
+	}
+	if len(sum.Files) != 1 || sum.Files[0].DiskBytesWrite != 8192 || pids[100] != 4096 || pids[200] != 4096 {
+		t.Errorf("disk bytes written: file %+v, processes %v; want the followed pages' on both: file 8192, pids 100 and 200 4096 each", sum.Files, pids)
 	}
 }

@@ -1,0 +1,79 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/record"
+)
+
+// A summary of many files lists DefaultFileRows of them, most disk bytes
+// first (then most calls), and one row summing the rest, so that each
+// column still adds up to the processes' totals; --files 0 lists all, and
+// the JSON summary always lists every file. A run that touched 17,000
+// files printed 17,000 rows.
+func TestSummaryTextFileRows(t *testing.T) {
+	const n = 120
+	s := &record.Summary{Pids: []record.PidSummary{{Pid: 100, Comm: "app"}}}
+	var calls uint64
+	for i := range n {
+		f := record.FileSummary{Dev: "254:0", Ino: uint64(1000 + i), Path: fmt.Sprintf("/data/f%03d", i)}
+		f.Calls = uint64(1 + i%7)
+		f.DiskBytesRead = uint64(i%10) * 4096 // ties broken by calls
+		f.DiskBytesWrite = uint64(i%3) * 8192
+		calls += f.Calls
+		s.Files = append(s.Files, f)
+	}
+	rows := func(text string) (files []string, more string) {
+		for _, l := range strings.Split(text, "\n") {
+			switch {
+			case strings.HasPrefix(l, "/data/"):
+				files = append(files, l)
+			case strings.HasPrefix(l, "(") && strings.Contains(l, " more) "):
+				more = l
+			}
+		}
+		return files, more
+	}
+	text := SummaryText(s, DefaultFileRows)
+	files, more := rows(text)
+	if len(files) != DefaultFileRows {
+		t.Fatalf("%d file rows, want %d:\n%s", len(files), DefaultFileRows, text)
+	}
+	// Ranked: disk bytes (read 9 pages + write 2×8 KiB the most), then calls.
+	var prevDisk, prevCalls uint64 = 1 << 62, 1 << 62
+	var shownCalls uint64
+	for _, l := range files {
+		var name, dev string
+		var ino uint64
+		fmt.Sscan(l, &name, &dev, &ino)
+		f := s.Files[ino-1000]
+		disk := f.DiskBytesRead + f.DiskBytesWrite
+		if disk > prevDisk || disk == prevDisk && f.Calls > prevCalls {
+			t.Errorf("row %q (disk %d, calls %d) after one of disk %d, calls %d", l, disk, f.Calls, prevDisk, prevCalls)
+		}
+		prevDisk, prevCalls = disk, f.Calls
+		shownCalls += f.Calls
+	}
+	// (70 more) - - CALLS ...: the rest's calls, so the column adds up.
+	if f := strings.Fields(more); len(f) < 5 || strings.Join(f[:5], " ") != fmt.Sprintf("(%d more) - - %d", n-DefaultFileRows, calls-shownCalls) {
+		t.Errorf("the row of the rest is %q, want (%d more) - - %d calls", more, n-DefaultFileRows, calls-shownCalls)
+	}
+	if !strings.Contains(text, fmt.Sprintf("(%d more): the files after the first %d by disk bytes read and written, then calls, summed; --files 0 lists every one", n-DefaultFileRows, DefaultFileRows)) {
+		t.Errorf("no line saying what the rest row is:\n%s", text)
+	}
+	if files, more := rows(SummaryText(s, 0)); len(files) != n || more != "" {
+		t.Errorf("--files 0: %d rows and %q, want all %d and no rest", len(files), more, n)
+	}
+	var out bytes.Buffer
+	p := NewPrinter(&out, true, false)
+	p.SetFileRows(2)
+	p.Summary(s)
+	var got record.Summary
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Files) != n {
+		t.Errorf("JSON summary: %d files (%v), want all %d", len(got.Files), err, n)
+	}
+}
