@@ -62,9 +62,7 @@ func SummaryText(s *record.Summary) string {
 		fmt.Fprintf(&b, "bios without completion by cause: %d never seen issued, %d still waiting when released\n",
 			c["never_issued"], c["no_completion"])
 	}
-	if n := s.Diagnostics["faults_vma_busy"] - min(s.Diagnostics["faults_vma_recovered"], s.Diagnostics["faults_vma_busy"]); n > 0 {
-		fmt.Fprintf(&b, "INCOMPLETE: %d page faults not traced (another thread held the mmap lock when iopath looked up the fault's file): their bios are unattributed (page_fault) and they are missing from faults and major_faults\n", n)
-	}
+	b.WriteString(vmaBusyText(s))
 	if s.CompletionsUnseen > 0 {
 		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, or their disk no longer counted them in flight at the end, so they completed, but no BPF program saw the completions: no device time for them)\n",
 			s.CompletionsUnseen)
@@ -208,4 +206,30 @@ func unattributedText(s *record.Summary) string {
 	}
 	return fmt.Sprintf("unattributed bios (queued by traced processes outside any traced call): %s: %s\n",
 		total, strings.Join(parts, ", "))
+}
+
+// vmaBusyText says what the faults whose mapping bpf_find_vma could not
+// look up (it found the mmap lock taken: another thread's mmap, munmap or
+// new stack) mean. The counter covers every user fault, anonymous ones
+// included. Where mm_filemap_fault is hooked by tp_btf (6.11+) every fault
+// that reaches filemap_fault, so every file fault that reads, is opened
+// there (faults_vma_recovered): the rest read no file through
+// filemap_fault, so nothing with IO is missing, only file minor faults
+// (fault-around, a page already mapped) from the faults column. Without
+// that hook (before 6.11, or the classic tracepoint, which has no
+// arguments) a file fault among them is not traced at all.
+func vmaBusyText(s *record.Summary) string {
+	busy := s.Diagnostics["faults_vma_busy"]
+	if busy == 0 {
+		return ""
+	}
+	rec := min(s.Diagnostics["faults_vma_recovered"], busy)
+	if s.Attach["filemap_fault"] == "tp_btf" || rec > 0 {
+		return fmt.Sprintf("faults whose mapping was looked up while another thread held the mmap lock: %d (faults_vma_busy: any mapping, anonymous ones included); "+
+			"%d reached filemap_fault and are traced (faults_vma_recovered); the other %d read no file through filemap_fault (anonymous memory, or file pages already cached: fault-around), "+
+			"so no IO is missing, only file minor faults among them from the faults counts\n", busy, rec, busy-rec)
+	}
+	return fmt.Sprintf("INCOMPLETE: %d faults were looked up while another thread held the mmap lock (faults_vma_busy: any mapping, anonymous ones included), "+
+		"and this kernel has no mm_filemap_fault tracepoint with arguments (tp_btf, Linux 6.11+) to name them later: file faults among them are not traced "+
+		"(their bios are unattributed (page_fault), they are missing from faults and major_faults)\n", busy)
 }
