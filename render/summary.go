@@ -17,14 +17,15 @@ func SummaryText(s *record.Summary) string {
 	var b strings.Builder
 	b.WriteString("\n--- summary ---\n")
 	if s.LostEvents > 0 {
-		fmt.Fprintf(&b, "INCOMPLETE: %d events were lost (ring buffer full: raise --ringbuf-size); the totals below miss them\n", s.LostEvents)
+		fmt.Fprintf(&b, "PARTIAL: %s lost (the ring buffer was full: raise --ringbuf-size): every row marked PARTIAL below (JSON: partial) is a lower bound, its calls, bytes, pages, faults, dirtied pages, requests and disk bytes, and its ratios are ratios of lower bounds\n",
+			Count(s.LostEvents, "record"))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d%s\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
-			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
+			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed, partialCell(p.Totals))
 	}
 	tw.Flush()
 	faultTable(&b, s)
@@ -37,8 +38,8 @@ func SummaryText(s *record.Summary) string {
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", name, f.Dev, f.Ino, callsCell(f.Totals), Bytes(f.ReadBytesReq),
-				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s%s\n", name, f.Dev, f.Ino, callsCell(f.Totals), Bytes(f.ReadBytesReq),
+				f.PagesHit, f.PagesMissed, Bytes(f.DiskBytesRead), f.Amplification, f.DirtiedPages, Bytes(f.DiskBytesWrite), partialCell(f.Totals))
 		}
 		tw.Flush()
 	}
@@ -126,6 +127,15 @@ func SummaryText(s *record.Summary) string {
 		b.WriteString("maps: nothing dropped\n")
 	}
 	return b.String()
+}
+
+// partialCell ends a row whose totals are lower bounds (records lost:
+// record.Totals.Partial) with a PARTIAL cell.
+func partialCell(t record.Totals) string {
+	if t.Partial {
+		return "\tPARTIAL"
+	}
+	return ""
 }
 
 // callsCell is the CALLS column: calls, and asynchronous requests when
