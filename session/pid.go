@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 )
 
@@ -109,12 +110,17 @@ func CheckComm(comm string) error {
 // PidNote says on stderr what -p follows: the process, its threads and
 // the children it forks from now on; not processes other ones fork (a
 // database's workers are often forked by its postmaster, not by the
-// backend one traces).
+// backend one traces). A -p of a thread id is named as the thread of its
+// process (the one traced), with the process's comm.
 func PidNote(pids []int) string {
 	ps := make([]string, len(pids))
 	for i, p := range pids {
-		ps[i] = strconv.Itoa(p)
+		ps[i] = "PID " + strconv.Itoa(p)
+		if tg := tracer.Tgid(p); tg != p {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", tg))
+			ps[i] = fmt.Sprintf("thread %d of process %d (%s)", p, tg, render.Safe(strings.TrimSuffix(string(comm), "\n")))
+		}
 	}
-	return "iopath: -p follows children of PID " + strings.Join(ps, ",") +
+	return "iopath: -p follows children of " + strings.Join(ps, ", ") +
 		"; processes forked by others are not traced: use --comm or -p of the parent"
 }
