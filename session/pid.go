@@ -41,12 +41,17 @@ func CheckPid(pid int) error {
 
 // CheckPids checks every -p (CheckPid) and returns them without repeats:
 // a pid given twice, or a thread's id and its process's (both trace the
-// process), is kept once, first come (`-p X -p X` said "PID X,X").
+// process), is kept once, first come (`-p X -p X` said "PID X,X"). A
+// kernel thread among user processes (`-p 2 -p 1`) is refused like any
+// other -p that cannot be traced, with the fix: drop it.
 func CheckPids(pids []int) ([]int, error) {
 	var out []int
 	seen := map[int]bool{}
 	for _, pid := range pids {
 		if err := CheckPid(pid); err != nil {
+			if fields, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid)); ok && len(pids) > 1 && kthread(fields) {
+				return nil, fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; drop -p %d and keep the user processes' -p", pid, pid)
+			}
 			return nil, err
 		}
 		if tg := tracer.Tgid(pid); !seen[tg] {

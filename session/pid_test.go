@@ -185,6 +185,15 @@ func TestCheckPids(t *testing.T) {
 	if got := PidNote([]int{tid, p}); !strings.Contains(got, want) {
 		t.Errorf("PidNote(thread %d of %d, %d) = %q, want %q in it", tid, pid, p, got, want)
 	}
+	// A kernel thread beside a user process (-p 2 -p 1) is refused, in one
+	// line that says to drop it (before: "give the pid of a user process",
+	// though one was given).
+	if st, err := os.ReadFile("/proc/2/stat"); err == nil && strings.Contains(string(st), "(kthreadd)") {
+		want := "pid 2 is a kernel thread: it makes no system calls to trace; drop -p 2 and keep the user processes' -p"
+		if _, err := CheckPids([]int{2, p}); err == nil || err.Error() != want {
+			t.Errorf("CheckPids(2, %d) = %v, want %q", p, err, want)
+		}
+	}
 	if _, err := CheckPids([]int{p, 0}); err == nil {
 		t.Error("CheckPids with pid 0: no error")
 	}
