@@ -276,15 +276,22 @@ type Totals struct {
 	// disk_bytes_written is a lower bound (of the flusher's writeback, a
 	// file's row and a process's row both count the followed pages' bytes
 	// only: a single writer's row and its file's agree).
-	DiskBytesWritePartial bool    `json:"disk_bytes_written_partial,omitempty"`
-	Amplification         float64 `json:"amplification"` // disk bytes read / bytes requested by reads
-	ReadCalls             uint64  `json:"read_calls"`
-	ReadBytesReq          uint64  `json:"read_bytes_requested"`
-	WriteCalls            uint64  `json:"write_calls"`
-	DirtiedPages          uint64  `json:"dirtied_pages"`
-	ThrottleNs            uint64  `json:"throttle_ns"`
-	BlockedNs             uint64  `json:"blocked_ns"`
-	Unattributed          uint64  `json:"unattributed_bios"`
+	DiskBytesWritePartial bool `json:"disk_bytes_written_partial,omitempty"`
+	// Partial: records of the trace were lost (lost_events > 0, the ring
+	// buffer was full): the counts of this row built from records (calls,
+	// bytes, pages, faults, dirtied pages, requests, disk bytes) are lower
+	// bounds, and its ratios (amplification) are ratios of lower bounds.
+	// The kernel does not say whose records were lost, so every row is
+	// marked (Summary.MarkPartialLost).
+	Partial       bool    `json:"partial,omitempty"`
+	Amplification float64 `json:"amplification"` // disk bytes read / bytes requested by reads
+	ReadCalls     uint64  `json:"read_calls"`
+	ReadBytesReq  uint64  `json:"read_bytes_requested"`
+	WriteCalls    uint64  `json:"write_calls"`
+	DirtiedPages  uint64  `json:"dirtied_pages"`
+	ThrottleNs    uint64  `json:"throttle_ns"`
+	BlockedNs     uint64  `json:"blocked_ns"`
+	Unattributed  uint64  `json:"unattributed_bios"`
 	// Page faults on file mappings (record.Fault), streamed or not.
 	Faults             uint64 `json:"faults"`
 	MajorFaults        uint64 `json:"major_faults"`
@@ -331,6 +338,20 @@ type SyncWriteback struct {
 	// AtLeast: older bios were forgotten (more than 65536 kept): the
 	// counts are a lower bound.
 	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// MarkPartialLost marks every row partial when records were lost
+// (LostEvents > 0): any process's or file's records may be among them.
+func (s *Summary) MarkPartialLost() {
+	if s.LostEvents == 0 {
+		return
+	}
+	for i := range s.Files {
+		s.Files[i].Partial = true
+	}
+	for i := range s.Pids {
+		s.Pids[i].Partial = true
+	}
 }
 
 // MarkPartialWriteback marks the disk bytes written of every row that

@@ -37,13 +37,18 @@ type Workload struct {
 	// WritebackBytes: pages of its writes that writeback (the flusher)
 	// carried to disk during the trace, × 4096.
 	WritebackBytes uint64 `json:"writeback_bytes"`
-	// DiskBytesPerOp is (read + written + writeback bytes) / ops.
+	// DiskBytesPerOp is (read + written + writeback bytes) / ops. Partial:
+	// a lower bound when the ops are the report's, 0 (not computed) when
+	// they are the calls seen (short too).
 	DiskBytesPerOp float64 `json:"disk_bytes_per_op"`
-	// Amplification is disk bytes read / read bytes requested (0 when no read was requested).
+	// Amplification is disk bytes read / read bytes requested (0 when no
+	// read was requested, or Partial: a ratio of two lower bounds is no
+	// bound).
 	Amplification float64 `json:"amplification"`
 
 	// Page cache, for the read calls on the file: requested = hit + missed;
-	// added counts readahead too. HitRatio = hit / requested (0 when none).
+	// added counts readahead too. HitRatio = hit / requested (0 when none,
+	// or Partial).
 	PagesRequested uint64  `json:"pages_requested"`
 	PagesHit       uint64  `json:"pages_hit"`
 	PagesMissed    uint64  `json:"pages_missed"`
@@ -63,6 +68,12 @@ type Workload struct {
 	PendingPages   uint64 `json:"pending_pages"`
 
 	Report *workloads.Report `json:"report,omitempty"`
+
+	// Partial: LostEvents records of the trace were lost (the ring buffer
+	// was full): every count above that the tracer built from records
+	// (calls, bytes, pages) is a lower bound (record.Totals.Partial).
+	Partial    bool   `json:"partial,omitempty"`
+	LostEvents uint64 `json:"lost_events,omitempty"`
 
 	// FS is the file's filesystem type, for the text; Unmatched counts dirty
 	// folios written in bios beyond the tracer's matches per bio

@@ -152,7 +152,7 @@ func writeFaultRows(b *strings.Builder, head string, rows []faultRow) {
 		if r.t.MajorFaults > 0 {
 			per = Bytes(r.t.FaultDiskBytesRead / r.t.MajorFaults)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.cells, r.t.Faults, r.t.MajorFaults, Bytes(r.t.FaultDiskBytesRead), per)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s%s\n", r.cells, r.t.Faults, r.t.MajorFaults, Bytes(r.t.FaultDiskBytesRead), per, partialCell(*r.t))
 	}
 	tw.Flush()
 }

@@ -432,6 +432,7 @@ var stories = []story{
 		s.E.AddHitsNotItemized(0, false, hits)
 	}, losses: func(sum *record.Summary) {
 		sum.LostEvents = 3
+		sum.MarkPartialLost()
 		sum.MapEvictions["hit_stats"] = 3
 		sum.MapEvictions["hit_other"] = 1
 		sum.MapEvictions["dirty_pages"] = 2

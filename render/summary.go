@@ -24,14 +24,15 @@ func SummaryText(s *record.Summary, fileRows int) string {
 	var b strings.Builder
 	b.WriteString("\n--- summary ---\n")
 	if s.LostEvents > 0 {
-		fmt.Fprintf(&b, "INCOMPLETE: %d events were lost (ring buffer full: raise --ringbuf-size); the totals below miss them\n", s.LostEvents)
+		fmt.Fprintf(&b, "PARTIAL: %s lost (the ring buffer was full: raise --ringbuf-size): every row marked PARTIAL below (JSON: partial) is a lower bound, its calls, bytes, pages, faults, dirtied pages, requests and disk bytes, and its ratios are ratios of lower bounds\n",
+			Count(s.LostEvents, "record"))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tCOMM\tCALLS\tREAD REQ\tHIT\tMISSED\tADDED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE\tTHROTTLED\tUNATTR")
 	for _, p := range s.Pids {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d%s\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
-			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed)
+			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed, partialCell(p.Totals))
 	}
 	tw.Flush()
 	faultTable(&b, s)
@@ -40,8 +41,8 @@ func SummaryText(s *record.Summary, fileRows int) string {
 		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
 		row := func(cells string, t *record.Totals) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s\n", cells, callsCell(*t), Bytes(t.ReadBytesReq),
-				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, Bytes(t.DiskBytesWrite))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s%s\n", cells, callsCell(*t), Bytes(t.ReadBytesReq),
+				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, Bytes(t.DiskBytesWrite), partialCell(*t))
 		}
 		shown, rest := fileRanked(s.Files, fileRows, func(*record.Totals) bool { return true },
 			func(t *record.Totals) (uint64, uint64) {
@@ -81,9 +82,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 		fmt.Fprintf(&b, "bios without completion by cause: %d never seen issued, %d still waiting when released\n",
 			c["never_issued"], c["no_completion"])
 	}
-	if n := s.Diagnostics["faults_vma_busy"] - min(s.Diagnostics["faults_vma_recovered"], s.Diagnostics["faults_vma_busy"]); n > 0 {
-		fmt.Fprintf(&b, "INCOMPLETE: %d page faults not traced (another thread held the mmap lock when iopath looked up the fault's file): their bios are unattributed (page_fault) and they are missing from faults and major_faults\n", n)
-	}
+	b.WriteString(vmaBusyText(s))
 	if s.CompletionsUnseen > 0 {
 		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, or their disk no longer counted them in flight at the end, so they completed, but no BPF program saw the completions: no device time for them)\n",
 			s.CompletionsUnseen)
@@ -185,6 +184,7 @@ func sumFiles(files []*record.FileSummary) record.Totals {
 		t.Faults += f.Faults
 		t.MajorFaults += f.MajorFaults
 		t.FaultDiskBytesRead += f.FaultDiskBytesRead
+		t.Partial = t.Partial || f.Partial
 	}
 	if t.ReadBytesReq > 0 {
 		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
@@ -206,6 +206,15 @@ func moreLine(b *strings.Builder, rest []*record.FileSummary, shown int, kind, b
 		fmt.Fprintf(b, "(%d more): the %s after the first %d by %s, summed; --files 0 lists every one (the JSON summary always does)\n",
 			len(rest), kind, shown, by)
 	}
+}
+
+// partialCell ends a row whose totals are lower bounds (records lost:
+// record.Totals.Partial) with a PARTIAL cell.
+func partialCell(t record.Totals) string {
+	if t.Partial {
+		return "\tPARTIAL"
+	}
+	return ""
 }
 
 // callsCell is the CALLS column: calls, and asynchronous requests when
@@ -286,4 +295,30 @@ func unattributedText(s *record.Summary) string {
 	}
 	return fmt.Sprintf("unattributed bios (queued by traced processes outside any traced call): %s: %s\n",
 		total, strings.Join(parts, ", "))
+}
+
+// vmaBusyText says what the faults whose mapping bpf_find_vma could not
+// look up (it found the mmap lock taken: another thread's mmap, munmap or
+// new stack) mean. The counter covers every user fault, anonymous ones
+// included. Where mm_filemap_fault is hooked by tp_btf (6.11+) every fault
+// that reaches filemap_fault, so every file fault that reads, is opened
+// there (faults_vma_recovered): the rest read no file through
+// filemap_fault, so nothing with IO is missing, only file minor faults
+// (fault-around, a page already mapped) from the faults column. Without
+// that hook (before 6.11, or the classic tracepoint, which has no
+// arguments) a file fault among them is not traced at all.
+func vmaBusyText(s *record.Summary) string {
+	busy := s.Diagnostics["faults_vma_busy"]
+	if busy == 0 {
+		return ""
+	}
+	rec := min(s.Diagnostics["faults_vma_recovered"], busy)
+	if s.Attach["filemap_fault"] == "tp_btf" || rec > 0 {
+		return fmt.Sprintf("faults whose mapping was looked up while another thread held the mmap lock: %d (faults_vma_busy: any mapping, anonymous ones included); "+
+			"%d reached filemap_fault and are traced (faults_vma_recovered); the other %d read no file through filemap_fault (anonymous memory, or file pages already cached: fault-around), "+
+			"so no IO is missing, only file minor faults among them from the faults counts\n", busy, rec, busy-rec)
+	}
+	return fmt.Sprintf("INCOMPLETE: %d faults were looked up while another thread held the mmap lock (faults_vma_busy: any mapping, anonymous ones included), "+
+		"and this kernel has no mm_filemap_fault tracepoint with arguments (tp_btf, Linux 6.11+) to name them later: file faults among them are not traced "+
+		"(their bios are unattributed (page_fault), they are missing from faults and major_faults)\n", busy)
 }

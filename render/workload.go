@@ -19,6 +19,10 @@ func Workload(r *record.Workload, waited bool) string {
 		fmt.Fprintf(&b, "               dropped from the page cache before the trace: %d of %d pages still cached (%s)\n",
 			rep.Cache.CachedPages, rep.Cache.TotalPages, rep.Cache.Method)
 	}
+	if r.Partial {
+		fmt.Fprintf(&b, "PARTIAL:       %s lost (the ring buffer was full: raise --ringbuf-size): the calls, bytes and pages below are lower bounds; no ratio is computed from them\n",
+			Count(r.LostEvents, "record"))
+	}
 	src := "the workload's report"
 	if r.Report == nil {
 		src = "no report: calls on the file"
@@ -26,17 +30,30 @@ func Workload(r *record.Workload, waited bool) string {
 	fmt.Fprintf(&b, "ops:           %d (%s)\n", r.Ops, src)
 	fmt.Fprintf(&b, "calls:         %d reads and %d writes on the file; %d other calls by the process (Go runtime start-up, /proc)\n",
 		r.FileReadCalls, r.FileWriteCalls, r.OtherCalls)
-	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %.1f disk bytes per op\n",
-		Bytes(r.DiskBytesRead), Bytes(r.DiskBytesWritten), Bytes(r.WritebackBytes), r.DiskBytesPerOp)
+	perOp := fmt.Sprintf("%.1f disk bytes per op", r.DiskBytesPerOp)
+	switch {
+	case r.Partial && r.Report != nil:
+		perOp = "at least " + perOp + " (PARTIAL)"
+	case r.Partial:
+		perOp = "disk bytes per op not computed (PARTIAL: ops are the calls seen, short too)"
+	}
+	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %s\n",
+		Bytes(r.DiskBytesRead), Bytes(r.DiskBytesWritten), Bytes(r.WritebackBytes), perOp)
 	if kernel.MemoryOnly(r.FS) {
 		fmt.Fprintf(&b, "               the file is on %s, which has no block device: it never reaches a disk\n", r.FS)
 	}
-	if r.ReadBytesRequested > 0 {
+	switch {
+	case r.Partial:
+		fmt.Fprintf(&b, "amplification: not computed (PARTIAL: %d disk bytes read / %d bytes requested by the reads, both lower bounds)\n", r.DiskBytesRead, r.ReadBytesRequested)
+	case r.ReadBytesRequested > 0:
 		fmt.Fprintf(&b, "amplification: %.2f (%d disk bytes read / %d bytes requested by the reads)\n", r.Amplification, r.DiskBytesRead, r.ReadBytesRequested)
-	} else {
+	default:
 		b.WriteString("amplification: - (no bytes requested by reads)\n")
 	}
 	switch {
+	case r.PagesRequested > 0 && r.Partial:
+		fmt.Fprintf(&b, "page cache:    hit ratio not computed (PARTIAL: %d hits / %d pages requested by the calls on the file, both lower bounds)\n", r.PagesHit, r.PagesRequested)
+		fmt.Fprintf(&b, "               %d missed; %d pages added, readahead included\n", r.PagesMissed, r.PagesAdded)
 	case r.PagesRequested > 0:
 		fmt.Fprintf(&b, "page cache:    hit ratio %.2f%% (%d hits / %d pages requested by the calls on the file)\n", 100*r.HitRatio, r.PagesHit, r.PagesRequested)
 		fmt.Fprintf(&b, "               %d missed; %d pages added, readahead included\n", r.PagesMissed, r.PagesAdded)

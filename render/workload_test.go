@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/iopath/iopath/record"
@@ -50,5 +51,35 @@ writeback:     0 pages dirtied, 0 persisted, 0 pending (dirty, not seen on disk 
 `
 	if got := Workload(r, true); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// With records lost (lost_events > 0) the section says its counts are
+// lower bounds, marks bytes per op as one and prints no ratio of lower
+// bounds (an io_uring run with --ringbuf-size 4096 printed "3495.3 disk
+// bytes per op" with no caveat, truth 4096).
+func TestWorkloadTextPartial(t *testing.T) {
+	r := &record.Workload{Type: "workload", Kind: "uring-read", Pid: 7, File: "/var/tmp/w/f", Dev: "254:1", Ino: 77,
+		Ops: 100, FileReadCalls: 90, ReadBytesRequested: 4096 * 90, DiskBytesRead: 4096 * 90, DiskBytesPerOp: 3686.4,
+		PagesRequested: 90, PagesMissed: 90, PagesAdded: 90, FS: "ext4", Partial: true, LostEvents: 52,
+		Report: &workloads.Report{Kind: "uring-read", Ops: 100}}
+	want := `
+--- workload under trace ---
+workload:      uring-read, pid 7, file /var/tmp/w/f (ext4, dev 254:1 ino 77)
+PARTIAL:       52 records lost (the ring buffer was full: raise --ringbuf-size): the calls, bytes and pages below are lower bounds; no ratio is computed from them
+ops:           100 (the workload's report)
+calls:         90 reads and 0 writes on the file; 0 other calls by the process (Go runtime start-up, /proc)
+disk:          360.0 KiB read, 0 B written by the calls, 0 B carried by writeback: at least 3686.4 disk bytes per op (PARTIAL)
+amplification: not computed (PARTIAL: 368640 disk bytes read / 368640 bytes requested by the reads, both lower bounds)
+page cache:    hit ratio not computed (PARTIAL: 0 hits / 90 pages requested by the calls on the file, both lower bounds)
+               90 missed; 90 pages added, readahead included
+writeback:     0 pages dirtied, 0 persisted, 0 pending (dirty, not seen on disk yet)
+`
+	if got := Workload(r, true); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	r.Report, r.DiskBytesPerOp = nil, 0
+	if got := Workload(r, true); !strings.Contains(got, "0 B carried by writeback: disk bytes per op not computed (PARTIAL: ops are the calls seen, short too)\n") {
+		t.Errorf("without a report, per op:\n%s", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer"
 )
 
@@ -64,12 +65,17 @@ func checkPidRange(pid int) error {
 
 // CheckPids checks every -p (CheckPid) and returns them without repeats:
 // a pid given twice, or a thread's id and its process's (both trace the
-// process), is kept once, first come (`-p X -p X` said "PID X,X").
+// process), is kept once, first come (`-p X -p X` said "PID X,X"). A
+// kernel thread among user processes (`-p 2 -p 1`) is refused like any
+// other -p that cannot be traced, with the fix: drop it.
 func CheckPids(pids []int) ([]int, error) {
 	var out []int
 	seen := map[int]bool{}
 	for _, pid := range pids {
 		if err := CheckPid(pid); err != nil {
+			if fields, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid)); ok && len(pids) > 1 && kthread(fields) {
+				return nil, fmt.Errorf("pid %d is a kernel thread: it makes no system calls to trace; drop -p %d and keep the user processes' -p", pid, pid)
+			}
 			return nil, err
 		}
 		if tg := tracer.Tgid(pid); !seen[tg] {
@@ -133,12 +139,17 @@ func CheckComm(comm string) error {
 // PidNote says on stderr what -p follows: the process, its threads and
 // the children it forks from now on; not processes other ones fork (a
 // database's workers are often forked by its postmaster, not by the
-// backend one traces).
+// backend one traces). A -p of a thread id is named as the thread of its
+// process (the one traced), with the process's comm.
 func PidNote(pids []int) string {
 	ps := make([]string, len(pids))
 	for i, p := range pids {
-		ps[i] = strconv.Itoa(p)
+		ps[i] = "PID " + strconv.Itoa(p)
+		if tg := tracer.Tgid(p); tg != p {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", tg))
+			ps[i] = fmt.Sprintf("thread %d of process %d (%s)", p, tg, render.Safe(strings.TrimSuffix(string(comm), "\n")))
+		}
 	}
-	return "iopath: -p follows children of PID " + strings.Join(ps, ",") +
+	return "iopath: -p follows children of " + strings.Join(ps, ", ") +
 		"; processes forked by others are not traced: use --comm or -p of the parent"
 }

@@ -180,6 +180,22 @@ func TestCheckPids(t *testing.T) {
 	if got, err := CheckPids([]int{tid, p, pid}); err != nil || !slices.Equal(got, []int{tid, p}) {
 		t.Errorf("CheckPids(thread %d, %d, its process %d) = %v, %v; want [%d %d]", tid, p, pid, got, err, tid, p)
 	}
+	// issue 10: -p of a thread said "-p follows children of PID <tid>":
+	// the note names the process the thread belongs to.
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	want := fmt.Sprintf("-p follows children of thread %d of process %d (%s), PID %d;", tid, pid, strings.TrimSpace(string(comm)), p)
+	if got := PidNote([]int{tid, p}); !strings.Contains(got, want) {
+		t.Errorf("PidNote(thread %d of %d, %d) = %q, want %q in it", tid, pid, p, got, want)
+	}
+	// A kernel thread beside a user process (-p 2 -p 1) is refused, in one
+	// line that says to drop it (before: "give the pid of a user process",
+	// though one was given).
+	if st, err := os.ReadFile("/proc/2/stat"); err == nil && strings.Contains(string(st), "(kthreadd)") {
+		want := "pid 2 is a kernel thread: it makes no system calls to trace; drop -p 2 and keep the user processes' -p"
+		if _, err := CheckPids([]int{2, p}); err == nil || err.Error() != want {
+			t.Errorf("CheckPids(2, %d) = %v, want %q", p, err, want)
+		}
+	}
 	if _, err := CheckPids([]int{p, 0}); err == nil {
 		t.Error("CheckPids with pid 0: no error")
 	}

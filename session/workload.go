@@ -171,8 +171,15 @@ func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *worklo
 			r.ReadBytesRequested = uint64(rep.Bytes)
 		}
 	}
-	if r.Ops > 0 {
+	// Lost records make every count from records a lower bound: a ratio
+	// of two of them is no bound, so only bytes per op of the report's
+	// (exact) ops is kept, as a lower bound.
+	r.Partial, r.LostEvents = sum.LostEvents > 0, sum.LostEvents
+	if r.Ops > 0 && (!r.Partial || rep != nil) {
 		r.DiskBytesPerOp = float64(r.DiskBytesRead+r.DiskBytesWritten+r.WritebackBytes) / float64(r.Ops)
+	}
+	if r.Partial {
+		return r
 	}
 	if r.ReadBytesRequested > 0 {
 		r.Amplification = float64(r.DiskBytesRead) / float64(r.ReadBytesRequested)

@@ -608,6 +608,7 @@ func (t *Tracer) Summary() *record.Summary {
 	s.DurationNs = uint64(time.Since(t.started))
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
+	s.MarkPartialLost()
 	for _, m := range []string{"hit_stats", "hit_stats_nomem", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
 		s.MapEvictions[m] = c[m]
 	}
@@ -641,10 +642,11 @@ func (t *Tracer) Summary() *record.Summary {
 		"paths_missing": t.dec.MissingPaths,
 		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
 		"faults_unended": c["faults_unended"],
-		// User faults whose file bpf_find_vma could not name (another
-		// thread held the mmap lock); of those, the ones opened later at
-		// mm_filemap_fault from the page cache's inode. The rest are lost
-		// (said in the text).
+		// User faults, on any mapping (anonymous too), whose mapping
+		// bpf_find_vma could not look up (another thread held the mmap
+		// lock); of those, the ones opened later at mm_filemap_fault (tp_btf)
+		// from the page cache's inode. The rest read no file through
+		// filemap_fault (render.vmaBusyText says what that means).
 		"faults_vma_busy": c["faults_vma_busy"], "faults_vma_recovered": c["faults_vma_recovered"],
 		// Requests held at the end (engine/endunseen.go): completed unseen
 		// beyond their disk's own count of requests in flight, and the
