@@ -150,22 +150,18 @@ func bareErr(err error) error {
 // starts on a new line, see SharedStdout), or stdout. done closes it and
 // returns failed, or the output's error (a failed write or close) when
 // failed is nil; a file -o created is removed again when the run failed
-// without output. -o naming iopath's stdout itself (`-o f … > f`) is
-// refused: the truncating open and both writers would destroy the
-// command's output. Opening a FIFO waits for its reader, said on notes;
+// without output. -o naming iopath's stdout or stderr itself (`-o f … > f`,
+// `-o f … 2> f`; notes is stderr) is refused: the truncating open and both
+// writers would destroy the command's output. Opening a FIFO waits for its reader, said on notes;
 // a signal of sig ends that wait with Interrupted.
 func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
-		st, statErr := os.Stat(path)
+		_, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
 			return nil, nil, nil, err
 		}
-		if statErr == nil && st.Mode().IsRegular() {
-			if f, ok := stdout.(*os.File); ok {
-				if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
-					return nil, nil, nil, fmt.Errorf("-o %s is also iopath's standard output (> %s): give -o another file, or drop -o", path, path)
-				}
-			}
+		if err := timeline.CheckNotStd("-o", path, stdout, notes); err != nil {
+			return nil, nil, nil, err
 		}
 		f, err := openOutput(sig, path, notes)
 		if err != nil {

@@ -69,6 +69,14 @@ func TestOutputIsStdout(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
 		t.Errorf("the refused -o truncated its file: %q", b)
 	}
+	// -o f … 2> f: notes is stderr
+	_, _, _, err = Output(nil, path, io.Discard, stdout, true)
+	if err == nil || !strings.Contains(err.Error(), "also iopath's standard error") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("-o FILE 2> FILE: %v, want one line refusing it", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
+		t.Errorf("the refused -o truncated its file: %q", b)
+	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
