@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -87,8 +88,9 @@ func (o *Out) Err() error {
 // OutputError is a failed write to iopath's output. The trace stops at
 // the first one (a traced command gets SIGTERM, as at --duration) and
 // iopath exits with status 1, saying it in one line; or, for EPIPE (the
-// reader is gone: `iopath trace … | head`), silently with status 141
-// (128+SIGPIPE, what a shell reports for a tool that SIGPIPE ended).
+// reader is gone), with status 141 (128+SIGPIPE, what a shell reports for
+// a tool that SIGPIPE ended): silently for stdout (`iopath trace … | head`),
+// in one line for an -o FIFO.
 type OutputError struct {
 	Name     string // "-o FILE" or "stdout"
 	Err      error
@@ -96,6 +98,10 @@ type OutputError struct {
 }
 
 func (e OutputError) Error() string {
+	if e.pipeClosed() && e.Name != "stdout" {
+		path := strings.TrimPrefix(e.Name, "-o ")
+		return fmt.Sprintf("writing %s: the reader of FIFO %s closed it: iopath stopped there (a traced command got SIGTERM), what came after is lost: keep the reader open until iopath ends, or give -o a regular file", e.Name, path)
+	}
 	return fmt.Sprintf("writing %s: %v: iopath stopped there, what came after is lost: %s", e.Name, bareErr(e.Err), e.advice())
 }
 
@@ -125,12 +131,16 @@ func (e OutputError) advice() string {
 
 func (e OutputError) Unwrap() error { return e.Err }
 
-// Broken says the reader went away (EPIPE): exit quietly.
-func (e OutputError) Broken() bool { return errors.Is(e.Err, syscall.EPIPE) }
+// Broken says stdout's reader went away (EPIPE, `| head`): exit quietly.
+// An -o FIFO whose reader left is said in one line (Error).
+func (e OutputError) Broken() bool { return e.pipeClosed() && e.Name == "stdout" }
 
-// ExitCode is 141 for EPIPE, else 1.
+// pipeClosed says the reader went away (EPIPE).
+func (e OutputError) pipeClosed() bool { return errors.Is(e.Err, syscall.EPIPE) }
+
+// ExitCode is 141 for EPIPE (stdout or -o), else 1.
 func (e OutputError) ExitCode() int {
-	if e.Broken() {
+	if e.pipeClosed() {
 		return 128 + int(syscall.SIGPIPE)
 	}
 	return 1

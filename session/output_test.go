@@ -132,6 +132,16 @@ func TestOutWriteError(t *testing.T) {
 	if !errors.As(out.Err(), &oe) || !oe.Broken() || oe.ExitCode() != 141 {
 		t.Errorf("EPIPE: %v, want a broken OutputError with exit status 141", out.Err())
 	}
+	// Breaker: an -o FIFO whose reader left ended with 141 and no line at
+	// all, although the command was sent SIGTERM: now one line says it.
+	fifo := NewOut(pw, "-o run/f.fifo")
+	fifo.Write([]byte("a\n"))
+	if !errors.As(fifo.Err(), &oe) || oe.Broken() || oe.ExitCode() != 141 {
+		t.Errorf("-o FIFO EPIPE: %v, want a said OutputError with exit status 141", fifo.Err())
+	}
+	if msg := fifo.Err().Error(); !strings.HasPrefix(msg, "writing -o run/f.fifo: the reader of FIFO run/f.fifo closed it: iopath stopped there") || strings.Contains(msg, "\n") {
+		t.Errorf("-o FIFO EPIPE says %q", msg)
+	}
 }
 
 // issue 10: -o /proc/self/status (EINVAL) was told to "free space". The
