@@ -196,7 +196,19 @@ func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool
 		}
 		out := NewOut(sh, "stdout")
 		out.file = nil // shared: PIPE_BUF-sized writes
-		return out, sh, func(failed error) error { sh.Close(); return orOutErr(failed, out) }, nil
+		return out, sh, func(failed error) error {
+			var ie Interrupted
+			if errors.As(failed, &ie) || out.Err() != nil {
+				sh.Close()
+			} else {
+				var stop <-chan struct{}
+				if sig != nil {
+					stop = sig.Fired()
+				}
+				sh.Finish(stop, notes)
+			}
+			return orOutErr(failed, out)
+		}, nil
 	}
 	out := NewOut(stdout, "stdout")
 	return out, nil, func(failed error) error { return orOutErr(failed, out) }, nil

@@ -169,3 +169,43 @@ func TestSharedStdoutBroken(t *testing.T) {
 	}
 	s.Close()
 }
+
+// Breaker: `iopath trace -- sh -c '(sleep 3; echo late-output) & echo
+// early' | cat` lost late-output (the relay pipe was closed when sh
+// exited, the descendant got SIGPIPE). Finish relays until every writer
+// closed the pipe: here a descendant that writes only after the run's end.
+func TestSharedStdoutFinishRelaysDescendants(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	s, err := ShareStdout(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command's background child: it writes once the gate exists,
+	// that is after the command exited and Finish began.
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := exec.Command("sh", "-c", `(while [ ! -e "$0" ]; do sleep 0.01; done; echo late-output) & echo early`, gate)
+	cmd.Stdout = s.CommandStdout()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Started()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	var notes strings.Builder
+	go func() { s.Finish(nil, &notes); close(finished) }()
+	os.WriteFile(gate, nil, 0o644)
+	<-finished
+	pw.Close()
+	if out, _ := io.ReadAll(pr); string(out) != "early\nlate-output\n" {
+		t.Errorf("stdout %q, want the background child's late-output too", out)
+	}
+	if notes.Len() != 0 {
+		t.Errorf("notes %q", notes.String())
+	}
+}
