@@ -19,15 +19,7 @@ const testRecord = `{"type":"syscall"}` + "\n"
 // Pipe: the command's output is relayed, and a record written while the
 // command is mid-line starts on a new line; at a line start, no blank line.
 func TestSharedStdoutPipe(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	s, err := ShareStdout(pw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw, s := sharedPipe(t)
 	if s.CommandStdout() == pw {
 		t.Fatal("a pipe stdout is not relayed")
 	}
@@ -175,15 +167,7 @@ func TestSharedStdoutBroken(t *testing.T) {
 // exited, the descendant got SIGPIPE). Finish relays until every writer
 // closed the pipe: here a descendant that writes only after the run's end.
 func TestSharedStdoutFinishRelaysDescendants(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	s, err := ShareStdout(pw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw, s := sharedPipe(t)
 	// The command's background child: it writes once the gate exists,
 	// that is after the command exited and Finish began.
 	gate := filepath.Join(t.TempDir(), "go")
@@ -208,4 +192,19 @@ func TestSharedStdoutFinishRelaysDescendants(t *testing.T) {
 	if notes.Len() != 0 {
 		t.Errorf("notes %q", notes.String())
 	}
+}
+
+// sharedPipe is a pipe as iopath's stdout (read at pr), shared with a
+// command through s.
+func sharedPipe(t *testing.T) (pr, pw *os.File, s *SharedStdout) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	if s, err = ShareStdout(pw); err != nil {
+		t.Fatal(err)
+	}
+	return pr, pw, s
 }
