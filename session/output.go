@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -88,8 +89,9 @@ func (o *Out) Err() error {
 // OutputError is a failed write to iopath's output. The trace stops at
 // the first one (a traced command gets SIGTERM, as at --duration) and
 // iopath exits with status 1, saying it in one line; or, for EPIPE (the
-// reader is gone: `iopath trace … | head`), silently with status 141
-// (128+SIGPIPE, what a shell reports for a tool that SIGPIPE ended).
+// reader is gone), with status 141 (128+SIGPIPE, what a shell reports for
+// a tool that SIGPIPE ended): silently for stdout (`iopath trace … | head`),
+// in one line for an -o FIFO.
 type OutputError struct {
 	Name     string // "-o FILE" or "stdout"
 	Err      error
@@ -97,6 +99,10 @@ type OutputError struct {
 }
 
 func (e OutputError) Error() string {
+	if e.pipeClosed() && e.Name != "stdout" {
+		path := strings.TrimPrefix(e.Name, "-o ")
+		return fmt.Sprintf("writing %s: the reader of FIFO %s closed it: iopath stopped there (a traced command got SIGTERM), what came after is lost: keep the reader open until iopath ends, or give -o a regular file", e.Name, path)
+	}
 	return fmt.Sprintf("writing %s: %v: iopath stopped there, what came after is lost: %s", e.Name, bareErr(e.Err), e.advice())
 }
 
@@ -126,12 +132,16 @@ func (e OutputError) advice() string {
 
 func (e OutputError) Unwrap() error { return e.Err }
 
-// Broken says the reader went away (EPIPE): exit quietly.
-func (e OutputError) Broken() bool { return errors.Is(e.Err, syscall.EPIPE) }
+// Broken says stdout's reader went away (EPIPE, `| head`): exit quietly.
+// An -o FIFO whose reader left is said in one line (Error).
+func (e OutputError) Broken() bool { return e.pipeClosed() && e.Name == "stdout" }
 
-// ExitCode is 141 for EPIPE, else 1.
+// pipeClosed says the reader went away (EPIPE).
+func (e OutputError) pipeClosed() bool { return errors.Is(e.Err, syscall.EPIPE) }
+
+// ExitCode is 141 for EPIPE (stdout or -o), else 1.
 func (e OutputError) ExitCode() int {
-	if e.Broken() {
+	if e.pipeClosed() {
 		return 128 + int(syscall.SIGPIPE)
 	}
 	return 1
@@ -151,25 +161,21 @@ func bareErr(err error) error {
 // starts on a new line, see SharedStdout), or stdout. done closes it and
 // returns failed, or the output's error (a failed write or close) when
 // failed is nil; a file -o created is removed again when the run failed
-// without output. -o naming iopath's stdout itself (`-o f … > f`) is
-// refused: the truncating open and both writers would destroy the
-// command's output. Opening a FIFO waits for its reader, said on notes;
+// without output. -o naming iopath's stdout or stderr itself (`-o f … > f`,
+// `-o f … 2> f`; notes is stderr) is refused: the truncating open and both
+// writers would destroy the command's output. Opening a FIFO waits for its reader, said on notes;
 // a signal of sig ends that wait with Interrupted.
 func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool) (w *Out, shared *SharedStdout, done func(failed error) error, err error) {
 	if path != "" {
-		st, statErr := os.Stat(path)
+		_, statErr := os.Stat(path)
 		if err := timeline.CheckOutputPath("-o", path, statErr != nil); err != nil {
 			return nil, nil, nil, err
 		}
 		if err := CheckOutputTarget(path); err != nil {
 			return nil, nil, nil, err
 		}
-		if statErr == nil && st.Mode().IsRegular() {
-			if f, ok := stdout.(*os.File); ok {
-				if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
-					return nil, nil, nil, fmt.Errorf("-o %s is also iopath's standard output (> %s): give -o another file, or drop -o", path, path)
-				}
-			}
+		if err := timeline.CheckNotStd("-o", path, stdout, notes); err != nil {
+			return nil, nil, nil, err
 		}
 		f, err := openOutput(sig, path, notes)
 		if err != nil {
@@ -194,7 +200,19 @@ func Output(sig *Signals, path string, stdout, notes io.Writer, withCommand bool
 		}
 		out := NewOut(sh, "stdout")
 		out.file = nil // shared: PIPE_BUF-sized writes
-		return out, sh, func(failed error) error { sh.Close(); return orOutErr(failed, out) }, nil
+		return out, sh, func(failed error) error {
+			var ie Interrupted
+			if errors.As(failed, &ie) || out.Err() != nil {
+				sh.Close()
+			} else {
+				var stop <-chan struct{}
+				if sig != nil {
+					stop = sig.Fired()
+				}
+				sh.Finish(stop, notes)
+			}
+			return orOutErr(failed, out)
+		}, nil
 	}
 	out := NewOut(stdout, "stdout")
 	return out, nil, func(failed error) error { return orOutErr(failed, out) }, nil

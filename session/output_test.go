@@ -70,6 +70,14 @@ func TestOutputIsStdout(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
 		t.Errorf("the refused -o truncated its file: %q", b)
 	}
+	// -o f … 2> f: notes is stderr
+	_, _, _, err = Output(nil, path, io.Discard, stdout, true)
+	if err == nil || !strings.Contains(err.Error(), "also iopath's standard error") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("-o FILE 2> FILE: %v, want one line refusing it", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "kept\n" {
+		t.Errorf("the refused -o truncated its file: %q", b)
+	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +175,16 @@ func TestOutWriteError(t *testing.T) {
 	}
 	if !errors.As(out.Err(), &oe) || !oe.Broken() || oe.ExitCode() != 141 {
 		t.Errorf("EPIPE: %v, want a broken OutputError with exit status 141", out.Err())
+	}
+	// Breaker: an -o FIFO whose reader left ended with 141 and no line at
+	// all, although the command was sent SIGTERM: now one line says it.
+	fifo := NewOut(pw, "-o run/f.fifo")
+	fifo.Write([]byte("a\n"))
+	if !errors.As(fifo.Err(), &oe) || oe.Broken() || oe.ExitCode() != 141 {
+		t.Errorf("-o FIFO EPIPE: %v, want a said OutputError with exit status 141", fifo.Err())
+	}
+	if msg := fifo.Err().Error(); !strings.HasPrefix(msg, "writing -o run/f.fifo: the reader of FIFO run/f.fifo closed it: iopath stopped there") || strings.Contains(msg, "\n") {
+		t.Errorf("-o FIFO EPIPE says %q", msg)
 	}
 }
 

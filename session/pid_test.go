@@ -43,10 +43,10 @@ func TestReadyFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) == "" {
+	if b, err := os.ReadFile(p); err != nil || string(b) != fmt.Sprintf("iopath ready pid=%d start=%s\n", os.Getpid(), pidStart(os.Getpid())) || pidStart(os.Getpid()) == "" {
 		t.Fatalf("ready file: %q, %v", b, err)
 	}
-	if _, err := ReadyFile(p, io.Discard); err == nil || !strings.Contains(err.Error(), "give a path that does not exist yet") {
+	if _, err := ReadyFile(p, io.Discard); err == nil || !strings.Contains(err.Error(), "exists: remove it or choose another path") {
 		t.Errorf("second ReadyFile(%s) = %v", p, err)
 	}
 	if _, err := os.Stat(p); err != nil {
@@ -61,9 +61,11 @@ func TestReadyFile(t *testing.T) {
 	}
 }
 
-// issue 10 item 7: a --ready-file left by a SIGKILLed run (it holds the
-// dead run's pid) is replaced, said in one line; one holding the pid of a
-// running process, or anything else, is still refused.
+// issue 10 item 7: a --ready-file left by a SIGKILLed run (its line names
+// the dead run) is replaced, said in one line. Breaker: a user's file that
+// only holds a dead pid ("3999999") was deleted as well; now only a file
+// of iopath's own line is replaced, and one naming a running process (or
+// its pid reused by a process started at another time: replaced) is not.
 func TestReadyFileStale(t *testing.T) {
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -74,34 +76,53 @@ func TestReadyFileStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
+	liveStart := pidStart(live.Process.Pid)
+	if liveStart == "" {
+		t.Fatalf("no start time for running pid %d", live.Process.Pid)
+	}
 	dir := t.TempDir()
-	stale := filepath.Join(dir, "stale")
-	if err := os.WriteFile(stale, []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var notes strings.Builder
-	remove, err := ReadyFile(stale, &notes)
-	if err != nil {
-		t.Fatalf("ReadyFile over the ready file of dead pid %d: %v", dead.Process.Pid, err)
-	}
-	if b, _ := os.ReadFile(stale); strings.TrimSpace(string(b)) != strconv.Itoa(os.Getpid()) {
-		t.Errorf("replaced ready file holds %q, want this pid %d", b, os.Getpid())
-	}
-	if want := fmt.Sprintf("iopath: replacing --ready-file %s, left by iopath pid %d which no longer runs\n", stale, dead.Process.Pid); notes.String() != want {
-		t.Errorf("notes %q, want %q", notes.String(), want)
-	}
-	remove()
-	for name, content := range map[string]string{"running": strconv.Itoa(live.Process.Pid) + "\n", "other": "not a pid\n"} {
+	for name, c := range map[string]struct {
+		content  string
+		replaced bool
+		pid      int
+	}{
+		"dead":   {readyLine(dead.Process.Pid, "12345") + "\n", true, dead.Process.Pid},
+		"reused": {readyLine(live.Process.Pid, liveStart+"0") + "\n", true, live.Process.Pid},
+		"live":   {readyLine(live.Process.Pid, liveStart) + "\n", false, 0},
+		"user":   {strconv.Itoa(dead.Process.Pid) + "\n", false, 0},
+		"more":   {readyLine(dead.Process.Pid, "12345") + "\nkeep\n", false, 0},
+		"other":  {"not a pid\n", false, 0},
+	} {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ReadyFile(p, io.Discard); err == nil {
-			t.Errorf("ReadyFile over a %s file %q: no error", name, content)
+		if err := CheckReadyFile(p); (err == nil) != c.replaced {
+			t.Errorf("CheckReadyFile over a %s file %q: %v", name, c.content, err)
 		}
-		if b, _ := os.ReadFile(p); string(b) != content {
-			t.Errorf("the refused %s ready file now holds %q", name, b)
+		var notes strings.Builder
+		remove, err := ReadyFile(p, &notes)
+		b, _ := os.ReadFile(p)
+		if !c.replaced {
+			if err == nil || !strings.Contains(err.Error(), "exists: remove it or choose another path") {
+				t.Errorf("ReadyFile over a %s file %q: %v", name, c.content, err)
+			}
+			if string(b) != c.content {
+				t.Errorf("the refused %s ready file now holds %q", name, b)
+			}
+			continue
 		}
+		if err != nil {
+			t.Errorf("ReadyFile over the %s ready file %q: %v", name, c.content, err)
+			continue
+		}
+		if want := readyLine(os.Getpid(), pidStart(os.Getpid())) + "\n"; string(b) != want {
+			t.Errorf("replaced ready file holds %q, want %q", b, want)
+		}
+		if want := fmt.Sprintf("iopath: replacing --ready-file %s, left by iopath pid %d which no longer runs\n", p, c.pid); notes.String() != want {
+			t.Errorf("notes %q, want %q", notes.String(), want)
+		}
+		remove()
 	}
 }
 
@@ -123,7 +144,7 @@ func TestReadyFileErrors(t *testing.T) {
 	if err := os.WriteFile(exists, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckReadyFile(exists); err == nil || !strings.Contains(err.Error(), "--ready-file "+exists+" exists: give a path that does not exist yet") {
+	if err := CheckReadyFile(exists); err == nil || !strings.Contains(err.Error(), "--ready-file "+exists+" exists: remove it or choose another path") {
 		t.Errorf("CheckReadyFile(existing file): %v", err)
 	}
 	dead := exec.Command("true")
@@ -131,7 +152,7 @@ func TestReadyFileErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(dir, "stale")
-	if err := os.WriteFile(stale, []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(stale, []byte(readyLine(dead.Process.Pid, "1")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"", stale, filepath.Join(dir, "new")} {

@@ -1,10 +1,13 @@
 package session
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -200,6 +203,31 @@ func (s *SharedStdout) midLine() bool {
 		return c[0] != '\n'
 	}
 	return s.started || s.partial
+}
+
+// finishWait is how long Finish relays, after the run, the output of
+// processes the command started that still hold its stdout.
+const finishWait = 5 * time.Second
+
+// Finish, at the end of a run, relays what processes the command left
+// behind (`sh -c 'cmd &'`) still write, until every writer closed the
+// relay pipe, as a reader of the real stdout would get it, then Closes.
+// It waits at most finishWait, or until stop is closed (a signal); it
+// says on notes when it stopped a writer still there: what that writes
+// from then on gets EPIPE.
+func (s *SharedStdout) Finish(stop <-chan struct{}, notes io.Writer) {
+	if s.relayed != nil {
+		s.closePw()
+		t := time.NewTimer(finishWait)
+		defer t.Stop()
+		select {
+		case <-s.relayed:
+		case <-stop:
+		case <-t.C:
+			fmt.Fprintf(notes, "iopath: a process the command started still holds its stdout %s after the run: iopath stopped relaying it, what it writes from now on gets EPIPE (use -o FILE: the command then keeps stdout itself)\n", finishWait)
+		}
+	}
+	s.Close()
 }
 
 // Close stops relaying: what the command (or a process that inherited its

@@ -19,15 +19,7 @@ const testRecord = `{"type":"syscall"}` + "\n"
 // Pipe: the command's output is relayed, and a record written while the
 // command is mid-line starts on a new line; at a line start, no blank line.
 func TestSharedStdoutPipe(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	s, err := ShareStdout(pw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw, s := sharedPipe(t)
 	if s.CommandStdout() == pw {
 		t.Fatal("a pipe stdout is not relayed")
 	}
@@ -168,4 +160,51 @@ func TestSharedStdoutBroken(t *testing.T) {
 		t.Fatal("yes still runs 5 s after stdout's reader left")
 	}
 	s.Close()
+}
+
+// Breaker: `iopath trace -- sh -c '(sleep 3; echo late-output) & echo
+// early' | cat` lost late-output (the relay pipe was closed when sh
+// exited, the descendant got SIGPIPE). Finish relays until every writer
+// closed the pipe: here a descendant that writes only after the run's end.
+func TestSharedStdoutFinishRelaysDescendants(t *testing.T) {
+	pr, pw, s := sharedPipe(t)
+	// The command's background child: it writes once the gate exists,
+	// that is after the command exited and Finish began.
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := exec.Command("sh", "-c", `(while [ ! -e "$0" ]; do sleep 0.01; done; echo late-output) & echo early`, gate)
+	cmd.Stdout = s.CommandStdout()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Started()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	var notes strings.Builder
+	go func() { s.Finish(nil, &notes); close(finished) }()
+	os.WriteFile(gate, nil, 0o644)
+	<-finished
+	pw.Close()
+	if out, _ := io.ReadAll(pr); string(out) != "early\nlate-output\n" {
+		t.Errorf("stdout %q, want the background child's late-output too", out)
+	}
+	if notes.Len() != 0 {
+		t.Errorf("notes %q", notes.String())
+	}
+}
+
+// sharedPipe is a pipe as iopath's stdout (read at pr), shared with a
+// command through s.
+func sharedPipe(t *testing.T) (pr, pw *os.File, s *SharedStdout) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	if s, err = ShareStdout(pw); err != nil {
+		t.Fatal(err)
+	}
+	return pr, pw, s
 }

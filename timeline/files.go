@@ -24,6 +24,7 @@ type Files struct {
 	report *Report
 	files  []*os.File
 	finals []string
+	flags  []string // the flag of each file: --timeline, --report
 	sums   int
 	lost   uint64 // ring-buffer records the summaries say were dropped
 	ended  bool
@@ -60,6 +61,7 @@ func OpenFiles(trace, report, title string) (*Files, error) {
 		}
 		o.files = append(o.files, file)
 		o.finals = append(o.finals, final)
+		o.flags = append(o.flags, x.flag)
 		if x.flag == "--timeline" {
 			outs = append(outs, NewChrome(file))
 		} else {
@@ -247,7 +249,7 @@ func (o *Files) End(err error, w io.Writer) error {
 		}
 	}
 	if werr != nil {
-		return errors.Join(err, fmt.Errorf("writing the timeline: %w", werr))
+		return errors.Join(err, o.writeError(werr))
 	}
 	st := o.tl.Stats()
 	for _, p := range o.finals {
@@ -266,6 +268,35 @@ func (o *Files) End(err error, w io.Writer) error {
 			st.Overlaps, MaxLanes, st.Forgotten)
 	}
 	return err
+}
+
+// writeError says in one line which of the user's files (not the temp
+// file written beside it) could not be written, why, and the fix.
+func (o *Files) writeError(err error) error {
+	var names []string
+	var pe *fs.PathError
+	var le *os.LinkError
+	for i, f := range o.files {
+		if errors.As(err, &pe) && pe.Path == f.Name() || errors.As(err, &le) && le.Old == f.Name() {
+			names = []string{o.flags[i] + " " + o.finals[i]}
+			break
+		}
+		names = append(names, o.flags[i]+" "+o.finals[i])
+	}
+	bare := bareErr(err)
+	if errors.As(err, &le) {
+		bare = le.Err
+	}
+	fix := "give another path"
+	switch {
+	case errors.Is(err, syscall.EFBIG):
+		fix = "the file reached its size limit (ulimit -f, or the filesystem's largest file): raise the limit, or trace for a shorter time"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		fix = "free space (or raise the quota), or give a path on another filesystem"
+	case errors.Is(err, syscall.EIO):
+		fix = "the device reported an IO error (see dmesg): give a path on another device"
+	}
+	return fmt.Errorf("writing %s: %w: not written (a file already there is left as it was): %s", strings.Join(names, " and "), bare, fix)
 }
 
 // tempPrefix names the temp files of path base written by process pid:

@@ -176,3 +176,30 @@ func TestOpenFilesLinksAndNodes(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// Breaker: a failed write of the timeline (`ulimit -f`) named the internal
+// temp file ("write run/.t.json.iopath-4433.…tmp: file too large") and gave
+// no fix. It names the user's path now, and the fix for the errno.
+func TestFilesWriteErrorNamesPath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.json")
+	o, err := OpenFiles(path, "", "title")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Summary(&record.Summary{})
+	o.files[0].Close() // every write to it fails now
+	err = o.End(nil, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "writing --timeline "+path+": ") || strings.Contains(err.Error(), ".iopath-") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("End after a failed write: %v, want one line naming --timeline %s", err, path)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("left: %v", left)
+	}
+	temp := filepath.Join(dir, ".t.json.iopath-1.2.tmp")
+	o = &Files{files: []*os.File{os.NewFile(0, temp)}, finals: []string{path}, flags: []string{"--timeline"}}
+	msg := o.writeError(&os.PathError{Op: "write", Path: temp, Err: unix.EFBIG}).Error()
+	if !strings.HasPrefix(msg, "writing --timeline "+path+": file too large: ") || !strings.Contains(msg, "raise the limit") {
+		t.Errorf("EFBIG says %q", msg)
+	}
+}

@@ -1,13 +1,14 @@
 package timeline
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestCheckApart(t *testing.T) {
+func TestCheckOutputs(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a")
 	if err := os.WriteFile(a, nil, 0o644); err != nil {
@@ -17,15 +18,43 @@ func TestCheckApart(t *testing.T) {
 	if err := os.Link(a, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ output, trace, report, want string }{
-		{a, dir + "/./a", "", "-o and --timeline both name " + a},
-		{a, "", link, "-o and --report both name " + a}, // one inode
-		{a, filepath.Join(dir, "b"), "", ""},
-		{"", a, a, ""},
+	std, err := os.Create(filepath.Join(dir, "std"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer std.Close()
+	other, err := os.Create(filepath.Join(dir, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	fdPath := fmt.Sprintf("/proc/self/fd/%d", std.Fd())
+	o := func(p string) Named { return Named{"-o", p, p != ""} }
+	tl := func(p string) Named { return Named{"--timeline", p, p != ""} }
+	rp := func(p string) Named { return Named{"--report", p, p != ""} }
+	rf := func(p string) Named { return Named{"--ready-file", p, p != ""} }
+	for _, c := range []struct {
+		outs []Named
+		want string
+	}{
+		{[]Named{o(a), tl(dir + "/./a")}, "-o and --timeline both name " + a},
+		{[]Named{o(a), rp(link)}, "-o and --report both name " + a}, // one inode
+		{[]Named{o(a), tl(filepath.Join(dir, "b"))}, ""},
+		{[]Named{tl(a), rp(a)}, "--timeline and --report both name " + a},
+		{[]Named{o(a), rf(a)}, "-o and --ready-file both name " + a},
+		{[]Named{tl(a), rf(a)}, "--timeline and --ready-file both name " + a},
+		{[]Named{o(""), tl("")}, ""},
+		{[]Named{{"-o", "", true}}, `-o "" is an empty path`},
+		{[]Named{o(a), {"--timeline", "", true}}, `--timeline "" is an empty path`},
+		{[]Named{tl(std.Name())}, "--timeline " + std.Name() + " is also iopath's standard output (> " + std.Name() + ")"},
+		{[]Named{rp(std.Name())}, "--report " + std.Name() + " is also iopath's standard output"},
+		{[]Named{o(other.Name())}, "-o " + other.Name() + " is also iopath's standard error (2> " + other.Name() + ")"},
+		// as /dev/stdout is: a link to the open file
+		{[]Named{tl(fdPath)}, "--timeline " + fdPath + " is also iopath's standard output"},
 	} {
-		err := CheckApart(c.output, c.trace, c.report)
+		err := CheckOutputs(std, other, c.outs...)
 		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
-			t.Errorf("CheckApart(%q, %q, %q) = %v, want %q", c.output, c.trace, c.report, err, c.want)
+			t.Errorf("CheckOutputs(%v) = %v, want %q", c.outs, err, c.want)
 		}
 	}
 }

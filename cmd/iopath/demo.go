@@ -8,6 +8,7 @@ import (
 
 	"github.com/iopath/iopath/demo"
 	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/timeline"
 	"github.com/spf13/cobra"
 )
 
@@ -37,6 +38,9 @@ and the next demo removes the files left behind.`,
 			o.Signals = session.Catch() // before anything loads
 			defer o.Signals.Stop()
 			if err := checkDemoFlags(args[0], cmd.Flags().Changed, o); err != nil {
+				return err
+			}
+			if err := timeline.CheckOutputs(cmd.OutOrStdout(), cmd.ErrOrStderr(), outputFlag(cmd, "timeline", tl.trace), outputFlag(cmd, "report", tl.report)); err != nil {
 				return err
 			}
 			if activeTimeline, err = openTimeline(&tl, "iopath demo "+strings.Join(args, " "), cmd.ErrOrStderr()); err != nil {

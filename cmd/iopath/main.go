@@ -5,8 +5,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/iopath/iopath/internal/runtimetune"
@@ -71,7 +73,7 @@ func main() {
 	if errors.As(err, &oe) && oe.Broken() {
 		os.Exit(oe.ExitCode()) // 141, quietly: the reader went away (| head)
 	}
-	fmt.Fprintln(os.Stderr, "iopath: "+err.Error())
+	sayError(os.Stderr, err)
 	var ie session.Interrupted
 	if errors.As(err, &ie) {
 		os.Exit(ie.ExitCode()) // 130 or 143
@@ -80,4 +82,12 @@ func main() {
 		os.Exit(oe.ExitCode()) // 1
 	}
 	os.Exit(1)
+}
+
+// sayError prints err on w, each of its lines (errors.Join puts one error
+// a line) prefixed with "iopath: ".
+func sayError(w io.Writer, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintln(w, "iopath: "+line)
+	}
 }

@@ -45,9 +45,37 @@ func lastLine(s string) string {
 	return l[len(l)-1]
 }
 
-// `-o f -- cmd > f` once truncated f and interleaved both writers: it is
-// refused before anything is opened (no root needed: nothing loads).
+// `-o f -- cmd > f` once truncated f and interleaved both writers;
+// `--timeline f` or `--report f` (or /dev/stdout) replaced f at the end,
+// the command's output and the summary gone, exit 0. All are refused before
+// anything is opened (no root needed: nothing loads).
 func TestTraceOutputIsStdout(t *testing.T) {
+	dir := t.TempDir()
+	same := filepath.Join(dir, "same.txt")
+	for _, args := range [][]string{{"-o", same}, {"--timeline", same}, {"--report", same}, {"--timeline", "/dev/stdout"}} {
+		if err := os.WriteFile(same, []byte("before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(same, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, code, _ := runWith(t, f, nil, dir, append(append([]string{"trace"}, args...), "--", "echo", "hello")...)
+		f.Close()
+		if code != 1 || !strings.Contains(stderr, args[0]+" "+args[1]+" is also iopath's standard output") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q: want 1 and one line refusing it", args, code, stderr)
+		}
+		if b, _ := os.ReadFile(same); string(b) != "before\n" {
+			t.Errorf("%v: the file became %q", args, b)
+		}
+		if left := leftovers(dir); len(left) != 1 {
+			t.Errorf("%v: left behind: %v", args, left)
+		}
+	}
+}
+
+// `-o f -- cmd 2> f` truncated what iopath and the command print on stderr.
+func TestTraceOutputIsStderr(t *testing.T) {
 	dir := t.TempDir()
 	same := filepath.Join(dir, "same.txt")
 	if err := os.WriteFile(same, []byte("before\n"), 0o644); err != nil {
@@ -58,15 +86,16 @@ func TestTraceOutputIsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	_, stderr, code, _ := runWith(t, f, nil, dir, "trace", "-o", same, "--", "echo", "hello")
-	if code != 1 || !strings.Contains(stderr, "is also iopath's standard output") || strings.Count(stderr, "\n") != 1 {
-		t.Errorf("exit %d, stderr %q: want 1 and one line refusing -o", code, stderr)
+	cmd := iopathCmd(os.TempDir(), "trace", "-o", same, "--", "sh", "-c", "echo to-stderr >&2")
+	cmd.Dir, cmd.Stderr = dir, f
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1", err)
 	}
-	if b, _ := os.ReadFile(same); string(b) != "before\n" {
-		t.Errorf("the file became %q", b)
-	}
-	if left := leftovers(dir); len(left) != 1 {
-		t.Errorf("left behind: %v", left)
+	b, _ := os.ReadFile(same)
+	if !strings.HasPrefix(string(b), "before\niopath: -o "+same+" is also iopath's standard error (2> "+same+")") || strings.Count(string(b), "\n") != 2 {
+		t.Errorf("the file became %q: want it kept, and one line refusing -o", b)
 	}
 }
 

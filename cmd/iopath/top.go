@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/session"
+	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/topview"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -107,6 +108,9 @@ func runTop(cmd *cobra.Command, f *topFlags, args []string) (err error) {
 	defer sig.Stop()
 	by, k, err := checkTopFlags(f)
 	if err != nil {
+		return err
+	}
+	if err := timeline.CheckOutputs(cmd.OutOrStdout(), cmd.ErrOrStderr(), outputFlag(cmd, "output", f.output), outputFlag(cmd, "ready-file", f.readyFile)); err != nil {
 		return err
 	}
 	var cmdPath string

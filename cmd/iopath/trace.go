@@ -107,7 +107,7 @@ func runTrace(cmd *cobra.Command, f *traceFlags, args []string) (err error) {
 	// (session.CatchEarly) and from now on end the run cleanly.
 	sig := session.Catch()
 	defer sig.Stop()
-	if err := checkTraceFlags(f); err != nil {
+	if err := checkTraceFlags(cmd, f); err != nil {
 		return err
 	}
 	if err := session.CheckPidNamespace(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/timeline"
 	"github.com/iopath/iopath/tracer"
@@ -15,7 +17,7 @@ const minInterval = 10 * time.Millisecond
 
 // checkTraceFlags refuses flag values that would trace nothing or wrongly,
 // and converts --force-mechanism.
-func checkTraceFlags(f *traceFlags) (err error) {
+func checkTraceFlags(cmd *cobra.Command, f *traceFlags) (err error) {
 	if err := tracer.CheckRingBufBytes(f.ringbuf); err != nil {
 		return err
 	}
@@ -40,7 +42,8 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	if err := session.CheckReadyFile(f.readyFile); err != nil {
 		return err
 	}
-	if err := timeline.CheckApart(f.output, f.timeline.trace, f.timeline.report); err != nil {
+	if err := timeline.CheckOutputs(cmd.OutOrStdout(), cmd.ErrOrStderr(), outputFlag(cmd, "output", f.output),
+		outputFlag(cmd, "timeline", f.timeline.trace), outputFlag(cmd, "report", f.timeline.report), outputFlag(cmd, "ready-file", f.readyFile)); err != nil {
 		return err
 	}
 	if err := session.CheckOutputTarget(f.output); err != nil {
@@ -48,4 +51,14 @@ func checkTraceFlags(f *traceFlags) (err error) {
 	}
 	f.mechanisms, err = tracer.ParseForce(f.force)
 	return err
+}
+
+// outputFlag is flag name (long) of cmd naming path, for
+// timeline.CheckOutputs.
+func outputFlag(cmd *cobra.Command, name, path string) timeline.Named {
+	flag := "--" + name
+	if name == "output" {
+		flag = "-o"
+	}
+	return timeline.Named{Flag: flag, Path: path, Given: cmd.Flags().Changed(name)}
 }

@@ -74,6 +74,14 @@ func TestTraceFlagsRefused(t *testing.T) {
 		{"--timeline " + tmp + "/nofile/ ends in \"/\", which names a directory (and there is none)", []string{"trace", "--timeline", tmp + "/nofile/", "--", "true"}},
 		{"-o and --timeline both name " + tmp + "/t: give them different files", []string{"trace", "-o", tmp + "/t", "--timeline", tmp + "/./t", "--", "true"}},
 		{"-o and --report both name " + tmp + "/r: give them different files", []string{"trace", "-o", tmp + "/r", "--report", tmp + "/r", "--", "true"}},
+		{`-o "" is an empty path: give a file name (e.g. -o iopath.out), or drop -o`, []string{"trace", "-o", "", "--", "true"}},
+		{`--timeline "" is an empty path: give a file name (e.g. --timeline trace.json), or drop --timeline`, []string{"trace", "--timeline", "", "--", "true"}},
+		{`--report "" is an empty path`, []string{"demo", "read-1byte", "--report", "", "--dir", "/nonexistent"}},
+		{`--ready-file "" is an empty path`, []string{"top", "--ready-file", "", "--", "/nonexistent/cmd"}},
+		{"-o and --ready-file both name " + tmp + "/x: give them different files", []string{"trace", "-o", tmp + "/x", "--ready-file", tmp + "/x", "--", "true"}},
+		{"-o and --ready-file both name " + tmp + "/x", []string{"top", "-o", tmp + "/x", "--ready-file", tmp + "/x", "--", "true"}},
+		{"--timeline and --ready-file both name " + tmp + "/x", []string{"trace", "--timeline", tmp + "/x", "--ready-file", tmp + "/./x", "--", "true"}},
+		{"--timeline and --report both name " + tmp + "/x", []string{"trace", "--timeline", tmp + "/x", "--report", tmp + "/x", "--", "true"}},
 		{empty + " is empty: the workload reads or overwrites it and needs data there; give a file with data, or drop --file", []string{"workload", "seq-read", "--file", empty}},
 	} {
 		checkRefused(t, tmp, c.want, c.args...)
