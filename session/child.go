@@ -88,6 +88,7 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	cmd.Env = c.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	own := ownGroup(c.Stdin, c.Stdout, c.Stderr)
+	becomeSubreaper() // the command's orphans stay findable (group.go)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
 	if err := startKeepingIgnored(cmd.Start); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
@@ -96,6 +97,7 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	pid := cmd.Process.Pid
+	addCommand(pid)
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		cmd.Process.Kill()
@@ -133,7 +135,10 @@ func (ch *Child) wait() {
 	ch.mu.Unlock()
 	if sent != 0 {
 		ch.reapGroup(sent, at)
+	} else if line := untracedLine(ch.name, groupAlive(ch.Pid, ch.Pgid)); line != "" {
+		ch.note("%s\n", line)
 	}
+	reapAdopted()
 	ch.mu.Lock()
 	ch.st = statusOf(err)
 	ch.st.Sent, ch.st.Killed = ch.sent, ch.killed
@@ -231,13 +236,18 @@ func (ch *Child) signal(sig syscall.Signal) {
 // on untraced after iopath ends.
 func (ch *Child) reapGroup(sig syscall.Signal, at time.Time) {
 	left := groupAlive(ch.Pid, ch.Pgid)
+	for _, p := range left {
+		if p.pgrp != ch.Pgid || ch.Pgid == 0 {
+			syscall.Kill(p.pid, sig) // left the group: the signal did not reach it
+		}
+	}
 	for deadline := at.Add(ch.grace()); len(left) > 0 && time.Now().Before(deadline); left = groupAlive(ch.Pid, ch.Pgid) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if len(left) == 0 {
 		return
 	}
-	ch.note("iopath: %s of %s's process group still running %s after %s: sending SIGKILL\n", processes(len(left)), ch.name, ch.grace(), signame(sig))
+	ch.note("iopath: %s of %s (its process group, or descendants that left it) still running %s after %s: sending SIGKILL\n", processes(len(left)), ch.name, ch.grace(), signame(sig))
 	if line := killFamily(ch.Pid, ch.Pgid, survivorWait); line != "" {
 		ch.note("%s\n", line)
 	}

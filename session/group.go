@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -93,9 +94,45 @@ func allProcs() []proc {
 	return ps
 }
 
+// iopath is a child subreaper (PR_SET_CHILD_SUBREAPER, set by Exec): a
+// descendant of the command whose parent exits (a shell's `setsid cmd &`,
+// a daemon's double fork) is re-parented to iopath instead of init, so the
+// walk by parent pid still finds it. adopter is iopath's pid once that is
+// set (0 before), and commands the pids Exec started itself: the other
+// children of iopath are the adopted descendants.
+var (
+	adoptMu  sync.Mutex
+	adopter  int
+	commands = map[int]bool{}
+)
+
+// becomeSubreaper makes iopath the subreaper of its commands' orphans.
+func becomeSubreaper() {
+	adoptMu.Lock()
+	defer adoptMu.Unlock()
+	if adopter == 0 && unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == nil {
+		adopter = os.Getpid()
+	}
+}
+
+// addCommand records pid as a command Exec started.
+func addCommand(pid int) {
+	adoptMu.Lock()
+	commands[pid] = true
+	adoptMu.Unlock()
+}
+
+// adopted says whether p is a descendant of a command that iopath adopted.
+func adopted(p proc) bool {
+	adoptMu.Lock()
+	defer adoptMu.Unlock()
+	return adopter != 0 && p.ppid == adopter && !commands[p.pid]
+}
+
 // family is the processes of the command: the members of process group
 // pgid (0: none) and the descendants of pid (by parent pid, so those that
-// left the group too), without pid itself and without zombies.
+// left the group too), with the orphans iopath adopted and theirs, without
+// pid itself and without zombies.
 func family(ps []proc, pid, pgid int) []proc {
 	kids := map[int][]proc{}
 	for _, p := range ps {
@@ -117,7 +154,15 @@ func family(ps []proc, pid, pgid int) []proc {
 		}
 	}
 	walked := map[int]bool{pid: true}
-	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+	queue := []int{pid}
+	for _, p := range ps {
+		if adopted(p) {
+			add(p)
+			walked[p.pid] = true
+			queue = append(queue, p.pid)
+		}
+	}
+	for ; len(queue) > 0; queue = queue[1:] {
 		for _, k := range kids[queue[0]] {
 			if !walked[k.pid] {
 				walked[k.pid] = true
@@ -178,16 +223,40 @@ func processes(n int) string {
 	return strconv.Itoa(n) + " processes"
 }
 
-// groupAlive lists the live members of process group pgid other than pid.
+// groupAlive lists the live members of process group pgid other than pid,
+// and the live descendants iopath adopted (they left the group: setsid).
 func groupAlive(pid, pgid int) []proc {
-	if pgid <= 0 {
-		return nil
-	}
 	var out []proc
 	for _, p := range allProcs() {
-		if p.pgrp == pgid && p.pid != pid && p.state != 'Z' {
+		if (pgid > 0 && p.pgrp == pgid || adopted(p)) && p.pid != pid && p.state != 'Z' {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// reapAdopted collects the exit status of adopted descendants that died
+// (they are iopath's children now: zombies until waited for).
+func reapAdopted() {
+	for _, p := range allProcs() {
+		if p.state == 'Z' && adopted(p) {
+			var ws syscall.WaitStatus
+			syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// untracedLine names the command's descendants still running when it
+// exited by itself ("" if none): background jobs of a shell keep running
+// (as without iopath), but untraced once iopath ends.
+func untracedLine(name string, left []proc) string {
+	if len(left) == 0 {
+		return ""
+	}
+	names := make([]string, len(left))
+	for i, p := range left {
+		names[i] = fmt.Sprintf("%d (%s)", p.pid, p.comm)
+	}
+	return fmt.Sprintf("iopath: %s exited; %s it started still running, untraced from now on: %s",
+		name, processes(len(left)), strings.Join(names, ", "))
 }

@@ -24,7 +24,13 @@ func TestRunSignalsReachGrandchildren(t *testing.T) {
 			"status 137 9 15 true", "still running 1s after SIGTERM: sending SIGKILL"},
 		{"the command exits on SIGTERM, its child ignores it",
 			`sh -c 'trap "" TERM; touch "$0/up"; exec sleep 30' "$0" >/dev/null 2>&1 & echo $! > "$0/gc"; wait`,
-			"status 143 15 15 false", "1 process of sh's process group still running 1s after SIGTERM: sending SIGKILL"},
+			"status 143 15 15 false", "1 process of sh (its process group, or descendants that left it) still running 1s after SIGTERM: sending SIGKILL"},
+		{"the command's child left the group (setsid) and its parent exits",
+			`setsid sleep 30 >/dev/null 2>&1 & echo $! > "$0/gc"; touch "$0/up"; wait`,
+			"status 143 15 15 false", ""},
+		{"the command's child left the group (setsid) and ignores SIGTERM",
+			`setsid sh -c 'trap "" TERM; touch "$0/up"; exec sleep 30' "$0" >/dev/null 2>&1 & echo $! > "$0/gc"; wait`,
+			"status 143 15 15 false", "1 process of sh (its process group, or descendants that left it) still running 1s after SIGTERM: sending SIGKILL"},
 		{"the command's child exits on SIGTERM",
 			`trap 'wait; exit 5' TERM; sleep 30 >/dev/null 2>&1 & echo $! > "$0/gc"; touch "$0/up"; wait`,
 			"status 5 0 15 false", ""},
@@ -109,6 +115,26 @@ func TestFamily(t *testing.T) {
 	}
 	if want := []int{101, 102, 103}; !equalInts(got, want) {
 		t.Errorf("family without a group %v, want %v", got, want)
+	}
+	// An orphan re-parented to iopath (the subreaper) is the command's,
+	// with its descendants; another command iopath started is not.
+	adoptMu.Lock()
+	was, wasCommands := adopter, commands
+	adopter, commands = 50, map[int]bool{60: true}
+	adoptMu.Unlock()
+	t.Cleanup(func() {
+		adoptMu.Lock()
+		adopter, commands = was, wasCommands
+		adoptMu.Unlock()
+	})
+	ps = append(ps, proc{pid: 106, ppid: 50, pgrp: 106, state: 'S'}, proc{pid: 107, ppid: 106, pgrp: 106, state: 'S'},
+		proc{pid: 60, ppid: 50, pgrp: 60, state: 'S'})
+	got = got[:0]
+	for _, p := range family(ps, 100, 100) {
+		got = append(got, p.pid)
+	}
+	if want := []int{101, 102, 103, 105, 106, 107}; !equalInts(got, want) {
+		t.Errorf("family with adopted orphans %v, want %v", got, want)
 	}
 	p, ok := parseStat("42 (a) (b) D 7 42 42 0 -1")
 	if !ok || p.pid != 42 || p.comm != "a) (b" || p.state != 'D' || p.ppid != 7 || p.pgrp != 42 {

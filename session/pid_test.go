@@ -239,3 +239,24 @@ func TestLookCommand(t *testing.T) {
 		t.Errorf("LookCommand(sh) = %q, %v", p, err)
 	}
 }
+
+// A -p process that exited while the hooks attached is said, and a run
+// where every one did is an error, not an empty summary with exit 0.
+func TestExitedBefore(t *testing.T) {
+	c := exec.Command("true")
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := c.Process.Pid
+	var notes strings.Builder
+	if err := exitedBefore([]int{os.Getpid()}, &notes); err != nil || notes.Len() != 0 {
+		t.Errorf("a running pid: %v, notes %q", err, notes.String())
+	}
+	err := exitedBefore([]int{gone}, &notes)
+	if want := fmt.Sprintf("-p %d exited before tracing started", gone); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("an exited pid: %v, want %q", err, want)
+	}
+	if err := exitedBefore([]int{os.Getpid(), gone}, &notes); err != nil || !strings.Contains(notes.String(), fmt.Sprintf("-p %d exited before tracing started", gone)) {
+		t.Errorf("one of two exited: %v, notes %q", err, notes.String())
+	}
+}

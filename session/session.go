@@ -201,6 +201,10 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 			WaitWriteback(s.sig.Context(), s.T, tr.WaitWriteback, s.o.Notes)
 		}
 	} else {
+		if err := exitedBefore(tr.Pids, s.o.Notes); err != nil {
+			s.End()
+			return res, err
+		}
 		select {
 		case <-s.sig.Fired():
 		case <-timeout:
@@ -216,6 +220,29 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 	res.Summary, res.Signal = sum, s.sig.Signal()
 	res.Code = ExitCode(res.Signal, res.Command)
 	return res, nil
+}
+
+// exitedBefore checks, once the hooks are attached, that the -p pids still
+// run: one that exited while they attached was never traced. Each such pid
+// gets a line on notes; if none is left the run ends with an error (exit 1)
+// instead of an empty summary.
+func exitedBefore(pids []int, notes io.Writer) error {
+	var gone []int
+	for _, pid := range pids {
+		if p, ok := readProc(pid); !ok || p.state == 'Z' {
+			gone = append(gone, pid)
+		}
+	}
+	if len(gone) == 0 || len(gone) < len(pids) {
+		for _, pid := range gone {
+			fmt.Fprintf(notes, "iopath: -p %d exited before tracing started (while the hooks attached): nothing of it traced\n", pid)
+		}
+		return nil
+	}
+	if len(gone) == 1 {
+		return fmt.Errorf("-p %d exited before tracing started (while the hooks attached): nothing traced; give a running process", gone[0])
+	}
+	return fmt.Errorf("-p %v: every process exited before tracing started (while the hooks attached): nothing traced; give running processes", gone)
 }
 
 // allExited is closed once every pid has exited (never without pids).

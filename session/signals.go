@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/iopath/iopath/internal/earlysig"
@@ -38,14 +39,7 @@ func Catch() *Signals {
 	signal.Notify(s.ch, endSignals...) // again, after an earlier run's Stop
 	// Signals that came before Catch: taken now, so that the run's first
 	// check (Session.Open) sees them.
-	for pending := true; pending; {
-		select {
-		case v := <-s.ch:
-			s.got(v.(syscall.Signal))
-		default:
-			pending = false
-		}
-	}
+	takePending(s.ch, s.got)
 	go func() {
 		for {
 			select {
@@ -62,6 +56,7 @@ func Catch() *Signals {
 
 // got records sig (the first one ends the run) and sends it to the children.
 func (s *Signals) got(sig syscall.Signal) {
+	caught.CompareAndSwap(0, int32(sig))
 	s.mu.Lock()
 	if s.first == 0 {
 		s.first = sig
@@ -83,6 +78,39 @@ func (s *Signals) got(sig syscall.Signal) {
 func (s *Signals) Stop() {
 	signal.Stop(s.ch)
 	close(s.stop)
+	// A signal delivered before signal.Stop but not yet taken by the
+	// goroutine (it came during the teardown) still counts: Caught sees it.
+	takePending(s.ch, s.got)
+}
+
+// caught is the first end signal iopath received in the whole process
+// (any run's Signals, or one nobody took from earlysig.Ch), 0 if none.
+var caught atomic.Int32
+
+// Caught is the first end signal iopath caught, also one that came after
+// the run had computed its exit status (during the output's or timeline's
+// teardown, or in a command that never checks for signals): main gives
+// 128+N for it, so the exit status never ignores a caught signal. It stops
+// the catching first (a later signal gets its default action and ends
+// iopath with 128+N itself): call it once, as iopath exits.
+func Caught() syscall.Signal {
+	if earlysig.Ch != nil {
+		signal.Stop(earlysig.Ch) // waits for signals already being delivered
+	}
+	takePending(earlysig.Ch, func(sig syscall.Signal) { caught.CompareAndSwap(0, int32(sig)) })
+	return syscall.Signal(caught.Load())
+}
+
+// takePending passes every signal waiting in ch to got, without blocking.
+func takePending(ch chan os.Signal, got func(syscall.Signal)) {
+	for {
+		select {
+		case v := <-ch:
+			got(v.(syscall.Signal))
+		default:
+			return
+		}
+	}
 }
 
 // Fired is closed when the first end signal arrives.

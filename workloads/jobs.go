@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 )
 
 // jobHists are a job's latency histograms, as a job process sends them to
@@ -157,6 +158,12 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 	}
 	if got < n {
 		killAll()
+		if ctx.Err() != nil {
+			// SIGINT/SIGTERM before every job was ready: the jobs got
+			// it while they started (and may have died of it); no job
+			// failed. An interrupted report with nothing done.
+			return p.interruptedBeforeStart(), nil
+		}
 		return nil, p.jobFailure(errbs, "a job failed before the start")
 	}
 	goW.Close() // start
@@ -184,6 +191,17 @@ func (p *Prepared) runProcesses(ctx context.Context) (*Report, error) {
 		r.hists = states[i]
 	}
 	return p.aggregate(reps), jobsError(errs)
+}
+
+// interruptedBeforeStart is the report of jobs stopped before they started:
+// no ops, Interrupted set.
+func (p *Prepared) interruptedBeforeStart() *Report {
+	reps := make([]*Report, p.Spec.NumJobs)
+	for i := range reps {
+		st := &runState{lat: newHist(), syncLat: newHist(), stopped: true}
+		reps[i] = p.report(&p.job, st, &unix.Rusage{}, &unix.Rusage{})
+	}
+	return p.aggregate(reps)
 }
 
 // jobMessage is what a failed job process said on stderr, or how it ended.

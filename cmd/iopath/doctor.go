@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 
+	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/tracer"
 	"github.com/spf13/cobra"
 )
@@ -19,11 +20,18 @@ func newDoctorCmd() *cobra.Command {
 (a BTF lookup plus a real test attach for fentry and kprobe) and print the
 mechanism chosen for each, or why none works and what is lost.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A SIGINT/SIGTERM (also one before this line: internal/earlysig
+			// kept it) ends doctor with 128+N and no report, as every command.
+			sig := session.Catch()
+			defer sig.Stop()
 			fm, err := tracer.ParseForce(force)
 			if err != nil {
 				return err
 			}
 			r := tracer.Doctor(fm)
+			if s := sig.Signal(); s != 0 {
+				return session.Interrupted{Signal: s}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

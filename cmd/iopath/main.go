@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -62,32 +61,60 @@ func main() {
 	stopProfile := runtimetune.StartProfile()
 	err := newRootCmd(os.Args[1:]).Execute()
 	stopProfile()
+	code, line := runStatus(err, session.Caught())
+	if line != "" {
+		fmt.Fprintln(os.Stderr, line)
+	}
+	os.Exit(code)
+}
+
+// runStatus is iopath's exit status for the run's error and the first
+// end signal caught (session.Caught), with the line to print on stderr.
+// A signal that the run's status does not show (it came after the run
+// computed it: while the output, timeline or files were finished, or
+// during `doctor`) still decides the status, 128+N, with a line saying so.
+func runStatus(err error, caught syscall.Signal) (int, string) {
+	code, line := errStatus(err)
+	if caught == 0 || code == 128+int(caught) {
+		return code, line
+	}
+	late := session.ExitNote(caught, nil)
+	if line != "" {
+		late = line + "\n" + late
+	}
+	return 128 + int(caught), late
+}
+
+// errStatus is the exit status and stderr line for the run's error.
+func errStatus(err error) (int, string) {
 	if err == nil {
-		return
+		return 0, ""
 	}
 	var ee exitError
 	if errors.As(err, &ee) {
-		os.Exit(ee.code)
+		return ee.code, ""
 	}
 	var oe session.OutputError
 	if errors.As(err, &oe) && oe.Broken() {
-		os.Exit(oe.ExitCode()) // 141, quietly: the reader went away (| head)
+		return oe.ExitCode(), "" // 141, quietly: the reader went away (| head)
 	}
-	sayError(os.Stderr, err)
+	line := errLines(err)
 	var ie session.Interrupted
 	if errors.As(err, &ie) {
-		os.Exit(ie.ExitCode()) // 130 or 143
+		return ie.ExitCode(), line // 130 or 143
 	}
 	if errors.As(err, &oe) {
-		os.Exit(oe.ExitCode()) // 1
+		return oe.ExitCode(), line // 1
 	}
-	os.Exit(1)
+	return 1, line
 }
 
-// sayError prints err on w, each of its lines (errors.Join puts one error
-// a line) prefixed with "iopath: ".
-func sayError(w io.Writer, err error) {
-	for _, line := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintln(w, "iopath: "+line)
+// errLines is err for stderr: each of its lines (errors.Join puts one
+// error a line) prefixed with "iopath: ".
+func errLines(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "iopath: " + l
 	}
+	return strings.Join(lines, "\n")
 }
