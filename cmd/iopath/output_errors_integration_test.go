@@ -52,7 +52,14 @@ func lastLine(s string) string {
 func TestTraceOutputIsStdout(t *testing.T) {
 	dir := t.TempDir()
 	same := filepath.Join(dir, "same.txt")
-	for _, args := range [][]string{{"-o", same}, {"--timeline", same}, {"--report", same}, {"--timeline", "/dev/stdout"}} {
+	cases := [][]string{{"-o", same}, {"--timeline", same}, {"--report", same}}
+	// /dev/stdout is the file descriptor's link where udev or systemd made
+	// it (/proc/self/fd/1); in the VMs' bare devtmpfs there is none, and
+	// the path is a new file there like any other.
+	if target, err := os.Readlink("/dev/stdout"); err == nil && strings.HasPrefix(target, "/proc/self/fd") {
+		cases = append(cases, []string{"--timeline", "/dev/stdout"})
+	}
+	for _, args := range cases {
 		if err := os.WriteFile(same, []byte("before\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
