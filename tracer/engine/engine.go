@@ -111,6 +111,7 @@ type Engine struct {
 	unattr       map[string]*record.CauseTotals // unattributed bios by cause (unattributed.go)
 	async        asyncState                     // libaio requests (asyncio.go)
 	pathWait     []waitingPersisted             // persisted records waiting for their file's path (persistwait.go)
+	pathWaitOps  map[uint64]int                 // how many of them wait for each op
 
 	// Caches of strings every record repeats (see intern). A stream is
 	// mostly one process on one filesystem: the last comm and filesystem

@@ -38,12 +38,18 @@ func (e *Engine) outPersisted(rec *record.Persisted, op uint64, key fileKey, arr
 		e.releasePathWait(func(*waitingPersisted) bool { return true }, 1)
 	}
 	e.pathWait = append(e.pathWait, waitingPersisted{rec: rec, op: op, key: key, since: e.lastTs})
+	if e.pathWaitOps == nil {
+		e.pathWaitOps = map[uint64]int{}
+	}
+	e.pathWaitOps[op]++
 }
 
 // persistedNamed releases, once op's record has arrived (and named its
 // file), the persisted records that waited for it, with the path.
 func (e *Engine) persistedNamed(op uint64) {
-	if len(e.pathWait) == 0 {
+	// Every op's record passes here: look the op up rather than scan the
+	// (up to MaxPending/16) waiting records for each.
+	if e.pathWaitOps[op] == 0 {
 		return
 	}
 	e.releasePathWait(func(w *waitingPersisted) bool { return w.op == op }, len(e.pathWait))
@@ -72,6 +78,9 @@ func (e *Engine) releasePathWait(pick func(*waitingPersisted) bool, n int) {
 			n--
 			if w.rec.Path == "" {
 				w.rec.Path = e.paths[w.key]
+			}
+			if e.pathWaitOps[w.op]--; e.pathWaitOps[w.op] <= 0 {
+				delete(e.pathWaitOps, w.op)
 			}
 			e.Out(w.rec)
 			continue
