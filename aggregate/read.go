@@ -59,10 +59,22 @@ func (r *Reader) Read() (*Snapshot, error) {
 	it := r.M.Procs.Iterate()
 	for it.Next(&pid, &v) {
 		// A key with bit 31 holds an ended part (bpf/agg.h AGG_ENDED):
-		// ended, like an exited process.
-		p := &Proc{Pid: pid & pidMask, Comm: cString(v.Name[:]), Part: v.Segments, IO: ioOf(&v)}
-		if pid&ended != 0 || !r.alive(pid) {
-			p.Exited = true
+		// ended, like an exited process. A live key found gone is read
+		// again: the value the iteration read may be older than the
+		// process's end (between the two, on a busy CPU, a process can
+		// exec, run a short program and exit: 5.10 VM, TestTopExec), and
+		// the entry is deleted below; read after the end, it is final.
+		exited := pid&ended != 0
+		if !exited && !r.alive(pid) {
+			exited = true
+			if err := r.M.Procs.Lookup(pid, &v); errors.Is(err, ebpf.ErrKeyNotExist) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("reading agg_procs: %w", err)
+			}
+		}
+		p := &Proc{Pid: pid & pidMask, Comm: cString(v.Name[:]), Part: v.Segments, IO: ioOf(&v), Exited: exited}
+		if exited {
 			gone = append(gone, pid)
 		}
 		s.Procs[pid] = p
@@ -70,6 +82,11 @@ func (r *Reader) Read() (*Snapshot, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("reading agg_procs: %w", err)
 	}
+	ended, err := r.missedParts(s.Procs)
+	if err != nil {
+		return nil, err
+	}
+	gone = append(gone, ended...)
 	for _, pid := range gone {
 		// Deleted after the read: calls of a process that is gone
 		// cannot come any more (a reused pid's first calls between the
@@ -134,6 +151,41 @@ func (r *Reader) Read() (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// missedParts adds to procs the ended parts of its live processes that the
+// iteration did not return: an exec or rename inserts the ended part
+// (bpf/agg.h agg_split) before it counts it in the live entry's Part, and
+// a hash map iteration misses keys inserted behind it. Read in the same
+// snapshot as the live entry that no longer holds them, each part's calls
+// are counted once (Delta subtracts the live entry's previous value from
+// it). Ended parts are never changed once inserted, and the reader deletes
+// each one it reads: one still in the map is unread. It returns the keys
+// added.
+func (r *Reader) missedParts(procs map[uint32]*Proc) ([]uint32, error) {
+	var added []uint32
+	var v bpf.IopathAggIo
+	for key, p := range procs {
+		if key&ended != 0 {
+			continue
+		}
+		for n := p.Part; n > 0 && p.Part-n < parts; n-- {
+			k := EndedKey(p.Pid, n-1)
+			if procs[k] != nil {
+				continue
+			}
+			err := r.M.Procs.Lookup(k, &v)
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				break // read and deleted by an earlier read, like the parts before it
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading agg_procs: %w", err)
+			}
+			procs[k] = &Proc{Pid: p.Pid, Comm: cString(v.Name[:]), Part: v.Segments, IO: ioOf(&v), Exited: true}
+			added = append(added, k)
+		}
+	}
+	return added, nil
 }
 
 // ioOf converts the kernel's value.

@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -75,12 +76,33 @@ func topParts(t *testing.T, tmp, script string, args []string, first, second str
 		}
 	}
 	if a == nil || b == nil {
-		t.Fatalf("want a row for %s and one for %s: %+v", first, second, run.total.Processes)
+		t.Fatalf("want a row for %s and one for %s: %+v\n%s", first, second, run.total.Processes, topEvidence(run))
 	}
 	if a.Pid != b.Pid || !a.Exited {
 		t.Errorf("%s row pid %d ended %v, %s row pid %d: want one pid, the %s part ended", first, a.Pid, a.Exited, second, b.Pid, first)
 	}
 	return run, a, b
+}
+
+// topEvidence describes a run for a failure message: the total's reads,
+// what the maps refused and the records lost, and every interval's rows,
+// so that a failure seen once (TestTopExec on 5.10, 1 of 6 suite runs)
+// says where the missing calls went.
+func topEvidence(run *topRun) string {
+	var b strings.Builder
+	tot := run.total
+	fmt.Fprintf(&b, "total: reads %d read_bytes %d, overflow %v, lost %d, missed %v\n", tot.Total.Reads, tot.Total.ReadBytes, tot.Overflow, tot.LostEvents, tot.MissedRuns)
+	for _, f := range tot.Files {
+		fmt.Fprintf(&b, "  total file %s ino %d: reads %d read_bytes %d\n", f.Name, f.Ino, f.Reads, f.ReadBytes)
+	}
+	for i, iv := range run.intervals {
+		fmt.Fprintf(&b, "interval %d: reads %d", i, iv.Total.Reads)
+		for _, p := range iv.Processes {
+			fmt.Fprintf(&b, "; pid %d %q exited %v reads %d", p.Pid, p.Comm, p.Exited, p.Reads)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
