@@ -149,3 +149,31 @@ func TestCompletionLostAfterRequeue(t *testing.T) {
 		t.Errorf("incomplete %d, completions unseen %d: want 0 and 1", sum.IncompleteBios, sum.CompletionsUnseen)
 	}
 }
+
+// A request whose completion no BPF program saw (its address issued again)
+// is out of the device's in-flight count: an asynchronous request issued
+// after it reports only what is really in flight. Before, every completion
+// lost this way left the count one higher for the rest of the trace.
+func TestCompletionLostLeavesInflight(t *testing.T) {
+	s := enginetest.NewStream()
+	a, b := uint64(7)<<32|1, uint64(8)<<32|1
+	const rq = 0xa
+	s.E.HandleIssue(enginetest.Issue(rq, 1000, enginetest.FlWrite, enginetest.Own{Op: a, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 990}))
+	s.E.HandleIssue(enginetest.Issue(rq, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
+	s.E.HandleComplete(enginetest.Done(rq, 5200, 0))
+	endWrites(t, s, a, b)
+	// Nothing in flight now; one libaio read, alone at the device.
+	call := uint64(100<<32 | 10)
+	s.E.HandleOp(aioRead(call, 0, 0, 6000, 6100))
+	s.E.HandleIssue(dio(1, call+1, 1600, 6050))
+	s.E.HandleComplete(enginetest.Done(1, 6300, 0))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 5990, 6110, enginetest.Iocb{Addr: 0xa0, UserData: 7, Off: 0, Bytes: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 6400, enginetest.Reaped{Addr: 0xa0, UserData: 7, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("want 1 request, got %d", len(reqs))
+	}
+	if got := reqs[0].InflightAtIssue; got != 1 {
+		t.Errorf("in flight at issue %d, want 1 (itself: the request completed unseen ended)", got)
+	}
+}

@@ -137,6 +137,7 @@ func (rq *pendingRq) sameBios(ev *bpf.IopathRqIssueEv) bool {
 // under fio fdatasync load, 100 % of those on PID 1's threads.
 func (e *Engine) completionLost(key uint64, rq *pendingRq, reissueNs uint64) {
 	delete(e.rqs, key)
+	e.rqCompleted(rq.kdev) // asyncio.go: it is no longer in flight
 	e.completedUnseen(rq, reissueNs)
 }
 
