@@ -82,8 +82,16 @@ func (o *Out) Err() error {
 	}
 	if f != nil {
 		oe.KernelFS = kernel.PseudoFS(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+		var st unix.Stat_t
+		oe.FullDevice = unix.Fstat(int(f.Fd()), &st) == nil && isFullDevice(&st)
 	}
 	return oe
+}
+
+// isFullDevice says whether st is the full device (/dev/full, character
+// device 1:7), which fails every write with ENOSPC.
+func isFullDevice(st *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 7
 }
 
 // OutputError is a failed write to iopath's output. The trace stops at
@@ -96,6 +104,9 @@ type OutputError struct {
 	Name     string // "-o FILE" or "stdout"
 	Err      error
 	KernelFS string // the output is a file of this kernel filesystem (proc, sysfs), if any
+	// FullDevice: the output is /dev/full (1:7), where freeing space
+	// cannot help (stdout; -o is refused at the start: CheckOutputTarget).
+	FullDevice bool
 }
 
 func (e OutputError) Error() string {
@@ -116,6 +127,8 @@ func (e OutputError) advice() string {
 	switch {
 	case e.KernelFS != "":
 		return fmt.Sprintf("it is a file of the kernel's %s filesystem, which takes no records: %s (a regular file, a pipe or a terminal)", e.KernelFS, other)
+	case e.FullDevice:
+		return "it is the full device (/dev/full, 1:7), which fails every write: " + other
 	case errors.Is(e.Err, syscall.ENOSPC), errors.Is(e.Err, syscall.EDQUOT):
 		return "free space (or raise the quota), or " + other + " on another filesystem"
 	case errors.Is(e.Err, syscall.EFBIG):
@@ -234,7 +247,8 @@ func CheckOutputTarget(path string) error {
 	if kfs := kernel.PseudoFS(path); kfs != "" && st.Mode().IsRegular() {
 		return fmt.Errorf("-o %s is a file of the kernel's %s filesystem, which takes no records (the first write would fail): give -o a file on a disk or a tmpfs", path, kfs)
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode()&os.ModeCharDevice != 0 && unix.Major(sys.Rdev) == 1 && unix.Minor(sys.Rdev) == 7 {
+	var ust unix.Stat_t
+	if unix.Stat(path, &ust) == nil && isFullDevice(&ust) {
 		return fmt.Errorf("-o %s is the full device (1:7), which fails every write with \"no space left on device\": give -o a file on a disk, or /dev/null to keep no records", path)
 	}
 	return nil

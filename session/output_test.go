@@ -158,6 +158,11 @@ func TestOutWriteError(t *testing.T) {
 	if msg := err.Error(); !strings.HasPrefix(msg, "writing -o /dev/full: no space left on device:") || strings.Contains(msg, "\n") {
 		t.Errorf("message %q does not name the file and the error in one line", msg)
 	}
+	// Freeing space cannot fix the full device (`iopath trace … >
+	// /dev/full` was told to): the advice names it.
+	if msg := err.Error(); !strings.Contains(msg, "it is the full device (/dev/full, 1:7), which fails every write") || strings.Contains(msg, "free space") {
+		t.Errorf("message %q: want the full device named, not free space advised", msg)
+	}
 	if err := done(errors.New("run failed")); err.Error() != "run failed" {
 		t.Errorf("a run's own error was replaced: %v", err)
 	}

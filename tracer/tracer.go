@@ -232,7 +232,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	t.counter = t.coll.Maps[bpf.IopathMapCounters]
 	t.hits = t.coll.Maps[bpf.IopathMapHitStats]
 	for _, pid := range opts.Pids {
-		if err := t.AddPid(pid); err != nil {
+		// A pid checked before loading may have exited (and been reaped)
+		// while the programs loaded: it is left out here, and the session
+		// says so once the hooks are attached (session.exitedBefore),
+		// tracing the others.
+		if err := t.AddPid(pid); err != nil && !errors.Is(err, ErrNoProcess) {
 			return nil, err
 		}
 	}
@@ -433,6 +437,9 @@ func attachOne(a attachment, prog *ebpf.Program) (link.Link, error) {
 	return nil, fmt.Errorf("unknown attach kind %d", a.kind)
 }
 
+// ErrNoProcess: AddPid's pid names no process (any more).
+var ErrNoProcess = errors.New("no process with pid")
+
 // AddPid starts tracing a process (all its threads, and children it forks
 // from now on). It fails if the process does not exist.
 func (t *Tracer) AddPid(pid int) error {
@@ -440,7 +447,7 @@ func (t *Tracer) AddPid(pid int) error {
 		return fmt.Errorf("pid %d is not a process id", pid)
 	}
 	if err := unix.Kill(pid, 0); err == unix.ESRCH {
-		return fmt.Errorf("no process with pid %d: check the pid with `ps -p %d`", pid, pid)
+		return fmt.Errorf("%w %d: check the pid with `ps -p %d`", ErrNoProcess, pid, pid)
 	}
 	tgid := Tgid(pid)
 	if err := t.targets.Put(uint32(tgid), uint8(1)); err != nil {

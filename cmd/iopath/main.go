@@ -38,6 +38,9 @@ func newRootCmd(args []string) *cobra.Command {
 		if hint := workloadFlagHint(c, err, args); hint != nil {
 			return hint
 		}
+		if strings.HasPrefix(err.Error(), "unknown ") { // cobra: unknown flag / unknown shorthand flag
+			return fmt.Errorf("%w: `%s --help` lists the flags it takes", err, c.CommandPath())
+		}
 		return fmt.Errorf("%w: see `%s --help` for the flag's format", err, c.CommandPath())
 	})
 	root.SetArgs(args)

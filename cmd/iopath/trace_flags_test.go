@@ -45,8 +45,8 @@ func TestTraceFlagsRefused(t *testing.T) {
 		// A workload's flag before --: it was sent to `iopath trace --help`.
 		{"unknown flag: --dir: it is a flag of the workload (see iopath workload --help): give the workload's flags after --, as in: iopath trace --workload read-1byte -- --dir /proc",
 			[]string{"trace", "--workload", "read-1byte", "--dir", "/proc"}},
-		{"unknown flag: --nosuch: see `iopath trace --help` for the flag's format", []string{"trace", "--workload", "read-1byte", "--nosuch", "/proc"}},
-		{"unknown flag: --dir: see `iopath trace --help` for the flag's format", []string{"trace", "--dir", "/proc", "--", "true"}},
+		{"unknown flag: --nosuch: `iopath trace --help` lists the flags it takes", []string{"trace", "--workload", "read-1byte", "--nosuch", "/proc"}},
+		{"unknown flag: --dir: `iopath trace --help` lists the flags it takes", []string{"trace", "--dir", "/proc", "--", "true"}},
 		{"--timeout -1s is negative: give how long to wait for writeback", []string{"demo", "write-1byte", "--timeout", "-1s"}},
 		// --dir /nonexistent: the old code, which ran the demo, fails there
 		// instead of running it.
