@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/tracer/kernel"
 )
 
@@ -253,8 +254,10 @@ func (o *Files) End(err error, w io.Writer) error {
 	}
 	st := o.tl.Stats()
 	for _, p := range o.finals {
-		fmt.Fprintf(w, "iopath: wrote %s: %d calls, %d faults, %d bios, %d writeback slices, %d dirty-page spans, %d arrows\n",
-			p, st.Calls, st.Faults, st.Bios, st.WritebackSlices, st.DirtySpans, st.Flows)
+		fmt.Fprintf(w, "iopath: wrote %s: %s, %s, %s, %s, %s, %s\n", p, render.Count(st.Calls, "call"),
+			render.Count(st.Faults, "fault"), render.Count(st.Bios, "bio"),
+			render.Count(st.WritebackSlices, "writeback slice"), render.Count(st.DirtySpans, "dirty-page span"),
+			render.Count(st.Flows, "arrow"))
 	}
 	if o.lost > 0 {
 		fmt.Fprintf(w, "iopath: timeline: %d ring-buffer records were lost (see the summary): calls and bios of those records are missing from it\n", o.lost)
