@@ -118,15 +118,11 @@ func (r *Reader) Read() (*Snapshot, error) {
 	if err := fit.Err(); err != nil {
 		return nil, fmt.Errorf("reading agg_files: %w", err)
 	}
-	for i := uint32(0); i < 2; i++ {
-		if err := r.M.Other.Lookup(i, &v); err != nil {
+	for i, dst := range []*IO{&s.OtherProcs, &s.OtherFiles, &s.GoneProcs} {
+		if err := r.M.Other.Lookup(uint32(i), &v); err != nil {
 			return nil, fmt.Errorf("reading agg_other: %w", err)
 		}
-		if i == 0 {
-			s.OtherProcs = ioOf(&v)
-		} else {
-			s.OtherFiles = ioOf(&v)
-		}
+		*dst = ioOf(&v)
 	}
 	var dk bpf.IopathAggDevKey
 	var dv bpf.IopathAggDev

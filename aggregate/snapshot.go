@@ -162,6 +162,12 @@ type Snapshot struct {
 	// OtherProcs and OtherFiles hold the calls agg_procs / agg_files had no
 	// room for (counted in Global.Overflow): totals stay exact.
 	OtherProcs, OtherFiles IO
+	// GoneProcs holds the cleaned pages and writeback bytes of dirty pages
+	// whose process had no entry any more when the kernel wrote them or
+	// dropped them (it exited and was retired: bpf/agg.h AGG_OTHER_GONE):
+	// in the totals, so that a writer that exits before the flusher runs
+	// leaves no page pending there, and its writeback is counted.
+	GoneProcs IO
 	// Retired holds processes that exited (their entries were removed from
 	// the kernel's map to make room), all and by comm.
 	// An interval (Delta) has neither: its exited processes are rows of
@@ -173,7 +179,7 @@ type Snapshot struct {
 }
 
 // Total is every traced call's IO: the processes, the ones without room
-// and the exited ones.
+// and the exited ones, with the writeback of pages whose writer had exited.
 func (s *Snapshot) Total() IO {
 	var t IO
 	for _, p := range s.Procs {
@@ -182,6 +188,7 @@ func (s *Snapshot) Total() IO {
 		}
 	}
 	t.Add(&s.OtherProcs)
+	t.Add(&s.GoneProcs)
 	t.Add(&s.Retired)
 	return t
 }
@@ -286,6 +293,7 @@ func Delta(prev, cur *Snapshot) *Snapshot {
 	}
 	d.OtherProcs = cur.OtherProcs.Sub(&prev.OtherProcs)
 	d.OtherFiles = cur.OtherFiles.Sub(&prev.OtherFiles)
+	d.GoneProcs = cur.GoneProcs.Sub(&prev.GoneProcs)
 	d.Global = cur.Global
 	d.Global.fields().sub(prev.Global.fields())
 	return d
@@ -340,6 +348,7 @@ func (s *Snapshot) Accumulate(d *Snapshot) {
 	}
 	s.OtherProcs.Add(&d.OtherProcs)
 	s.OtherFiles.Add(&d.OtherFiles)
+	s.GoneProcs.Add(&d.GoneProcs)
 	s.Global.fields().add(d.Global.fields())
 }
 

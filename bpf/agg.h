@@ -147,10 +147,16 @@ struct {
 	__type(value, struct agg_io);
 } agg_files SEC(".maps");
 
-/* [0]: calls of processes agg_procs refused, [1]: of files agg_files refused. */
+/* [0]: calls of processes agg_procs refused, [1]: of files agg_files refused
+ * (and the cleaning of their dirty pages), [AGG_OTHER_GONE]: the cleaning
+ * and writeback of dirty pages whose process has no entry any more (it
+ * exited and userspace retired it, aggregate.Reader): without it, a writer
+ * that exits before the flusher writes its pages left them pending in the
+ * totals forever, and their writeback bytes out of them. */
+#define AGG_OTHER_GONE 2
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct agg_io);
 } agg_other SEC(".maps");
@@ -471,6 +477,10 @@ static __always_inline void agg_renamed(struct task_struct *task, const char *co
 static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 gen, __u32 nr, __u64 bytes)
 {
 	struct agg_io *p = bpf_map_lookup_elem(&agg_procs, &pid);
+	if (!p) {
+		__u32 gone = AGG_OTHER_GONE;
+		p = bpf_map_lookup_elem(&agg_other, &gone);
+	}
 	if (p) {
 		__sync_fetch_and_add(&p->cleaned_pages, nr);
 		if (bytes)
@@ -478,6 +488,10 @@ static __always_inline void agg_cleaned(__u32 pid, __u32 dev, __u64 ino, __u32 g
 	}
 	struct agg_file_key fk = {.ino = ino, .dev = dev, .gen = gen};
 	struct agg_io *f = bpf_map_lookup_elem(&agg_files, &fk);
+	if (!f) {
+		__u32 other = 1; /* a file agg_files had no room for */
+		f = bpf_map_lookup_elem(&agg_other, &other);
+	}
 	if (f) {
 		__sync_fetch_and_add(&f->cleaned_pages, nr);
 		if (bytes)

@@ -350,3 +350,44 @@ func TestTopDirectOutput(t *testing.T) {
 		t.Error("no missed_runs object")
 	}
 }
+
+// TestTopExitedWriterCleaned: a writer (dd) exits, top retires its entry,
+// and only then are its dirty pages written (by `sync FILE`, whose fsync
+// queues them). The total must show no page still pending: the kernel
+// credits the cleaning to a process that has no entry any more, and that
+// goes to the totals (bpf/agg.h AGG_OTHER_GONE). Before, the 256 pages
+// stayed pending in the total for the rest of the run (and a flusher's
+// writeback bytes of them were missing), while the file's row said 0.
+func TestTopExitedWriterCleaned(t *testing.T) {
+	needRoot(t)
+	tmp := diskDir(t)
+	f := filepath.Join(tmp, "exited.dat")
+	out := filepath.Join(tmp, "top.jsonl")
+	// The command waits for top to print dd's row as exited (a condition,
+	// not a time): its entry is retired by then.
+	script := `dd if=/dev/zero of="$1" bs=64k count=16 2>/dev/null
+until grep -q '"comm":"dd","exited":true' "$2"; do sleep 0.05; done
+sync "$1"`
+	_, stderr, code := runIopath(t, tmp, "top", "--json", "-o", out, "--interval", "50ms", "--rows", "0", "--",
+		"sh", "-c", script, "sh", f, out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := parseTop(t, string(b))
+	tot := run.total.Total
+	if tot.DirtiedPages != 256 {
+		t.Fatalf("total dirtied %d pages, want dd's 256 (1 MiB)\n%s", tot.DirtiedPages, topEvidence(run))
+	}
+	if tot.DirtyPending != 0 {
+		t.Errorf("total: %d pages still pending after sync wrote them (dd exited first)", tot.DirtyPending)
+	}
+	for _, r := range run.total.Files {
+		if r.Name == "exited.dat" && (r.DirtiedPages != 256 || r.DirtyPending != 0) {
+			t.Errorf("file row: dirtied %d, pending %d; want 256, 0", r.DirtiedPages, r.DirtyPending)
+		}
+	}
+}
