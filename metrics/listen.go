@@ -12,6 +12,11 @@ import (
 // matches the cause: a host that is no address of this machine, a port in
 // use, a privileged port, or a malformed HOST:PORT.
 func Listen(addr string) (net.Listener, error) {
+	if addr == "" {
+		// net.Listen takes "" as every interface on a random port: not
+		// what an empty value (an unset shell variable) asked for.
+		return nil, errors.New("--listen is empty: give HOST:PORT, e.g. --listen 127.0.0.1:9465 (the default), or :9465 for every interface")
+	}
 	if err := checkPort(addr); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ func TestListenHints(t *testing.T) {
 		"127.0.0.1:99999":    "port of 0 to 65535",
 		":abc":               `--listen :abc: port "abc" is not a number: give HOST:PORT with a port of 0 to 65535, e.g. --listen :9465`,
 		"[::1]:x9":           `port "x9" is not a number`,
+		"":                   "--listen is empty: give HOST:PORT",
 	} {
 		ln, err := Listen(addr)
 		if err == nil {
