@@ -63,15 +63,50 @@ func CheckNotStd(flag, path string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// samePath says whether a and b name one file: the same cleaned absolute
-// path, or the same existing inode.
+// samePath says whether a and b name one file: the same absolute path
+// once symbolic links are followed (to a file not there yet too: `-o x
+// --timeline L` with L → x, before x exists, wrote the timeline over the
+// records), or the same existing inode.
 func samePath(a, b string) bool {
-	aa, errA := filepath.Abs(a)
-	bb, errB := filepath.Abs(b)
+	aa, errA := resolved(a)
+	bb, errB := resolved(b)
 	if errA == nil && errB == nil && aa == bb {
 		return true
 	}
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// resolved is the absolute path p names with its symbolic links followed,
+// including a last one that points to a file not created yet (which
+// filepath.EvalSymlinks refuses): where writing p would create the file.
+func resolved(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	for range 40 { // the kernel's limit of links followed in one lookup (MAXSYMLINKS)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r, nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			// Not there: its directory's real path and its name.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+			if err != nil {
+				return p, nil
+			}
+			return filepath.Join(dir, filepath.Base(p)), nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return p, nil
 }

@@ -29,6 +29,17 @@ func TestCheckOutputs(t *testing.T) {
 	}
 	defer other.Close()
 	fdPath := fmt.Sprintf("/proc/self/fd/%d", std.Fd())
+	// A link to a file not created yet, by a relative and an absolute
+	// target (the breaker's `-o x --timeline L`, L → x: the timeline
+	// replaced the records, exit 0).
+	ahead, ahead2 := filepath.Join(dir, "ahead"), filepath.Join(dir, "ahead2")
+	if err := os.Symlink("notyet", ahead); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "notyet"), ahead2); err != nil {
+		t.Fatal(err)
+	}
+	notyet := filepath.Join(dir, "notyet")
 	o := func(p string) Named { return Named{"-o", p, p != ""} }
 	tl := func(p string) Named { return Named{"--timeline", p, p != ""} }
 	rp := func(p string) Named { return Named{"--report", p, p != ""} }
@@ -43,6 +54,10 @@ func TestCheckOutputs(t *testing.T) {
 		{[]Named{tl(a), rp(a)}, "--timeline and --report both name " + a},
 		{[]Named{o(a), rf(a)}, "-o and --ready-file both name " + a},
 		{[]Named{tl(a), rf(a)}, "--timeline and --ready-file both name " + a},
+		{[]Named{o(notyet), tl(ahead)}, "-o and --timeline both name " + notyet},
+		{[]Named{o(ahead2), rf(notyet)}, "-o and --ready-file both name " + ahead2},
+		{[]Named{rp(ahead), tl(ahead2)}, "--report and --timeline both name " + ahead},
+		{[]Named{o(ahead), tl(filepath.Join(dir, "elsewhere"))}, ""},
 		{[]Named{o(""), tl("")}, ""},
 		{[]Named{{"-o", "", true}}, `-o "" is an empty path`},
 		{[]Named{o(a), {"--timeline", "", true}}, `--timeline "" is an empty path`},
