@@ -90,6 +90,9 @@ func SummaryText(s *record.Summary, fileRows int) string {
 	if n := s.Diagnostics["requests_unseen_at_end"]; n > 0 {
 		fmt.Fprintf(&b, "requests completed unseen at the end: %d (still waiting after the settle, more than their disk counted in flight in /sys/dev/block/M:m/inflight: they had ended, unseen by BPF)\n", n)
 	}
+	if n := s.Diagnostics["dirty_pages_dropped_unseen"]; n > 0 {
+		fmt.Fprintf(&b, "dirty pages dropped unseen: %d (not seen written; their file was deleted since, so the kernel dropped them unwritten: not pending)\n", n)
+	}
 	if n := s.Diagnostics["requests_in_flight_at_end"]; n > 0 {
 		fmt.Fprintf(&b, "requests still in flight at the end: %d (their bios are released without a completion)\n", n)
 	}

@@ -177,6 +177,20 @@ func (d *dirtiedFiles) kernelDirty() (DirtyLeft, bool) {
 	return left, true
 }
 
+// byInode returns how to open each dirtied file, by dev and inode number
+// (any generation: the engine's pending files have none).
+func (d *dirtiedFiles) byInode() map[dirtiedFile]*fileRef {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[dirtiedFile]*fileRef, len(d.files))
+	for k, r := range d.files {
+		if r.usable() {
+			out[dirtiedFile{dev: k.dev, ino: k.ino}] = r
+		}
+	}
+	return out
+}
+
 // kdevOf parses a record's dev ("major:minor") to the kernel's encoding
 // (major<<20 | minor); 0 if malformed.
 func kdevOf(dev string) uint32 {

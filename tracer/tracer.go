@@ -633,8 +633,28 @@ func (t *Tracer) Summary() *record.Summary {
 		s.MarkPartialWriteback()
 	}
 	// Pending dirty pages the kernel says are clean: written without iopath
-	// seeing the bio (a missed program run). cachestat(2), Linux 6.5+.
+	// seeing the bio (a missed program run, or the dirty_pages map was
+	// full). cachestat(2), Linux 6.5+. A file is asked about as
+	// --wait-writeback asks (tracer/dirty.go: by file handle, so a file
+	// renamed since is found); one deleted since had its pages dropped
+	// unwritten: they are no longer pending either (dirty_pages_dropped_unseen;
+	// they counted as pending after an overflow, 4096 of 4096).
+	mounts, refs := mountPoints(), t.dirtied.byInode()
+	var dropped uint64
 	for _, f := range t.Engine.PendingFiles() {
+		if ref := refs[dirtiedFile{dev: kernel.Dev(f.Dev), ino: f.Ino}]; ref != nil {
+			n, st := ref.dirtyPages(mounts)
+			if st == fileDeleted {
+				dropped += t.Engine.ForgetPending(f.Dev, f.Ino)
+				continue
+			}
+			if st == fileCounted {
+				if n == 0 {
+					s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
+				}
+				continue
+			}
+		}
 		if f.Path == "" || strings.HasPrefix(f.Path, "...") {
 			continue
 		}
@@ -658,7 +678,9 @@ func (t *Tracer) Summary() *record.Summary {
 		// Requests held at the end (engine/endunseen.go): completed unseen
 		// beyond their disk's own count of requests in flight, and the
 		// ones still held after that (in flight, for all iopath can tell).
-		"requests_unseen_at_end": t.Engine.Counters().RequestsUnseenAtEnd, "requests_in_flight_at_end": uint64(requests)}
+		"requests_unseen_at_end": t.Engine.Counters().RequestsUnseenAtEnd, "requests_in_flight_at_end": uint64(requests),
+		// Dirty pages not seen written whose file was deleted since: dropped.
+		"dirty_pages_dropped_unseen": dropped}
 	return s
 }
 

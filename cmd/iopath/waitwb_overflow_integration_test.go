@@ -121,6 +121,12 @@ func TestWaitWritebackOverflowedDelete(t *testing.T) {
 	if !waitedOnKernel(tr.stderr, "1 deleted since (their pages were dropped))") {
 		t.Errorf("did not count the deleted file's pages as dropped")
 	}
+	// The summary agrees: no page pending (the breaker saw the dropped
+	// pages counted as "not yet on disk"), the dropped ones said.
+	if tr.summary.DirtyPending != 0 || tr.summary.Diagnostics["dirty_pages_dropped_unseen"] == 0 {
+		t.Errorf("summary: dirty_pages_pending %d, dirty_pages_dropped_unseen %d; want 0 pending, the dropped pages counted",
+			tr.summary.DirtyPending, tr.summary.Diagnostics["dirty_pages_dropped_unseen"])
+	}
 }
 
 // waitedOnKernel says whether --wait-writeback's messages (stderr) say that
