@@ -32,7 +32,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 	for _, p := range s.Pids {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%d\t%s\t%s\t%d%s\n", p.Pid, Safe(p.Comm), callsCell(p.Totals), Bytes(p.ReadBytesReq),
 			p.PagesHit, p.PagesMissed, p.PagesAdded, Bytes(p.DiskBytesRead), p.Amplification, p.DirtiedPages,
-			Bytes(p.DiskBytesWrite), Duration(p.ThrottleNs), p.Unattributed, partialCell(p.Totals))
+			diskWriteCell(p.Totals), Duration(p.ThrottleNs), p.Unattributed, partialCell(p.Totals))
 	}
 	tw.Flush()
 	faultTable(&b, s)
@@ -42,7 +42,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 		fmt.Fprintln(tw, "FILE\tDEV\tINO\tCALLS\tREAD REQ\tHIT\tMISSED\tDISK READ\tAMPL\tDIRTIED\tDISK WRITE")
 		row := func(cells string, t *record.Totals) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s%s\n", cells, callsCell(*t), Bytes(t.ReadBytesReq),
-				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, Bytes(t.DiskBytesWrite), partialCell(*t))
+				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, diskWriteCell(*t), partialCell(*t))
 		}
 		shown, rest := fileRanked(s.Files, fileRows, func(*record.Totals) bool { return true },
 			func(t *record.Totals) (uint64, uint64) {
@@ -123,7 +123,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 				pids++
 			}
 		}
-		fmt.Fprintf(&b, "PARTIAL: disk bytes written of the %d file(s) and %d process(es) that dirtied pages are lower bounds (disk_bytes_written_partial): the writeback of the %s the dirty_pages map had no room for is not attributed (raise --max-dirty-pages)\n",
+		fmt.Fprintf(&b, "PARTIAL: disk bytes written of the %d file(s) and %d process(es) that dirtied pages are lower bounds (marked ≥ in DISK WRITE; JSON: disk_bytes_written_partial): the writeback of the %s the dirty_pages map had no room for is not attributed (raise --max-dirty-pages)\n",
 			files, pids, Count(n, "folio"))
 	}
 	b.WriteString(hitsFullText(s))
@@ -218,6 +218,16 @@ func partialCell(t record.Totals) string {
 		return "\tPARTIAL"
 	}
 	return ""
+}
+
+// diskWriteCell is the DISK WRITE column: "≥" before a lower bound (the
+// row dirtied pages while the dirty_pages map was full: the writeback of
+// the pages it could not follow is not attributed).
+func diskWriteCell(t record.Totals) string {
+	if t.DiskBytesWritePartial {
+		return "≥" + Bytes(t.DiskBytesWrite)
+	}
+	return Bytes(t.DiskBytesWrite)
 }
 
 // callsCell is the CALLS column: calls, and asynchronous requests when
