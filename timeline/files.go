@@ -97,6 +97,15 @@ func outputTarget(flag, path string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s %s: %w", flag, path, err)
 		}
+		if !filepath.IsAbs(to) && kernel.PseudoFS(filepath.Dir(target)) == "proc" {
+			// A /proc/PID/fd link to no path ("pipe:[123]", "socket:[…]":
+			// /dev/stdout on a pipe): what it opens says what it is.
+			kind := "special file"
+			if st, err := os.Stat(target); err == nil && nodeKind(st.Mode()) != "" {
+				kind = nodeKind(st.Mode())
+			}
+			return "", fmt.Errorf("%s %s is a %s (%s), not a regular file, and would be replaced by one: give a file name (e.g. %s)", flag, path, kind, to, defaultName(flag))
+		}
 		if !filepath.IsAbs(to) {
 			to = filepath.Join(filepath.Dir(target), to)
 		}

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -207,5 +208,22 @@ func TestFilesWriteErrorNamesPath(t *testing.T) {
 	msg := o.writeError(&os.PathError{Op: "write", Path: temp, Err: unix.EFBIG}).Error()
 	if !strings.HasPrefix(msg, "writing --timeline "+path+": file too large: ") || !strings.Contains(msg, "raise the limit") {
 		t.Errorf("EFBIG says %q", msg)
+	}
+}
+
+// A --timeline through a /proc/PID/fd link to a pipe (/dev/stdout when
+// stdout is a pipe) is named as a FIFO; it was a made-up path on proc
+// ("--timeline /proc/self/fd/pipe:[1158518]: /proc/self/fd is on proc").
+func TestOpenFilesPipeLink(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	path := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+	_, err = OpenFiles(path, "", "test")
+	if err == nil || !strings.Contains(err.Error(), "--timeline "+path+" is a FIFO (pipe:[") {
+		t.Fatalf("--timeline %s: %v, want it named a FIFO", path, err)
 	}
 }
