@@ -15,13 +15,7 @@ import (
 // second issue was taken for a requeue: the first bio got the second's
 // completion and the second call's bio was never seen (incomplete).
 func TestCompletionNotReceived(t *testing.T) {
-	s := enginetest.NewStream()
-	a, b := uint64(7)<<32|1, uint64(8)<<32|1
-	const rq = 0xa
-	s.E.HandleIssue(enginetest.Issue(rq, 1000, enginetest.FlWrite, enginetest.Own{Op: a, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 990}))
-	// No completion of the first request reaches the stream.
-	s.E.HandleIssue(enginetest.Issue(rq, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
-	s.E.HandleComplete(enginetest.Done(rq, 5200, 0))
+	s, a, b := reissued()
 	bios := endWrites(t, s, a, b)
 	for id, bio := range bios {
 		switch id {
@@ -43,6 +37,20 @@ func TestCompletionNotReceived(t *testing.T) {
 	if s.E.Counters().Requeues != 0 {
 		t.Errorf("counted as a requeue")
 	}
+}
+
+// reissued is a stream where call a's write request (address 0xa) never
+// completes as far as the stream sees, then the address is issued again as
+// call b's request, which completes: a's completion was lost.
+func reissued() (s *enginetest.Stream, a, b uint64) {
+	s = enginetest.NewStream()
+	a, b = uint64(7)<<32|1, uint64(8)<<32|1
+	const rq = 0xa
+	s.E.HandleIssue(enginetest.Issue(rq, 1000, enginetest.FlWrite, enginetest.Own{Op: a, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 990}))
+	// No completion of the first request reaches the stream.
+	s.E.HandleIssue(enginetest.Issue(rq, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
+	s.E.HandleComplete(enginetest.Done(rq, 5200, 0))
+	return s, a, b
 }
 
 // endWrites ends the 4 KiB pwrite64 calls ids, one bio queued each, and
@@ -155,12 +163,7 @@ func TestCompletionLostAfterRequeue(t *testing.T) {
 // after it reports only what is really in flight. Before, every completion
 // lost this way left the count one higher for the rest of the trace.
 func TestCompletionLostLeavesInflight(t *testing.T) {
-	s := enginetest.NewStream()
-	a, b := uint64(7)<<32|1, uint64(8)<<32|1
-	const rq = 0xa
-	s.E.HandleIssue(enginetest.Issue(rq, 1000, enginetest.FlWrite, enginetest.Own{Op: a, Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 990}))
-	s.E.HandleIssue(enginetest.Issue(rq, 5000, enginetest.FlWrite, enginetest.Own{Op: b, Bio: 0xb2, Sector: 800, Bytes: 4096, Queue: 4990}))
-	s.E.HandleComplete(enginetest.Done(rq, 5200, 0))
+	s, a, b := reissued()
 	endWrites(t, s, a, b)
 	// Nothing in flight now; one libaio read, alone at the device.
 	call := uint64(100<<32 | 10)
