@@ -223,7 +223,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			outcomes := map[record.DeviceFlush]int{}
 			named := map[uint64]bool{}                // flush issue times named by some call
 			perThread := map[uint32]map[uint64]bool{} // tid -> the flush issues its calls name
-			flushBios := 0
+			flushBios, racedWait := 0, 0
 			// Where jbd2's events do not attach (5.10: jbd2 is a module and
 			// module BTF is 5.11+), a call that waited for another thread's
 			// commit has no flush seen: unavailable, never none.
@@ -254,9 +254,26 @@ func TestTraceFlushJoins(t *testing.T) {
 				if (!joins || missedRuns > 0) && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
 					continue
 				}
+				// With several threads a call can need a commit that another
+				// thread started and that ends between the call's check
+				// (jbd2_trans_will_send_data_barrier: the commit will flush,
+				// so the call sends none) and its wait: jbd2_log_wait_commit
+				// then does not sleep, no wake names the commit, and the call
+				// says `unavailable`, truthfully. Seen once: 1 of 800 calls,
+				// 8 threads, 6.1 VM under TCG (2026-12-06). Counted, bounded
+				// below (1 %); never `none`.
+				if threads > 1 && joins && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
+					racedWait++
+					continue
+				}
 				if c.DeviceFlush != record.FlushDone || nf == 0 {
 					t.Errorf("%s %s (tid %d): device_flush %q with %d flush bios", c.Syscall, filepath.Base(c.Path), c.Tid, c.DeviceFlush, nf)
 				}
+			}
+			if racedWait > len(calls)/100 {
+				t.Errorf("%d of %d calls `unavailable` (a commit that ended before they waited): more than 1 %%", racedWait, len(calls))
+			} else if racedWait > 0 {
+				t.Logf("%d of %d calls `unavailable`: their commit ended before they waited for it (no wake to join)", racedWait, len(calls))
 			}
 			// Other calls cause flushes too: a pwrite that waits for journal
 			// space checkpoints and rewrites the journal superblock (FUA:
