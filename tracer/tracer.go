@@ -642,23 +642,18 @@ func (t *Tracer) Summary() *record.Summary {
 	mounts, refs := mountPoints(), t.dirtied.byInode()
 	var dropped uint64
 	for _, f := range t.Engine.PendingFiles() {
-		if ref := refs[dirtiedFile{dev: kernel.Dev(f.Dev), ino: f.Ino}]; ref != nil {
-			n, st := ref.dirtyPages(mounts)
-			if st == fileDeleted {
-				dropped += t.Engine.ForgetPending(f.Dev, f.Ino)
-				continue
-			}
-			if st == fileCounted {
-				if n == 0 {
-					s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
-				}
-				continue
-			}
+		dev := kernel.Dev(f.Dev)
+		ref := refs[dirtiedFile{dev: dev, ino: f.Ino}]
+		if ref == nil && f.Path != "" && !strings.HasPrefix(f.Path, "...") {
+			ref = &fileRef{dev: dev, ino: f.Ino, path: f.Path} // by the engine's name
 		}
-		if f.Path == "" || strings.HasPrefix(f.Path, "...") {
+		if ref == nil {
 			continue
 		}
-		if dirty, ok := kernelDirtyPages(f.Path, kernel.Dev(f.Dev), f.Ino); ok && dirty == 0 {
+		switch n, st := ref.dirtyPages(mounts); {
+		case st == fileDeleted:
+			dropped += t.Engine.ForgetPending(f.Dev, f.Ino)
+		case st == fileCounted && n == 0:
 			s.DirtyUnseen += t.Engine.ForgetPending(f.Dev, f.Ino)
 		}
 	}
@@ -745,25 +740,6 @@ func sumHits(per []bpf.IopathStatVal) bpf.IopathStatVal {
 		}
 	}
 	return sum
-}
-
-// kernelDirtyPages returns the dirty plus under-writeback pages of the file
-// at path (if it still is inode ino on dev), from cachestat(2).
-func kernelDirtyPages(path string, dev string, ino uint64) (uint64, bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return 0, false
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Ino != ino || kernel.Dev(kernel.UserDev(st.Dev)) != dev {
-		return 0, false
-	}
-	var cs unix.Cachestat_t
-	if err := unix.Cachestat(uint(fd), &unix.CachestatRange{}, &cs, 0); err != nil {
-		return 0, false
-	}
-	return cs.Dirty + cs.Writeback, true
 }
 
 // Close detaches every link and unloads every program and map. Safe to call twice.
