@@ -77,3 +77,25 @@ func TestSummaryTextFileRows(t *testing.T) {
 		t.Errorf("JSON summary: %d files (%v), want all %d", len(got.Files), err, n)
 	}
 }
+
+// The row summing the files left out shows its disk bytes written as a
+// lower bound (≥) when any of them is one (dirty_pages map full), as their
+// own rows would.
+func TestSummaryTextRestRowWritePartial(t *testing.T) {
+	s := &record.Summary{Pids: []record.PidSummary{{Pid: 100, Comm: "app"}}}
+	for i := range 3 {
+		f := record.FileSummary{Dev: "254:0", Ino: uint64(1000 + i), Path: fmt.Sprintf("/data/f%d", i)}
+		f.DiskBytesWrite = uint64(3-i) * 8192
+		f.DiskBytesWritePartial = i == 2 // the smallest: summed in the rest
+		s.Files = append(s.Files, f)
+	}
+	for _, l := range strings.Split(SummaryText(s, 1), "\n") {
+		if strings.HasPrefix(l, "(2 more) ") {
+			if !strings.Contains(l, "≥24.0 KiB") {
+				t.Errorf("the rest row %q does not mark its 24 KiB written as a lower bound", l)
+			}
+			return
+		}
+	}
+	t.Error("no rest row")
+}

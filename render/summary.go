@@ -188,6 +188,7 @@ func sumFiles(files []*record.FileSummary) record.Totals {
 		t.MajorFaults += f.MajorFaults
 		t.FaultDiskBytesRead += f.FaultDiskBytesRead
 		t.Partial = t.Partial || f.Partial
+		t.DiskBytesWritePartial = t.DiskBytesWritePartial || f.DiskBytesWritePartial
 	}
 	if t.ReadBytesReq > 0 {
 		t.Amplification = float64(t.DiskBytesRead) / float64(t.ReadBytesReq)
