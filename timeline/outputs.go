@@ -80,33 +80,23 @@ func samePath(a, b string) bool {
 
 // resolved is the absolute path p names with its symbolic links followed,
 // including a last one that points to a file not created yet (which
-// filepath.EvalSymlinks refuses): where writing p would create the file.
+// filepath.EvalSymlinks refuses): where writing p would create the file
+// (outputTarget follows the links).
 func resolved(p string) (string, error) {
-	p, err := filepath.Abs(p)
+	t, err := outputTarget("", p)
 	if err != nil {
 		return "", err
 	}
-	for range 40 { // the kernel's limit of links followed in one lookup (MAXSYMLINKS)
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r, nil
-		}
-		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			// Not there: its directory's real path and its name.
-			dir, err := filepath.EvalSymlinks(filepath.Dir(p))
-			if err != nil {
-				return p, nil
-			}
-			return filepath.Join(dir, filepath.Base(p)), nil
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return "", err
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
-		}
-		p = target
+	if t, err = filepath.Abs(t); err != nil {
+		return "", err
 	}
-	return p, nil
+	if r, err := filepath.EvalSymlinks(t); err == nil {
+		return r, nil
+	}
+	// Not there: its directory's real path and its name.
+	dir, err := filepath.EvalSymlinks(filepath.Dir(t))
+	if err != nil {
+		return t, nil
+	}
+	return filepath.Join(dir, filepath.Base(t)), nil
 }
