@@ -87,7 +87,7 @@ enum counter {
 	CNT_TARGETS_FULL,       /* traced-process map full: a traced process's child was not traced */
 	CNT_HIT_OTHER_FULL,     /* hit_other full too: hits counted in hit_unowned (no process) */
 	/* issue 14 (bpf/fault.c) */
-	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event) was never seen: failed (SIGBUS/SIGSEGV) */
+	CNT_FAULT_UNENDED,      /* a fault whose end (page-fault perf event, or a signal's delivery) was never seen */
 	CNT_FAULT_STATS_FULL,   /* fault_stats full: a fault not streamed was not counted */
 	CNT_FLUSH_FULL,         /* flush_issued map full: a flush request was not remembered; or a flush list longer than MAX_FLUSH_WAITERS (flush.c): bios beyond were not named */
 	/* issue 13 (bpf/aio.c) */
@@ -101,6 +101,17 @@ enum counter {
 	CNT_FAULT_VMA_RECOVERED, /* of CNT_FAULT_VMA_BUSY: faults opened later, at mm_filemap_fault (6.11+), from
 	                          * the page cache's inode: traced, without a path */
 	CNT_MAX,
+};
+
+/* struct op.fault_flags (bpf/fault.c) */
+enum fault_rec_flag {
+	FAULT_WRITE = 1,        /* a store: error_code X86_PF_WRITE, or FAULT_FLAG_WRITE */
+	FAULT_MAJOR = 2,        /* ended as a major fault */
+	FAULT_RETRIED = 4,      /* the kernel redid the fault after filemap_fault (VM_FAULT_RETRY) */
+	FAULT_FILEMAP = 8,      /* filemap_fault ran */
+	FAULT_ENDED = 16,       /* the end was seen: FAULT_MAJOR is known */
+	FAULT_FILEMAP_SEEN = 32, /* a filemap_fault hook is attached: FAULT_RETRIED is known */
+	FAULT_SIGNAL = 64,      /* ended at a signal's delivery (op.ret: its number), not at the perf event */
 };
 
 /* struct page_range.flags */
@@ -240,7 +251,7 @@ struct op {
 	__u64 fault_addr;   /* user address that faulted */
 	__u64 around_index; /* first page fault-around (filemap_map_pages) tried to map from the cache */
 	__u32 around_pages; /* pages of that window (0: no fault-around) */
-	__u32 fault_flags;  /* FAULT_* (bpf/fault.c) */
+	__u32 fault_flags;  /* enum fault_rec_flag bits (bpf/fault.c) */
 	__u32 advice;       /* madvise/fadvise64: the advice argument */
 	__u32 map_pending; /* msync/madvise whose file find_vma's fexit will give: its op_sys (bpf/fault.c) */
 	__u32 fault_busy;  /* FAULT_BUSY*: the user fault at fault_addr found the mmap lock taken (bpf/fault.c) */
@@ -595,6 +606,7 @@ struct contract {
 	enum ev_type ev;
 	enum counter counter;
 	enum range_flag range;
+	enum fault_rec_flag fault;
 	enum ra_kind ra;
 	enum own_flag own;
 	enum path_done_flag path_done;

@@ -22,16 +22,11 @@
  *       after any retry (mm_account_fault; a fault that failed, SIGBUS or
  *       SIGSEGV, has none). Major is what the task's maj_flt counts:
  *       VM_FAULT_MAJOR, or a retry after a major first pass.
+ *   signal:signal_deliver  the end of a fault that has no perf event: the
+ *       thread went back to user mode for a signal (fault_signaled).
  * A fault that ends unstreamed (minor, no IO, no sleep, no readahead) is
  * counted in fault_stats per process and file. */
 #include "op.h"
-
-#define FAULT_WRITE   1  /* error_code X86_PF_WRITE */
-#define FAULT_MAJOR   2  /* ended as a major fault */
-#define FAULT_RETRIED 4  /* the kernel redid the fault after filemap_fault (VM_FAULT_RETRY) */
-#define FAULT_FILEMAP 8  /* filemap_fault ran */
-#define FAULT_ENDED   16 /* the end was seen: FAULT_MAJOR is known */
-#define FAULT_FILEMAP_SEEN 32 /* a filemap_fault hook is attached: FAULT_RETRIED is known */
 
 #define X86_PF_WRITE 2
 
@@ -478,25 +473,75 @@ static __always_inline void fault_count(struct op *op)
 	v->around_pages += op->around_pages;
 }
 
+/* fault_close returns the thread's fault in progress, closed (inactive),
+ * or NULL when there is none. */
+static __always_inline struct op *fault_close(void)
+{
+	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	if (!op)
+		return NULL;
+	op->fault_busy = 0;
+	if (!op->active || op->sys != SYS_FAULT)
+		return NULL;
+	op->active = 0;
+	op->ret = 0;
+	return op;
+}
+
 /* fault_end closes the thread's fault at its perf page-fault event: stream
  * it if it was major, touched the disk, waited, read ahead or dirtied a
  * page (or with --all), else count it. */
 static __always_inline void fault_end(bool major)
 {
-	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	struct op *op = fault_close();
 	if (!op)
 		return;
-	op->fault_busy = 0;
-	if (!op->active || op->sys != SYS_FAULT)
-		return;
-	op->active = 0;
-	op->ret = 0;
 	op->fault_flags |= FAULT_ENDED | (major ? FAULT_MAJOR : 0);
 	if (major || (op->touched ? interesting(op) || op->nr_ra : interesting_untouched(op))) {
 		op_stream(op);
 		return;
 	}
 	fault_count(op);
+}
+
+/* fault_signaled closes the thread's fault when the thread goes back to
+ * user mode to take signal sig (signal:signal_deliver, in get_signal) with
+ * the fault still open. The fault's perf end event will never come: a pass
+ * that returned VM_FAULT_RETRY with a signal pending is not redone (the
+ * arch fault handler's fault_signal_pending, 5.8+; before it only a fatal
+ * signal) and not accounted (mm_account_fault skips VM_FAULT_RETRY and
+ * errors, 5.9+), and a failed fault (VM_FAULT_SIGBUS, SIGSEGV) raises the
+ * signal itself. What the pass did stands: a shared write fault whose
+ * page_mkwrite dirtied the page returns VM_FAULT_RETRY after it to throttle
+ * without the mmap lock (fault_dirty_shared_page, 5.6-5.18; 5.19+ returns
+ * VM_FAULT_COMPLETED, accounted), so the store, run again after the
+ * handler, finds the page writable and faults no more. No
+ * kernel count includes such a fault (maj_flt, min_flt): it is streamed
+ * always, as a minor fault, marked FAULT_SIGNAL with ret the signal. */
+static __always_inline void fault_signaled(int sig)
+{
+	struct op *op = fault_close();
+	if (!op)
+		return;
+	op->fault_flags |= FAULT_ENDED | FAULT_SIGNAL;
+	op->ret = sig;
+	op_stream(op);
+}
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(btf_signal_deliver, int sig)
+{
+	fault_signaled(sig);
+	return 0;
+}
+
+SEC("tracepoint/signal/signal_deliver")
+int tp_signal_deliver(struct trace_event_raw_signal_deliver *ctx)
+{
+	int sig = ctx->sig;
+	barrier_var(sig);
+	fault_signaled(sig);
+	return 0;
 }
 
 SEC("perf_event")

@@ -272,6 +272,18 @@ type IopathFaultKey struct {
 	Pad  uint32
 }
 
+type IopathFaultRecFlag uint32
+
+const (
+	IopathFaultRecFlagFAULT_WRITE        IopathFaultRecFlag = 1
+	IopathFaultRecFlagFAULT_MAJOR        IopathFaultRecFlag = 2
+	IopathFaultRecFlagFAULT_RETRIED      IopathFaultRecFlag = 4
+	IopathFaultRecFlagFAULT_FILEMAP      IopathFaultRecFlag = 8
+	IopathFaultRecFlagFAULT_ENDED        IopathFaultRecFlag = 16
+	IopathFaultRecFlagFAULT_FILEMAP_SEEN IopathFaultRecFlag = 32
+	IopathFaultRecFlagFAULT_SIGNAL       IopathFaultRecFlag = 64
+)
+
 type IopathFaultStat struct {
 	_           structs.HostLayout
 	Faults      uint64
@@ -782,6 +794,7 @@ const (
 	IopathProgBtfPageCacheRaOrder         = "btf_page_cache_ra_order"
 	IopathProgBtfPageCacheSyncRa          = "btf_page_cache_sync_ra"
 	IopathProgBtfPageFaultUser            = "btf_page_fault_user"
+	IopathProgBtfSignalDeliver            = "btf_signal_deliver"
 	IopathProgBtfWritebackStart           = "btf_writeback_start"
 	IopathProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathProgFentryDoWritepages          = "fentry_do_writepages"
@@ -864,6 +877,7 @@ const (
 	IopathProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathProgTpSchedSwitch               = "tp_sched_switch"
+	IopathProgTpSignalDeliver             = "tp_signal_deliver"
 	IopathProgTpTaskRename                = "tp_task_rename"
 	IopathProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
 	IopathProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
@@ -959,6 +973,7 @@ type IopathProgramSpecs struct {
 	BtfPageCacheRaOrder         *ebpf.ProgramSpec `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.ProgramSpec `ebpf:"btf_page_cache_sync_ra"`
 	BtfPageFaultUser            *ebpf.ProgramSpec `ebpf:"btf_page_fault_user"`
+	BtfSignalDeliver            *ebpf.ProgramSpec `ebpf:"btf_signal_deliver"`
 	BtfWritebackStart           *ebpf.ProgramSpec `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
@@ -1041,6 +1056,7 @@ type IopathProgramSpecs struct {
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
+	TpSignalDeliver             *ebpf.ProgramSpec `ebpf:"tp_signal_deliver"`
 	TpTaskRename                *ebpf.ProgramSpec `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
@@ -1251,6 +1267,7 @@ type IopathPrograms struct {
 	BtfPageCacheRaOrder         *ebpf.Program `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.Program `ebpf:"btf_page_cache_sync_ra"`
 	BtfPageFaultUser            *ebpf.Program `ebpf:"btf_page_fault_user"`
+	BtfSignalDeliver            *ebpf.Program `ebpf:"btf_signal_deliver"`
 	BtfWritebackStart           *ebpf.Program `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
@@ -1333,6 +1350,7 @@ type IopathPrograms struct {
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
+	TpSignalDeliver             *ebpf.Program `ebpf:"tp_signal_deliver"`
 	TpTaskRename                *ebpf.Program `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
@@ -1361,6 +1379,7 @@ func (p *IopathPrograms) Close() error {
 		p.BtfPageCacheRaOrder,
 		p.BtfPageCacheSyncRa,
 		p.BtfPageFaultUser,
+		p.BtfSignalDeliver,
 		p.BtfWritebackStart,
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
@@ -1443,6 +1462,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
+		p.TpSignalDeliver,
 		p.TpTaskRename,
 		p.TpWritebackDirtyFolio,
 		p.TpWritebackDirtyPage,

@@ -406,6 +406,7 @@ const (
 	IopathCompatProgBtfPageCacheRaOrder         = "btf_page_cache_ra_order"
 	IopathCompatProgBtfPageCacheSyncRa          = "btf_page_cache_sync_ra"
 	IopathCompatProgBtfPageFaultUser            = "btf_page_fault_user"
+	IopathCompatProgBtfSignalDeliver            = "btf_signal_deliver"
 	IopathCompatProgBtfWritebackStart           = "btf_writeback_start"
 	IopathCompatProgFentryBalanceDirtyPages     = "fentry_balance_dirty_pages"
 	IopathCompatProgFentryDoWritepages          = "fentry_do_writepages"
@@ -488,6 +489,7 @@ const (
 	IopathCompatProgTpSchedProcessExit          = "tp_sched_process_exit"
 	IopathCompatProgTpSchedProcessFork          = "tp_sched_process_fork"
 	IopathCompatProgTpSchedSwitch               = "tp_sched_switch"
+	IopathCompatProgTpSignalDeliver             = "tp_signal_deliver"
 	IopathCompatProgTpTaskRename                = "tp_task_rename"
 	IopathCompatProgTpWritebackDirtyFolio       = "tp_writeback_dirty_folio"
 	IopathCompatProgTpWritebackDirtyPage        = "tp_writeback_dirty_page"
@@ -584,6 +586,7 @@ type IopathCompatProgramSpecs struct {
 	BtfPageCacheRaOrder         *ebpf.ProgramSpec `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.ProgramSpec `ebpf:"btf_page_cache_sync_ra"`
 	BtfPageFaultUser            *ebpf.ProgramSpec `ebpf:"btf_page_fault_user"`
+	BtfSignalDeliver            *ebpf.ProgramSpec `ebpf:"btf_signal_deliver"`
 	BtfWritebackStart           *ebpf.ProgramSpec `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.ProgramSpec `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.ProgramSpec `ebpf:"fentry_do_writepages"`
@@ -666,6 +669,7 @@ type IopathCompatProgramSpecs struct {
 	TpSchedProcessExit          *ebpf.ProgramSpec `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.ProgramSpec `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.ProgramSpec `ebpf:"tp_sched_switch"`
+	TpSignalDeliver             *ebpf.ProgramSpec `ebpf:"tp_signal_deliver"`
 	TpTaskRename                *ebpf.ProgramSpec `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.ProgramSpec `ebpf:"tp_writeback_dirty_page"`
@@ -881,6 +885,7 @@ type IopathCompatPrograms struct {
 	BtfPageCacheRaOrder         *ebpf.Program `ebpf:"btf_page_cache_ra_order"`
 	BtfPageCacheSyncRa          *ebpf.Program `ebpf:"btf_page_cache_sync_ra"`
 	BtfPageFaultUser            *ebpf.Program `ebpf:"btf_page_fault_user"`
+	BtfSignalDeliver            *ebpf.Program `ebpf:"btf_signal_deliver"`
 	BtfWritebackStart           *ebpf.Program `ebpf:"btf_writeback_start"`
 	FentryBalanceDirtyPages     *ebpf.Program `ebpf:"fentry_balance_dirty_pages"`
 	FentryDoWritepages          *ebpf.Program `ebpf:"fentry_do_writepages"`
@@ -963,6 +968,7 @@ type IopathCompatPrograms struct {
 	TpSchedProcessExit          *ebpf.Program `ebpf:"tp_sched_process_exit"`
 	TpSchedProcessFork          *ebpf.Program `ebpf:"tp_sched_process_fork"`
 	TpSchedSwitch               *ebpf.Program `ebpf:"tp_sched_switch"`
+	TpSignalDeliver             *ebpf.Program `ebpf:"tp_signal_deliver"`
 	TpTaskRename                *ebpf.Program `ebpf:"tp_task_rename"`
 	TpWritebackDirtyFolio       *ebpf.Program `ebpf:"tp_writeback_dirty_folio"`
 	TpWritebackDirtyPage        *ebpf.Program `ebpf:"tp_writeback_dirty_page"`
@@ -991,6 +997,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.BtfPageCacheRaOrder,
 		p.BtfPageCacheSyncRa,
 		p.BtfPageFaultUser,
+		p.BtfSignalDeliver,
 		p.BtfWritebackStart,
 		p.FentryBalanceDirtyPages,
 		p.FentryDoWritepages,
@@ -1073,6 +1080,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpSchedProcessExit,
 		p.TpSchedProcessFork,
 		p.TpSchedSwitch,
+		p.TpSignalDeliver,
 		p.TpTaskRename,
 		p.TpWritebackDirtyFolio,
 		p.TpWritebackDirtyPage,

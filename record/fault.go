@@ -25,8 +25,15 @@ type Fault struct {
 	// Retried: filemap_fault dropped the mmap (or VMA) lock and the kernel
 	// redid the fault (VM_FAULT_RETRY); both passes are this one record.
 	Retried    bool   `json:"retried"`
-	DurationNs uint64 `json:"duration_ns"` // entry to the end of the fault (perf page-fault event)
-	BlockedNs  uint64 `json:"blocked_ns"`  // off-CPU in iowait (folio lock, IO)
+	DurationNs uint64 `json:"duration_ns"` // entry to the end of the fault (perf page-fault event, or Signal's delivery)
+	// Signal: the fault ended when the thread went back to user mode to
+	// take this signal (SIGBUS, SIGSEGV: the fault failed; any other: a
+	// pass that returned VM_FAULT_RETRY with the signal pending is not
+	// redone, and what it did stands, such as the page it dirtied). The
+	// kernel counts such a fault in neither maj_flt nor min_flt. Empty: the
+	// fault ended normally (its perf page-fault event).
+	Signal    string `json:"signal,omitempty"`
+	BlockedNs uint64 `json:"blocked_ns"` // off-CPU in iowait (folio lock, IO)
 	// Cache: pages_requested is the faulting page; readahead kinds are
 	// read-around (do_sync_mmap_readahead's window around the page), sync
 	// (MADV_SEQUENTIAL), async (a PG_readahead page reached), none (only
@@ -42,6 +49,10 @@ type Fault struct {
 	Unavailable   []string     `json:"unavailable,omitempty"`
 	Truncated     *Truncations `json:"truncated,omitempty"`
 }
+
+// Failed reports whether the fault failed: the kernel raised SIGBUS (a
+// page past the end of the file, an IO error) or SIGSEGV for it.
+func (f *Fault) Failed() bool { return f.Signal == "SIGBUS" || f.Signal == "SIGSEGV" }
 
 // Fault-only readahead kinds (fault.cache.readahead[].kind).
 const (

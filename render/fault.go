@@ -42,6 +42,13 @@ func FaultStory(r *record.Fault) string {
 	if r.Retried {
 		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock while the page was read or locked (VM_FAULT_RETRY), then redid the fault\n")
 	}
+	switch {
+	case r.Signal == "":
+	case r.Failed():
+		b.WriteString("  failed: the kernel raised " + r.Signal + " (no page mapped)\n")
+	default:
+		b.WriteString("  ended by " + Safe(r.Signal) + ": the thread went back to run its handler before the kernel redid the fault (VM_FAULT_RETRY); what the fault did stands, and the kernel counted it in neither maj_flt nor min_flt\n")
+	}
 	c := r.Cache
 	switch {
 	case kernel.MemoryOnly(r.FS):
@@ -50,6 +57,7 @@ func FaultStory(r *record.Fault) string {
 		b.WriteString("  page cache: the page was missing; " + Count(c.PagesAdded, "page") + " added (index " + Ranges(c.AddedRanges) + ")\n")
 	case c.PagesAdded > 0:
 		b.WriteString("  page cache: the page was cached; " + Count(c.PagesAdded, "page") + " added (index " + Ranges(c.AddedRanges) + ")\n")
+	case r.Failed():
 	default:
 		b.WriteString("  page cache: the page was cached\n")
 	}

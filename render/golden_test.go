@@ -343,6 +343,19 @@ var stories = []story{
 		st.Faults = 40
 		s.E.AddFaults(bpf.IopathFaultKey{File: bpf.IopathAggFileKey{Ino: 42, Dev: enginetest.Dev}, Pid: 100}, st)
 	}},
+	{name: "fault_signal", feed: func(s *enginetest.Stream) {
+		// A store to a shared mapping on 5.10: page_mkwrite dirtied the
+		// page, the pass returned VM_FAULT_RETRY with SIGURG pending, and
+		// the thread took the signal instead of redoing the fault.
+		o := fault(1, 5, 0x7f3a00005000, engine.FaultWrite|engine.FaultFilemap|engine.FaultEnded|engine.FaultSignal, t0, 40*µs)
+		o.Ret = int64(unix.SIGURG)
+		enginetest.AddRange(o, 5, 1, engine.RangeDirtied)
+		s.E.HandleOp(o)
+		// A load past the end of the file: the fault failed (SIGBUS).
+		o = fault(2, 300, 0x7f3a0012c000, engine.FaultFilemap|engine.FaultEnded|engine.FaultSignal, t0+ms, 8*µs)
+		o.Ret = int64(unix.SIGBUS)
+		s.E.HandleOp(o)
+	}},
 	{name: "libaio", feed: func(s *enginetest.Stream) {
 		// One io_submit of two O_DIRECT 4 KiB reads (user data 1 and 2),
 		// completed out of order; a second io_submit of a buffered read

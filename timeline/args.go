@@ -77,6 +77,9 @@ func faultArgs(f *record.Fault) map[string]any {
 	if f.Retried {
 		a["retried"] = true
 	}
+	if f.Signal != "" {
+		a["signal"] = f.Signal
+	}
 	if ra := readaheadArg(f.Cache.Readahead); ra != "" {
 		a["readahead"] = ra
 	}

@@ -21,8 +21,10 @@ import (
 // else the x86 page_fault_user tracepoint (the file from the VMA with
 // bpf_find_vma, 5.17+), and the perf software event page-faults-maj or
 // page-faults-min (its end, after any retry: mm_account_fault, which also
-// counts the task's maj_flt). Both are needed for fault records; the
-// filemap tracepoints (6.11+) add retries and fault-around. Only user-mode
+// counts the task's maj_flt), or else the delivery of a signal (a fault
+// that has no perf event: signal:signal_deliver). The start and the perf
+// end are needed for fault records; the filemap tracepoints (6.11+) add
+// retries and fault-around. Only user-mode
 // faults are records on every mechanism (docs/hooks.md).
 func faultHooks() []Hook {
 	return []Hook{
@@ -35,6 +37,10 @@ func faultHooks() []Hook {
 		{Name: "fault_end", Loses: "fault records (no page-fault perf events)", candidates: []candidate{
 			{mech: PerfEvent, attach: []attachment{fn(bpf.IopathProgPerfFaultMajor, akPerfEvent, perfFaultsMaj),
 				fn(bpf.IopathProgPerfFaultMinor, akPerfEvent, perfFaultsMin)}},
+		}},
+		{Name: "fault_signal", Loses: "fault records of faults that ended at a signal's delivery (no perf end event: a pass not redone for a pending signal, SIGBUS, SIGSEGV); counted in faults_unended", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfSignalDeliver, akTPBTF, "signal_deliver")}},
+			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpSignalDeliver, akTracepoint, "signal/signal_deliver")}},
 		}},
 		{Name: "msync", Loses: "msync calls", candidates: []candidate{vmaCalls(bpf.IopathOpSysSYS_MSYNC),
 			vmaLookupCalls(bpf.IopathOpSysSYS_MSYNC)}},
@@ -61,6 +67,7 @@ const mmFaultShape = "vm_area_struct,*,*,pt_regs"
 // Fault record fields each fault hook provides (FaultUnavailable).
 var faultFieldsOf = map[string][]string{
 	"filemap_fault": {"retried"},
+	"fault_signal":  {"signal"},
 	"fault_around":  {"fault_around"},
 	"iowait":        {"blocked_ns"},
 	"dirty_folio":   {"dirtied_pages"},

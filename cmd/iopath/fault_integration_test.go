@@ -35,6 +35,7 @@ import (
 //
 //	read FILE STRIDE RESULT   load one byte every STRIDE bytes of a private read-only mapping
 //	write FILE OFFSET RESULT  store one byte at OFFSET of a shared mapping, then msync(MS_SYNC)
+//	signal FILE OFFSET RESULT  the same store, made when told, while a signal is pending (faultsignal_integration_test.go)
 //	willneed|fadvise|readahead FILE LEN RESULT  madvise(MADV_WILLNEED) of the mapping's first LEN
 //	                          bytes, posix_fadvise(WILLNEED) or readahead(2) of them; no access
 //	race FILE THREADS RESULT  THREADS threads load one byte of every page of a MADV_RANDOM
@@ -64,7 +65,7 @@ func faultHelper(args []string) error {
 		return fmt.Errorf("bad number %q", args[2])
 	}
 	flags, prot, mflags := unix.O_RDONLY, unix.PROT_READ, unix.MAP_PRIVATE
-	if mode == "write" {
+	if mode == "write" || mode == "signal" {
 		flags, prot, mflags = unix.O_RDWR, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED
 	}
 	fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
@@ -84,6 +85,8 @@ func faultHelper(args []string) error {
 		return raceFaults(m, int(n), result, false)
 	case "churn":
 		return raceFaults(m, 1, result, true)
+	case "signal":
+		return signalledStore(m, n, result)
 	}
 	runtime.LockOSThread() // RUSAGE_THREAD counts this thread's faults
 	var before, after unix.Rusage

@@ -112,30 +112,46 @@ func LoopDev(t testing.TB, path string) (dev string, major, minor uint32) {
 func Freeze(t testing.TB, dir string) (thaw func()) {
 	t.Helper()
 	NeedRoot(t)
+	th, err := FreezeFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thaw = func() {
+		if err := th(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
+}
+
+// FreezeFS is Freeze for a goroutine other than the test's (no t.Fatal):
+// it freezes the filesystem mounted at dir and returns its thaw, which
+// does nothing after the first call.
+func FreezeFS(dir string) (thaw func() error, err error) {
 	// FIFREEZE and FITHAW: _IOWR('X', 119, int) and _IOWR('X', 120, int)
 	// (include/uapi/linux/fs.h); golang.org/x/sys/unix has no name for them.
 	const fiFreeze, fiThaw = 0xc0045877, 0xc0045878
 	f, err := os.Open(dir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := unix.IoctlSetInt(int(f.Fd()), fiFreeze, 0); err != nil {
 		f.Close()
-		t.Fatalf("freezing %s: %v", dir, err)
+		return nil, fmt.Errorf("freezing %s: %w", dir, err)
 	}
 	thawed := false
-	thaw = func() {
+	return func() error {
 		if thawed {
-			return
+			return nil
 		}
 		thawed = true
+		defer f.Close()
 		if err := unix.IoctlSetInt(int(f.Fd()), fiThaw, 0); err != nil {
-			t.Errorf("thawing %s: %v", dir, err)
+			return fmt.Errorf("thawing %s: %w", dir, err)
 		}
-		f.Close()
-	}
-	t.Cleanup(thaw)
-	return thaw
+		return nil
+	}, nil
 }
 
 // attachLoop binds backing to a free loop device, retrying when another

@@ -4,19 +4,23 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 )
 
-// Fault flags (struct op.fault_flags), mirrored from bpf/fault.c.
+// Fault flags (struct op.fault_flags, bpf/events.h enum fault_rec_flag).
 const (
-	FaultWrite       = 1  // a store (x86 error code W)
-	FaultMajor       = 2  // ended as a major fault
-	FaultRetried     = 4  // redone after filemap_fault (VM_FAULT_RETRY)
-	FaultFilemap     = 8  // filemap_fault ran
-	FaultEnded       = 16 // the end was seen: FaultMajor is known
-	FaultFilemapSeen = 32 // a filemap_fault hook was attached: FaultRetried is known
+	FaultWrite       = uint32(bpf.IopathFaultRecFlagFAULT_WRITE)        // a store (x86 error code W)
+	FaultMajor       = uint32(bpf.IopathFaultRecFlagFAULT_MAJOR)        // ended as a major fault
+	FaultRetried     = uint32(bpf.IopathFaultRecFlagFAULT_RETRIED)      // redone after filemap_fault (VM_FAULT_RETRY)
+	FaultFilemap     = uint32(bpf.IopathFaultRecFlagFAULT_FILEMAP)      // filemap_fault ran
+	FaultEnded       = uint32(bpf.IopathFaultRecFlagFAULT_ENDED)        // the end was seen: FaultMajor is known
+	FaultFilemapSeen = uint32(bpf.IopathFaultRecFlagFAULT_FILEMAP_SEEN) // a filemap_fault hook was attached: FaultRetried is known
+	FaultSignal      = uint32(bpf.IopathFaultRecFlagFAULT_SIGNAL)       // ended at a signal's delivery (ret: the signal)
 )
 
 // SysFault is the op kind of a page fault on a file mapping (enum op_sys).
@@ -88,10 +92,18 @@ func (e *Engine) faultRecord(o *bpf.IopathOp) *record.Fault {
 		Cache:       record.Cache{PagesRequested: 1, PagesAdded: uint64(o.PagesAdded), Readahead: []record.Readahead{}},
 		Unavailable: e.FaultUnavailable,
 	}
+	if o.FaultFlags&FaultSignal != 0 {
+		rec.Signal = unix.SignalName(syscall.Signal(o.Ret))
+		if rec.Signal == "" {
+			rec.Signal = "signal " + strconv.FormatInt(o.Ret, 10)
+		}
+	}
 	if o.PagesInRange > 0 {
 		rec.Cache.PagesMissed = 1
 	}
-	rec.Cache.PagesHit = 1 - rec.Cache.PagesMissed
+	if !rec.Failed() {
+		rec.Cache.PagesHit = 1 - rec.Cache.PagesMissed // a failed fault mapped no page
+	}
 	if o.AroundPages > 0 {
 		rec.FaultAround = &record.PageRange{Index: o.AroundIndex, Pages: o.AroundPages}
 	}
