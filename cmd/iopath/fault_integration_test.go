@@ -36,6 +36,7 @@ import (
 //	read FILE STRIDE RESULT   load one byte every STRIDE bytes of a private read-only mapping
 //	write FILE OFFSET RESULT  store one byte at OFFSET of a shared mapping, then msync(MS_SYNC)
 //	signal FILE OFFSET RESULT  the same store, made when told, while a signal is pending (faultsignal_integration_test.go)
+//	sigbus FILE OFFSET RESULT  a load at OFFSET past the end of the file, in a longer mapping: SIGBUS, recovered
 //	willneed|fadvise|readahead FILE LEN RESULT  madvise(MADV_WILLNEED) of the mapping's first LEN
 //	                          bytes, posix_fadvise(WILLNEED) or readahead(2) of them; no access
 //	race FILE THREADS RESULT  THREADS threads load one byte of every page of a MADV_RANDOM
@@ -87,6 +88,8 @@ func faultHelper(args []string) error {
 		return raceFaults(m, 1, result, true)
 	case "signal":
 		return signalledStore(m, n, result)
+	case "sigbus":
+		return loadPastEOF(fd, st.Size, n, result)
 	}
 	runtime.LockOSThread() // RUSAGE_THREAD counts this thread's faults
 	var before, after unix.Rusage

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,6 +132,63 @@ func TestFaultSignalDuringWrite(t *testing.T) {
 		end = "by " + wf.Signal
 	}
 	t.Logf("the fault ended %s, dirtied %d pages, persisted by msync", end, wf.DirtiedPages)
+}
+
+// loaded keeps loadPastEOF's load from being optimized away.
+var loaded byte
+
+// loadPastEOF is the fault helper's "sigbus" mode: it maps the file (size
+// bytes, fd) with off+1 bytes, loads the byte at off, past the file's last
+// page, and recovers from the SIGBUS the kernel raises (a Go panic with
+// debug.SetPanicOnFault). result gets "sigbus" when it did.
+func loadPastEOF(fd int, size, off int64, result string) (err error) {
+	m, err := unix.Mmap(fd, 0, int(off+1), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			err = os.WriteFile(result, []byte("sigbus"), 0o644)
+		}
+	}()
+	if off < (size+4095)&^4095 {
+		return fmt.Errorf("offset %d is within the file's pages (size %d)", off, size)
+	}
+	loaded = m[off]
+	return fmt.Errorf("no SIGBUS at offset %d of a %d-byte file", off, size)
+}
+
+// A load from a mapping past the end of its file fails: filemap_fault
+// returns VM_FAULT_SIGBUS, the kernel accounts nothing (no perf event) and
+// raises SIGBUS. The fault must be a record ended by SIGBUS, with no page
+// hit, on every kernel.
+func TestFaultSigbusPastEOF(t *testing.T) {
+	needFaults(t, "fault_signal")
+	f := filepath.Join(diskDir(t), "short.dat")
+	if err := os.WriteFile(f, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ino := inoOf(t, f)
+	result := filepath.Join(t.TempDir(), "result")
+	const off = 3*4096 + 7
+	tr := traceCmd(t, "--", "env", "IOPATH_FAULT_HELPER=1", os.Args[0], "-test.run=^TestFaultHelperProcess$", "--",
+		"sigbus", f, strconv.Itoa(off), result)
+	if b, err := os.ReadFile(result); err != nil || string(b) != "sigbus" {
+		t.Fatalf("the helper saw no SIGBUS (%q, %v); exit %d, stderr:\n%s", b, err, tr.code, tr.stderr)
+	}
+	var got []record.Fault
+	for _, fr := range tr.faultsOn(ino) {
+		if fr.Index == off/4096 {
+			got = append(got, fr)
+		}
+	}
+	if len(got) != 1 || got[0].Signal != "SIGBUS" || !got[0].Failed() || got[0].Cache.PagesHit != 0 || got[0].Write || got[0].Major {
+		t.Fatalf("want one failed read fault on page %d ended by SIGBUS, got %+v; diagnostics %v", off/4096, got, tr.summary.Diagnostics)
+	}
+	if n := tr.summary.Diagnostics["faults_unended"]; n != 0 {
+		t.Errorf("faults_unended %d", n)
+	}
 }
 
 // signalFS returns a directory on a filesystem the test may freeze: its
