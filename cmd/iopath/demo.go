@@ -32,6 +32,9 @@ and the next demo removes the files left behind.`,
 			if demo.Get(args[0]) == nil {
 				return fmt.Errorf("unknown demo %q: choose one of %s", args[0], names)
 			}
+			if len(args) > 1 {
+				return fmt.Errorf("too many arguments %q: give one demo name, then its flags (`iopath demo --help`)", args[1:])
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {

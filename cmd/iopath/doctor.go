@@ -15,6 +15,7 @@ func newDoctorCmd() *cobra.Command {
 	var force map[string]string
 	cmd := &cobra.Command{
 		Use:   "doctor",
+		Args:  cobra.NoArgs,
 		Short: "Check the kernel and say which mechanism each hook will use",
 		Long: `Check privileges, BTF and tracefs, then probe every hook the way 'trace' does
 (a BTF lookup plus a real test attach for fentry and kprobe) and print the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -47,6 +49,41 @@ func newRootCmd(args []string) *cobra.Command {
 	return root
 }
 
+// execute runs iopath's command line, args without the program name.
+func execute(args []string) error {
+	root := newRootCmd(args)
+	return argError(root, root.Execute())
+}
+
+// unknownCommand is cobra's error for an argument that names no command
+// (`iopath trcae`) or that a command without arguments got (`iopath doctor x`).
+var unknownCommand = regexp.MustCompile(`^unknown command ("(?:[^"\\]|\\.)*") for ("(?:[^"\\]|\\.)*")`)
+
+// argError says cobra's unknown-command error in one line with the fix:
+// cobra puts its "Did you mean this?" on four more lines (two of them
+// empty) and names no fix for a stray argument.
+func argError(root *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	m := unknownCommand.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	name, err1 := strconv.Unquote(m[1])
+	path, err2 := strconv.Unquote(m[2])
+	if err1 != nil || err2 != nil {
+		return err
+	}
+	if path == root.Name() {
+		if s := root.SuggestionsFor(name); len(s) > 0 {
+			return fmt.Errorf("unknown command %q: did you mean %q? `%s --help` lists the commands", name, s[0], path)
+		}
+		return fmt.Errorf("unknown command %q: `%s --help` lists the commands", name, path)
+	}
+	return fmt.Errorf("`%s` takes no arguments: drop %q (`%s --help` lists its flags)", path, name, path)
+}
+
 // subcommands is filled by each command's file in init, so commands stay in their own files.
 var subcommands []func() *cobra.Command
 
@@ -62,7 +99,7 @@ func main() {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	runtimetune.GC()
 	stopProfile := runtimetune.StartProfile()
-	err := newRootCmd(os.Args[1:]).Execute()
+	err := execute(os.Args[1:])
 	stopProfile()
 	code, line := runStatus(err, session.Caught())
 	if line != "" {
