@@ -14,6 +14,11 @@ import (
 	"github.com/iopath/iopath/workloads"
 )
 
+// UnderTraceEnv is set to "1" in the environment of the `iopath workload`
+// that `trace --workload` runs: interrupted, it exits 128+N without its
+// own "stopped by" line, which the trace prints.
+const UnderTraceEnv = "IOPATH_WORKLOAD_UNDER_TRACE"
+
 // WorkloadChild is `iopath workload ... --json` running under the trace.
 type WorkloadChild struct {
 	*Child
@@ -33,7 +38,8 @@ func (s *Session) StartWorkload(args []string) (*WorkloadChild, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.Exec(Command{Path: self, Args: argv, Stdout: pw, Stderr: s.o.Notes, DeathSignal: syscall.SIGKILL})
+	env := append(os.Environ(), UnderTraceEnv+"=1") // the trace says why it stopped, not the child too
+	c, err := s.Exec(Command{Path: self, Args: argv, Env: env, Stdout: pw, Stderr: s.o.Notes, DeathSignal: syscall.SIGKILL})
 	pw.Close()
 	if err != nil {
 		pr.Close()

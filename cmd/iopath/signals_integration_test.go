@@ -212,6 +212,11 @@ func TestTraceWorkloadSignals(t *testing.T) {
 	if code := exitStatus(cmd.Wait()); code != 143 {
 		t.Errorf("trace --workload after SIGTERM: exit status %d, want 143; stderr %s", code, errb)
 	}
+	// One line says why: the workload child, which got the SIGTERM too,
+	// does not repeat the trace's.
+	if n := strings.Count(errb.String(), "stopped by SIGTERM"); n != 1 {
+		t.Errorf("trace --workload after SIGTERM: %d \"stopped by SIGTERM\" lines, want 1; stderr %s", n, errb)
+	}
 	wrs := workloadRecs(t, out.String())
 	if len(wrs) != 1 || wrs[0].Report == nil || !wrs[0].Report.Interrupted {
 		t.Errorf("workload records after SIGTERM: %+v", wrs)

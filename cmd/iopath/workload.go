@@ -116,7 +116,12 @@ func runWorkload(cmd *cobra.Command, kind string, f *workloadFlags) error {
 		return err
 	}
 	if interrupted {
-		return exitError{code: session.ExitCode(sig.Signal(), nil)} // 130 or 143
+		// 130 or 143, after the report, with trace's one line on stderr
+		// (under `trace --workload` the trace prints it).
+		if os.Getenv(session.UnderTraceEnv) == "1" {
+			return exitError{code: session.ExitCode(sig.Signal(), nil)}
+		}
+		return session.Interrupted{Signal: sig.Signal()}
 	}
 	return nil
 }

@@ -226,7 +226,9 @@ func TestWorkloadKeep(t *testing.T) {
 }
 
 // SIGINT or SIGTERM: the workload reports what it did and exits 130 or
-// 143 (SIGTERM gave 130, issue 10 item 6).
+// 143 (SIGTERM gave 130, issue 10 item 6), saying why in one line on
+// stderr as trace does (it said nothing: a new user's Ctrl-C left only the
+// report's "INTERRUPTED").
 func TestWorkloadInterrupt(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal
@@ -239,8 +241,8 @@ func TestWorkloadInterrupt(t *testing.T) {
 func workloadInterrupt(t *testing.T, sig syscall.Signal, want int) {
 	tmp := t.TempDir()
 	cmd := iopathCmd(tmp, "workload", "read-1byte", "--duration", "1m", "--json")
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +260,9 @@ func workloadInterrupt(t *testing.T, sig syscall.Signal, want int) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != want {
 		t.Errorf("after %v: %v, want exit status %d", sig, err, want)
+	}
+	if got, line := stderr.String(), "iopath: stopped by "+unix.SignalName(sig)+"\n"; got != line {
+		t.Errorf("after %v: stderr %q, want %q", sig, got, line)
 	}
 	var r struct {
 		Interrupted bool  `json:"interrupted"`
