@@ -99,3 +99,43 @@ func TestSummaryTextRestRowWritePartial(t *testing.T) {
 	}
 	t.Error("no rest row")
 }
+
+// A file only mapped (faults, no call, nothing read from disk) is a row of
+// the MAPPED FILE table, not a row of zeros in the FILE table: a new
+// user's `iopath trace -- dd if=f of=/dev/null bs=1 count=1` printed 19
+// FILE rows, 16 of them zeros (dd's binary, ld.so.cache, LC_* files).
+// A mapped file whose faults read the disk keeps its FILE row (its DISK
+// READ counts them).
+func TestSummaryTextMappedOnlyFileNotInFileTable(t *testing.T) {
+	s := &record.Summary{Pids: []record.PidSummary{{Pid: 100, Comm: "dd"}}}
+	data := record.FileSummary{Dev: "254:0", Ino: 1, Path: "/data/f"}
+	data.Calls, data.ReadCalls, data.ReadBytesReq, data.PagesMissed, data.DiskBytesRead = 1, 1, 1, 1, 16384
+	lib := record.FileSummary{Dev: "254:0", Ino: 2, Path: "/usr/lib/libc.so.6"}
+	lib.Faults = 29
+	cold := record.FileSummary{Dev: "254:0", Ino: 3, Path: "/usr/bin/dd"}
+	cold.Faults, cold.MajorFaults, cold.FaultDiskBytesRead, cold.DiskBytesRead = 5, 1, 65536, 65536
+	s.Files = []record.FileSummary{data, lib, cold}
+	text := SummaryText(s, 50)
+	var fileTable, mapped []string
+	table := ""
+	for _, l := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(l, "FILE "):
+			table = "file"
+		case strings.HasPrefix(l, "MAPPED FILE "):
+			table = "mapped"
+		case l == "":
+			table = ""
+		case table == "file":
+			fileTable = append(fileTable, strings.Fields(l)[0])
+		case table == "mapped":
+			mapped = append(mapped, strings.Fields(l)[0])
+		}
+	}
+	if want := []string{"/usr/bin/dd", "/data/f"}; strings.Join(fileTable, " ") != strings.Join(want, " ") {
+		t.Errorf("FILE rows %v, want %v:\n%s", fileTable, want, text)
+	}
+	if want := []string{"/usr/bin/dd", "/usr/lib/libc.so.6"}; strings.Join(mapped, " ") != strings.Join(want, " ") {
+		t.Errorf("MAPPED FILE rows %v, want %v:\n%s", mapped, want, text)
+	}
+}
