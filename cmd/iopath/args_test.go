@@ -59,3 +59,19 @@ func TestExecuteUnknownCommandOneLine(t *testing.T) {
 		t.Errorf("said %q, want %q", line, want)
 	}
 }
+
+// `iopath help trcae` printed cobra's "Unknown help topic" and the whole
+// usage (15 lines on stderr) with exit status 0; `iopath help trace` still
+// prints trace's help.
+func TestHelpUnknownTopicOneLine(t *testing.T) {
+	code, line := errStatus(execute([]string{"help", "trcae"}))
+	if want := "iopath: unknown command \"trcae\": did you mean \"trace\"? `iopath --help` lists the commands"; code != 1 || line != want {
+		t.Errorf("exit status %d, said %q; want 1, %q", code, line, want)
+	}
+	var out strings.Builder
+	root := newRootCmd([]string{"help", "trace"})
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil || !strings.Contains(out.String(), "iopath trace [-p PID]") {
+		t.Errorf("help trace: %v, printed %q", err, out.String())
+	}
+}

@@ -45,6 +45,19 @@ func newRootCmd(args []string) *cobra.Command {
 		}
 		return fmt.Errorf("%w: see `%s --help` for the flag's format", err, c.CommandPath())
 	})
+	// cobra's help command answers a topic it does not know with the whole
+	// usage on stderr and exit status 0: one line and status 1 instead.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, topic []string) error {
+			cmd, _, err := root.Find(topic) // `help demo read-1byte`: demo's help, as before
+			if err != nil {
+				return argError(root, err)
+			}
+			return cmd.Help()
+		},
+	})
 	root.SetArgs(args)
 	return root
 }
