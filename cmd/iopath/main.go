@@ -29,6 +29,7 @@ func newRootCmd(args []string) *cobra.Command {
 		Short:         "Trace what each read/write system call did in the page cache and on the disk",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	for _, add := range subcommands {
 		root.AddCommand(add())

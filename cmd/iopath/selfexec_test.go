@@ -35,3 +35,17 @@ func TestSelfExecRunsTheCommand(t *testing.T) {
 	}
 	t.Logf("%v: %s", err, strings.TrimSpace(string(out)))
 }
+
+// `iopath --version` is one line: the version, the commit when Go recorded
+// it, the Go release.
+func TestVersionOneLine(t *testing.T) {
+	root := newRootCmd([]string{"--version"})
+	var out strings.Builder
+	root.SetOut(&out)
+	err := root.Execute()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err != nil || len(lines) != 1 || !strings.HasPrefix(lines[0], "iopath version ") || !strings.Contains(lines[0], " go1.") {
+		t.Fatalf("iopath --version: %v, %q", err, out.String())
+	}
+	t.Log(lines[0])
+}
