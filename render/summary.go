@@ -83,6 +83,9 @@ func SummaryText(s *record.Summary, fileRows int) string {
 			c["never_issued"], c["no_completion"])
 	}
 	b.WriteString(vmaBusyText(s))
+	if n := s.Diagnostics["faults_unended"]; n > 0 {
+		fmt.Fprintf(&b, "faults with no end seen: %d (faults_unended: the kernel went back to user mode without accounting them and delivered no signal to the thread, e.g. another thread took the signal that interrupted them): no fault records, not in faults or major_faults; their bios are unattributed (no_record)\n", n)
+	}
 	if s.CompletionsUnseen > 0 {
 		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, or their disk no longer counted them in flight at the end, so they completed, but no BPF program saw the completions: no device time for them)\n",
 			s.CompletionsUnseen)
