@@ -233,6 +233,30 @@ func (e *Engine) Flush() {
 	}
 	e.asyncFlush()       // asyncio.go
 	e.persistWaitFlush() // persistwait.go
+	e.dropUnrecorded()
+}
+
+// CauseNoRecord is the unattributed cause of a bio whose call or fault
+// never produced a record: a fault whose end was never seen
+// (faults_unended), a call still running at the end of the trace, a record
+// lost in the ring buffer (lost_events).
+const CauseNoRecord = "no_record"
+
+// dropUnrecorded ends the trace's calls whose record never came: their
+// bios go to the unattributed counts of the process that queued them
+// (cause no_record), so no disk byte leaves the totals.
+func (e *Engine) dropUnrecorded() {
+	for id, p := range e.ops {
+		if p.ready() {
+			continue
+		}
+		for _, b := range p.bios {
+			// rwbs: R or W, after F for a preflush (FWS)
+			e.unattributedBio(b.pid, b.Bytes, CauseNoRecord, strings.ContainsRune(b.Rwbs, 'R'), strings.ContainsRune(b.Rwbs, 'W'))
+		}
+		delete(e.ops, id)
+		e.putOp(p)
+	}
 }
 
 // syscallRecord turns a call's kernel record into its JSON record (bios are

@@ -85,13 +85,7 @@ func (e *Engine) HandleIssue(ev *bpf.IopathRqIssueEv) {
 			b.refs++          // held by the call too
 			e.holdForFlush(b) // flush.go
 		case own.Flags&(OwnWriteback|OwnCommitRec) == 0: // a commit record is jbd2's, kept for its flushes (flushreq.go)
-			e.unattributedAs(own.Pid, own.Bytes, unattributedCause(own.Flags, rwbs)) // unattributed.go
-			ps := e.pid(own.Pid, "")
-			if e.K.IsRead(ev.CmdFlags) {
-				ps.DiskBytesRead += uint64(own.Bytes)
-			} else if e.K.IsWrite(ev.CmdFlags) {
-				ps.DiskBytesWrite += uint64(own.Bytes)
-			}
+			e.unattributedBio(own.Pid, own.Bytes, unattributedCause(own.Flags, rwbs), e.K.IsRead(ev.CmdFlags), e.K.IsWrite(ev.CmdFlags)) // unattributed.go
 		}
 	}
 	e.rqs[ev.Rq] = rq

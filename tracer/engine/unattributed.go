@@ -78,6 +78,18 @@ func (e *Engine) unattributed(pid, flags, bytes uint32) {
 	e.unattributedAs(pid, bytes, causeName(flags))
 }
 
+// unattributedBio counts one unattributed bio under the cause name, and its
+// bytes in the process's disk reads or writes.
+func (e *Engine) unattributedBio(pid, bytes uint32, name string, read, write bool) {
+	e.unattributedAs(pid, bytes, name)
+	ps := e.pid(pid, "")
+	if read {
+		ps.DiskBytesRead += uint64(bytes)
+	} else if write {
+		ps.DiskBytesWrite += uint64(bytes)
+	}
+}
+
 // unattributedAs counts one unattributed bio under the cause name.
 func (e *Engine) unattributedAs(pid, bytes uint32, name string) {
 	e.counters.UnattributedBios++
