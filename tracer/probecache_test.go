@@ -422,3 +422,28 @@ func openProbeCacheIn(t *testing.T, dir string) *probeCache {
 	}
 	return pc
 }
+
+// An attach refused with E2BIG (the kernel's bound on programs per hook,
+// reached by other tools: 60 stray processes of another test each held a
+// program on writeback/balance_dirty_pages) names that cause and its fix,
+// and keeps the probe cache, whose verdicts are not at fault. Before, the
+// error was "cannot create bpf perf link: argument list too long (the
+// hooks were chosen from this boot's probe cache: removed it ...)".
+func TestAttachErrorTooManyPrograms(t *testing.T) {
+	dir := t.TempDir()
+	savedCache(t, dir, testKey, map[string]error{"tracepoint:writeback/balance_dirty_pages:": nil})
+	used := loadProbeCache(dir, testKey)
+	wantVerdict(t, used, "tracepoint:writeback/balance_dirty_pages:", true, "")
+	cause := fmt.Errorf("cannot create bpf perf link: %w", unix.E2BIG)
+	err := attachError(used, "balance_dirty_pages", Tracepoint, "writeback/balance_dirty_pages", cause)
+	if !errors.Is(err, unix.E2BIG) || !strings.Contains(err.Error(), "other BPF tools hold them all") || strings.Contains(err.Error(), "probe cache") {
+		t.Errorf("E2BIG: %v", err)
+	}
+	if _, err := os.Stat(used.path); err != nil {
+		t.Errorf("E2BIG: probe cache removed (%v)", err)
+	}
+	err = attachError(used, "vfs_read", Fentry, "vfs_read", unix.EPERM)
+	if !strings.Contains(err.Error(), "probe cache: removed it") {
+		t.Errorf("EPERM after reused verdicts: %v", err)
+	}
+}

@@ -254,7 +254,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			attached[a] = true
 			ls, err := attach(a, progs[a.prog])
 			if err != nil {
-				return nil, pr.disk.suspect(fmt.Errorf("attaching %s (%s %s): %w", h.Name, c.mech, a.target, err))
+				return nil, attachError(pr.disk, h.Name, c.mech, a.target, err)
 			}
 			t.links = append(t.links, ls...)
 		}
@@ -406,6 +406,20 @@ func commWords(comm string) (lo, hi, maskLo, maskHi uint64) {
 	}
 	le := binary.LittleEndian
 	return le.Uint64(c[:8]), le.Uint64(c[8:]), le.Uint64(m[:8]), le.Uint64(m[8:])
+}
+
+// attachError says why hook's attachment to target by mechanism mech
+// failed. E2BIG is the kernel's bound on the BPF programs one attach point
+// takes (a tracepoint's perf event: BPF_TRACE_MAX_PROGS, 64; an
+// fentry/fexit trampoline: BPF_MAX_TRAMP_LINKS, 38 on x86-64), all held by
+// other tools: not a stale verdict of the probe cache, which stays.
+func attachError(pc *probeCache, hook string, mech Mechanism, target string, err error) error {
+	err = fmt.Errorf("attaching %s (%s %s): %w", hook, mech, target, err)
+	if errors.Is(err, unix.E2BIG) {
+		return fmt.Errorf("%w: the kernel takes only so many BPF programs on one hook (64 on a tracepoint, 38 on a function) and other BPF tools hold them all there; "+
+			"end some (other iopath runs: `pgrep -a iopath`) and run again", err)
+	}
+	return pc.suspect(err)
 }
 
 func attach(a attachment, prog *ebpf.Program) ([]io.Closer, error) {
