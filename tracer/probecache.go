@@ -170,8 +170,10 @@ func (pc *probeCache) store(key string, err error) {
 }
 
 // transientErrnos are the errors a probe can hit for a reason that is not
-// the kernel's answer (memory, locks, signals, file descriptors).
-var transientErrnos = []unix.Errno{unix.ENOMEM, unix.EAGAIN, unix.EBUSY, unix.EINTR, unix.EMFILE, unix.ENFILE}
+// the kernel's answer (memory, locks, signals, file descriptors; E2BIG: an
+// fentry/fexit trampoline holding its 38 programs, other tools' while they
+// run, for a probe's trivial program).
+var transientErrnos = []unix.Errno{unix.ENOMEM, unix.EAGAIN, unix.EBUSY, unix.EINTR, unix.EMFILE, unix.ENFILE, unix.E2BIG}
 
 func transientVerdict(v string) bool {
 	if strings.Contains(v, "probe inconclusive") {

@@ -139,12 +139,13 @@ func TestProbeCacheSkipsTransient(t *testing.T) {
 		"fentry:a:":     fmt.Errorf("fentry/fexit a attach: %w", unix.ENOMEM),
 		"fentry:b:":     fmt.Errorf("fentry/fexit b: load program: %w", unix.EAGAIN),
 		"kprobe:c:":     fmt.Errorf("kprobe c: %w", unix.EBUSY),
+		"fentry:f:":     fmt.Errorf("fentry/fexit f attach: %w", unix.E2BIG), // the trampoline full of other tools' programs
 		"helper:FnX":    errors.New("needs helper X: probe inconclusive: boom"),
 		"tp_btf:d:":     errors.New("no BTF tracepoint d on this kernel"),
 		"fentry:e:rq,*": nil,
 	})
 	pc := loadProbeCache(dir, testKey)
-	for _, k := range []string{"fentry:a:", "fentry:b:", "kprobe:c:", "helper:FnX"} {
+	for _, k := range []string{"fentry:a:", "fentry:b:", "kprobe:c:", "fentry:f:", "helper:FnX"} {
 		wantVerdict(t, pc, k, false, "")
 	}
 	wantVerdict(t, pc, "tp_btf:d:", true, "no BTF tracepoint d on this kernel")
