@@ -14,13 +14,16 @@ import (
 )
 
 type pendingOp struct {
-	rec     *record.Syscall
-	fault   *record.Fault // a page fault's record (faults.go) instead of rec
-	queued  uint32        // op.bios_queued
-	bios    []*bioRef
-	firstTs uint64
-	kdev    uint32 // kernel dev_t of the call's file
-	isWrite bool
+	rec    *record.Syscall
+	fault  *record.Fault // a page fault's record (faults.go) instead of rec
+	queued uint32        // op.bios_queued
+	// queuedBytes: op.bio_bytes, the bytes of those bios at queue time; a
+	// bio split before issue is two bios with those bytes between them
+	queuedBytes uint64
+	bios        []*bioRef
+	firstTs     uint64
+	kdev        uint32 // kernel dev_t of the call's file
+	isWrite     bool
 }
 
 func (e *Engine) op(id uint64, ts uint64) *pendingOp {
@@ -106,7 +109,7 @@ func (e *Engine) HandleOp(o *bpf.IopathOp) {
 		p = e.newOp(o.OpId, o.StartNs)
 	}
 	p.rec = rec
-	p.queued = o.BiosQueued
+	p.queued, p.queuedBytes = o.BiosQueued, uint64(o.BioBytes)
 	p.kdev = o.Dev
 	p.isWrite = isWrite
 	e.tryRelease(o.OpId, p)
@@ -119,7 +122,7 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 		return
 	}
 	e.flushesUnseen(p) // flushunseen.go
-	if queuedSeen(p.bios) < p.queued {
+	if n, bytes := queuedSeen(p.bios); n < p.queued || bytes < p.queuedBytes {
 		return
 	}
 	for _, b := range p.bios {
@@ -162,7 +165,7 @@ func (p *pendingOp) endNs() uint64 {
 // emit completes a call's record with its bios (queued: how many the
 // kernel says it queued), accounts it and hands it to Out.
 func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued uint32, isWrite bool) {
-	if n := queuedSeen(bios); n < queued {
+	if n, _ := queuedSeen(bios); n < queued {
 		e.counters.IncompleteBios += uint64(queued - n)
 		e.counters.NeverIssued += uint64(queued - n) // queued, never seen issued
 	}

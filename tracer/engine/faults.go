@@ -45,7 +45,7 @@ func (e *Engine) handleFault(o *bpf.IopathOp) {
 		p = e.newOp(o.OpId, o.StartNs)
 	}
 	p.fault = rec
-	p.queued = o.BiosQueued
+	p.queued, p.queuedBytes = o.BiosQueued, uint64(o.BioBytes)
 	p.kdev = o.Dev
 	e.tryRelease(o.OpId, p)
 }

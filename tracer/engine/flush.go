@@ -224,17 +224,19 @@ func (e *Engine) writeCache(kdev uint32) string {
 	return v
 }
 
-// queuedSeen counts a call's bios that stand for bios it queued: all but
-// the flush requests added after a bio's flush sequence (flushRef with no
-// bio of its own).
-func queuedSeen(bios []*bioRef) uint32 {
-	n := uint32(len(bios))
+// queuedSeen counts a call's bios that stand for bios it queued, and their
+// bytes: all but the flush requests added after a bio's flush sequence
+// (flushRef with no bio of its own). A bio split before issue
+// (block_split) counts twice for one queued, its bytes once.
+func queuedSeen(bios []*bioRef) (n uint32, bytes uint64) {
 	for _, b := range bios {
 		if b.flags&ownFlushReq != 0 && b.bioP == 0 {
-			n--
+			continue
 		}
+		n++
+		bytes += uint64(b.Bytes)
 	}
-	return n
+	return n, bytes
 }
 
 // Events that arrive before the event they complete. The ring buffer
