@@ -281,7 +281,7 @@ func TestFaultColdMappingStride(t *testing.T) {
 		t.Errorf("fault bios carry %d bytes, faults added %d pages", bioBytes, added)
 	}
 	if tr.summary.UnattributedBios != 0 {
-		t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+		t.Errorf("unattributed bios: %d (by cause: %+v)", tr.summary.UnattributedBios, tr.summary.UnattributedCauses)
 	}
 	for _, fs := range tr.summary.Files {
 		if fs.Ino == ino && (fs.MajorFaults != major || fs.FaultDiskBytesRead != bioBytes || fs.Faults < uint64(len(faults))) {
@@ -637,7 +637,7 @@ func TestFaultAdviceCallsOwnTheirIO(t *testing.T) {
 				t.Errorf("%s record: advice %q, %d pages added, bios %+v", c.syscall, rec.Advice, rec.Cache.PagesAdded, rec.Bios)
 			}
 			if tr.summary.UnattributedBios != 0 {
-				t.Errorf("unattributed bios: %d", tr.summary.UnattributedBios)
+				t.Errorf("unattributed bios: %d (by cause: %+v)", tr.summary.UnattributedBios, tr.summary.UnattributedCauses)
 			}
 			t.Logf("%s: %d pages added, %d bios", c.syscall, rec.Cache.PagesAdded, len(rec.Bios))
 		})
