@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func CheckPid(pid int) error {
 	if !ok {
 		return nil // gone meanwhile, or hidden: the tracer says what it can
 	}
-	if len(fields) > 6 && fields[0] == "Z" {
+	if len(fields) > 6 && zombieGone(fields) {
 		return fmt.Errorf("pid %d is a zombie (exited, not yet reaped): it will do no more IO", pid)
 	}
 	if kthread(fields) {
@@ -98,6 +99,33 @@ func kthread(fields []string) bool {
 }
 
 // statFields are the fields of a /proc/.../stat file after "(comm)".
+// zombieGone says whether a process's /proc/PID/stat fields (those after
+// the comm) describe a process that has exited: a zombie with no thread
+// left (num_threads 1: the leader, kept until reaped). A zombie leader
+// whose other threads still run (the main thread called pthread_exit) is
+// a running process: its threads do IO, and -p traces them.
+func zombieGone(fields []string) bool {
+	if len(fields) == 0 || fields[0] != "Z" {
+		return false
+	}
+	if len(fields) > 17 { // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime priority nice num_threads
+		if n, err := strconv.Atoi(fields[17]); err == nil && n > 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// exited says whether process pid has exited: no such process, or a
+// zombie with no thread left (zombieGone). kill(pid, 0) succeeds on a
+// zombie until its parent reaps it, which may be never.
+func exited(pid int) bool {
+	if fields, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid)); ok {
+		return zombieGone(fields)
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
 func statFields(path string) ([]string, bool) {
 	st, err := os.ReadFile(path)
 	if err != nil {

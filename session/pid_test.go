@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckPid(t *testing.T) {
@@ -258,5 +260,75 @@ func TestExitedBefore(t *testing.T) {
 	}
 	if err := exitedBefore([]int{os.Getpid(), gone}, &notes); err != nil || !strings.Contains(notes.String(), fmt.Sprintf("-p %d exited before tracing started", gone)) {
 		t.Errorf("one of two exited: %v, notes %q", err, notes.String())
+	}
+}
+
+// A process whose main thread exited (pthread_exit; here SYS_exit from
+// python3's main thread through ctypes, which releases the GIL) while another
+// thread still runs shows state Z in /proc/PID/stat: it is still a process
+// doing IO, so -p takes it and waits for it. Before, CheckPid refused it
+// ("pid N is a zombie (exited, not yet reaped): it will do no more IO") and
+// exitedBefore called it exited. A real zombie (exited, not reaped) is gone:
+// refused by CheckPid, and allExited ends with it (before, kill(pid, 0)
+// succeeded on it, so `trace -p` of a process that exited unreaped ran on).
+func TestZombieLeaderWithThreads(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	prog := `import ctypes, os, sys, threading, time
+threading.Thread(target=lambda: time.sleep(600)).start()
+sys.stdout.write("ok\n"); sys.stdout.flush()
+ctypes.CDLL(None).syscall(60, 0)`
+	py := exec.Command("python3", "-c", prog)
+	out, err := py.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = py.Process.Kill(); _ = py.Wait() }()
+	if _, err := io.ReadAtLeast(out, make([]byte, 3), 3); err != nil {
+		t.Fatal(err)
+	}
+	pid := py.Process.Pid
+	waitState(t, pid, "Z")
+	if err := CheckPid(pid); err != nil {
+		t.Errorf("CheckPid of a zombie leader with a running thread: %v", err)
+	}
+	var notes strings.Builder
+	if err := exitedBefore([]int{pid}, &notes); err != nil || notes.Len() != 0 {
+		t.Errorf("exitedBefore of a zombie leader with a running thread: %v, notes %q", err, notes.String())
+	}
+
+	z := exec.Command("true")
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = z.Wait() }()
+	waitState(t, z.Process.Pid, "Z")
+	if err := CheckPid(z.Process.Pid); err == nil || !strings.Contains(err.Error(), "is a zombie") {
+		t.Errorf("CheckPid of a zombie: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case <-allExited(ctx, []int{z.Process.Pid}):
+	case <-ctx.Done():
+		t.Error("allExited never ended for a zombie")
+	}
+}
+
+// waitState waits until /proc/PID/stat shows state.
+func waitState(t *testing.T, pid int, state string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if f, ok := statFields(fmt.Sprintf("/proc/%d/stat", pid)); ok && len(f) > 0 && f[0] == state {
+			return
+		}
+		if i == 6000 {
+			t.Fatalf("pid %d never reached state %s", pid, state)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

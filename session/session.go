@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"syscall"
@@ -229,7 +228,7 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 func exitedBefore(pids []int, notes io.Writer) error {
 	var gone []int
 	for _, pid := range pids {
-		if p, ok := readProc(pid); !ok || p.state == 'Z' {
+		if exited(pid) {
 			gone = append(gone, pid)
 		}
 	}
@@ -245,7 +244,8 @@ func exitedBefore(pids []int, notes io.Writer) error {
 	return fmt.Errorf("-p %v: every process exited before tracing started (while the hooks attached): nothing traced; give running processes", gone)
 }
 
-// allExited is closed once every pid has exited (never without pids).
+// allExited is closed once every pid has exited (never without pids): a
+// zombie with no thread left has.
 func allExited(ctx context.Context, pids []int) <-chan struct{} {
 	done := make(chan struct{})
 	if len(pids) == 0 {
@@ -257,7 +257,7 @@ func allExited(ctx context.Context, pids []int) <-chan struct{} {
 		for {
 			alive := false
 			for _, pid := range pids {
-				if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+				if !exited(pid) {
 					alive = true
 				}
 			}
