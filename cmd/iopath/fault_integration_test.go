@@ -296,17 +296,21 @@ func TestFaultColdMappingStride(t *testing.T) {
 // thread's) often finds the page already mapped, with no second filemap
 // event to show the retry. Every fault that read its page was retried
 // (mm/filemap.c since 5.1): where only tracepoints see filemap_fault, the
-// engine infers it (engine.retryImplied). The major faults are the
+// engine infers it (engine.retryImplied). Except a fault ended by a signal
+// (the helper's threads get Go's preemption SIGURG: 7-16 of the 2048 per
+// run on 6.18): its VM_FAULT_RETRY was not redone. The major faults are the
 // kernel's count.
 func TestFaultRetriesOfRacingThreads(t *testing.T) {
 	needFaults(t)
 	f := coldFile(t, diskDir(t), 8<<20)
 	ino := inoOf(t, f)
 	tr, kernelMajor := traceFaults(t, false, "race", f, 4)
-	var major, read, blockedMinor, notRetried int64
+	var major, read, blockedMinor, notRetried, signaled int64
 	major = tr.majorInWindow()
 	for _, fr := range tr.faultsOn(ino) {
-		if fr.Cache.PagesAdded > 0 {
+		if fr.Cache.PagesAdded > 0 && fr.Signal != "" {
+			signaled++ // VM_FAULT_RETRY, not redone: the thread took the signal (Go's SIGURG)
+		} else if fr.Cache.PagesAdded > 0 {
 			read++
 			if !fr.Retried {
 				notRetried++
@@ -322,8 +326,8 @@ func TestFaultRetriesOfRacingThreads(t *testing.T) {
 	if major != kernelMajor {
 		t.Errorf("%d major fault records, the kernel counted %d (ru_majflt); diagnostics %v", major, kernelMajor, tr.summary.Diagnostics)
 	}
-	t.Logf("4 threads on 2048 cold pages: %d faults read a page (%d major, kernel %d), %d minor faults waited for another's read",
-		read, major, kernelMajor, blockedMinor)
+	t.Logf("4 threads on 2048 cold pages: %d faults read a page (%d major, kernel %d), %d more ended by a signal, %d minor faults waited for another's read",
+		read, major, kernelMajor, signaled, blockedMinor)
 }
 
 // A thread faulting on cold pages while two others map and unmap memory

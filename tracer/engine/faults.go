@@ -62,6 +62,10 @@ func (e *Engine) handleFault(o *bpf.IopathOp) {
 // program's faults on the same cold pages are mostly such. A read fault's
 // sleep is taken as the locked-page wait (a write fault also sleeps in
 // page_mkwrite without a retry, so only its pages added count).
+//
+// A fault ended by a signal (FaultSignal) is the exception: its pass
+// returned VM_FAULT_RETRY, but the kernel did not redo it (the thread took
+// the signal), so it is retried only when a second pass was seen.
 func retryImplied(o *bpf.IopathOp) bool {
 	if o.FaultFlags&FaultFilemap == 0 {
 		return false // no filemap_fault: fault-around mapped the page
@@ -87,7 +91,7 @@ func (e *Engine) faultRecord(o *bpf.IopathOp) *record.Fault {
 		Type: record.TypeFault, OpID: o.OpId, TimeNs: o.StartNs, Pid: o.Pid, Tid: o.Tid, Comm: e.comm(cBytes(o.Comm[:])),
 		Path: e.faultPath(o), Dev: e.devName(o.Dev), Ino: o.Ino, FS: e.fsName(o.FsMagic), Index: index, Address: o.FaultAddr,
 		Write: o.FaultFlags&FaultWrite != 0, Major: o.FaultFlags&FaultMajor != 0,
-		Retried:    o.FaultFlags&FaultRetried != 0 || e.InferFaultRetry && retryImplied(o),
+		Retried:    o.FaultFlags&FaultRetried != 0 || e.InferFaultRetry && retryImplied(o) && o.FaultFlags&FaultSignal == 0,
 		DurationNs: sub(o.EndNs, o.StartNs), BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages,
 		Cache:       record.Cache{PagesRequested: 1, PagesAdded: uint64(o.PagesAdded), Readahead: []record.Readahead{}},
 		Unavailable: e.FaultUnavailable,
