@@ -92,12 +92,13 @@ type traceLine struct {
 
 // flushEvents are the events flushIssues records besides the flush
 // requests, to tell what a flush no call names was: the jbd2 steps of the
-// test filesystem's journal (a commit's record is PREFLUSH|FUA, a journal
+// test filesystem's journal (the handles each transaction had and their
+// tasks; a commit's record is PREFLUSH|FUA, a journal
 // superblock write FUA: on a device without FUA, 2 and 1 flush requests)
 // and the device's bios and requests that ask for a flush ("F" in rwbs).
 // Only those the kernel has are enabled (jbd2's come with the module).
 var flushEvents = []string{
-	"jbd2/jbd2_start_commit", "jbd2/jbd2_commit_locking", "jbd2/jbd2_commit_flushing",
+	"jbd2/jbd2_handle_start", "jbd2/jbd2_start_commit", "jbd2/jbd2_commit_locking", "jbd2/jbd2_commit_flushing",
 	"jbd2/jbd2_commit_logging", "jbd2/jbd2_end_commit", "jbd2/jbd2_update_log_tail",
 	"jbd2/jbd2_write_superblock", "jbd2/jbd2_checkpoint", "jbd2/jbd2_run_stats",
 	"block/block_bio_queue", "block/block_rq_issue",
@@ -198,8 +199,9 @@ func unnamedFlushes(kernel, named []uint64) []uint64 {
 	return out
 }
 
-// logAround logs the flushTrace lines within 20 ms of time ns.
-func logAround(t *testing.T, ns uint64) {
+// logAround logs the flushTrace lines within 20 ms of time ns, the time of
+// the line or flush request what names.
+func logAround(t *testing.T, what string, ns uint64) {
 	t.Helper()
 	var b strings.Builder
 	for _, l := range flushTrace.lines {
@@ -211,7 +213,7 @@ func logAround(t *testing.T, ns uint64) {
 			b.WriteString(mark + l.text + "\n")
 		}
 	}
-	t.Logf("tracefs around the unnamed flush request issued at %d:\n%s", ns, b.String())
+	t.Logf("tracefs around %s at %d:\n%s", what, ns, b.String())
 }
 
 func readFile(t *testing.T, p string) string {
@@ -397,9 +399,18 @@ func TestTraceFlushJoins(t *testing.T) {
 				t.Errorf("the calls name %d flush requests issued while they ran, tracefs counted %d", len(inSpan), len(window))
 				for _, ns := range unnamedFlushes(window, inSpan) {
 					t.Logf("unnamed flush request issued at %d by %s", ns, flushTrace.issuers[ns])
-					logAround(t, ns)
+					logAround(t, "the unnamed flush request", ns)
 				}
 			}
+			sbWrites := 0
+			for _, l := range flushTrace.lines {
+				if l.ns > first && l.ns < last && strings.Contains(l.text, " jbd2_write_superblock: ") {
+					sbWrites++
+					logAround(t, "the journal superblock write", l.ns)
+				}
+			}
+			info, _ := os.ReadFile(fmt.Sprintf("/proc/fs/jbd2/%s-8/info", disk))
+			t.Logf("journal superblock writes in the span %d; /proc/fs/jbd2/%s-8/info:\n%s", sbWrites, disk, info)
 			// A bio left incomplete must be counted by cause. Zero only
 			// with IOPATH_STRICT_IO=1: the 6.18 host runs no BPF program
 			// for some completions (docs/kernel-notes.md), and one data
