@@ -101,14 +101,15 @@ var flushEvents = []string{
 	"jbd2/jbd2_handle_start", "jbd2/jbd2_start_commit", "jbd2/jbd2_commit_locking", "jbd2/jbd2_commit_flushing",
 	"jbd2/jbd2_commit_logging", "jbd2/jbd2_end_commit", "jbd2/jbd2_update_log_tail",
 	"jbd2/jbd2_write_superblock", "jbd2/jbd2_checkpoint", "jbd2/jbd2_run_stats",
-	"block/block_bio_queue", "block/block_rq_issue",
+	"block/block_bio_queue", "block/block_rq_issue", "ext4/ext4_sync_file_exit",
+	"sched/sched_waking", // by the journal's jbd2 thread only: whom each commit's end woke
 }
 
 // flushIssues records, in a tracefs instance of its own (trace_clock mono,
 // the clock of bpf_ktime_get_ns), the issue times of the flush requests
 // (block_rq_issue, rwbs FF) of kernel device kdev while run runs, and the
-// flushEvents in flushTrace.
-func flushIssues(t *testing.T, kdev uint32, run func()) []uint64 {
+// flushEvents in flushTrace (the wakes of jbd2 thread jbd2Pid).
+func flushIssues(t *testing.T, kdev uint32, jbd2Pid int, run func()) []uint64 {
 	t.Helper()
 	inst := fmt.Sprintf("/sys/kernel/tracing/instances/iopath-flush-%d", os.Getpid())
 	if err := os.Mkdir(inst, 0o755); err != nil {
@@ -129,8 +130,11 @@ func flushIssues(t *testing.T, kdev uint32, run func()) []uint64 {
 			continue
 		}
 		filter := fmt.Sprintf("dev == %d", kdev)
-		if strings.HasPrefix(e, "block/") {
+		switch {
+		case strings.HasPrefix(e, "block/"):
 			filter += ` && rwbs ~ "*F*"`
+		case strings.HasPrefix(e, "sched/"):
+			filter = fmt.Sprintf("common_pid == %d", jbd2Pid)
 		}
 		write(ev+"/filter", filter)
 		write(ev+"/enable", "1")
@@ -216,6 +220,92 @@ func logAround(t *testing.T, what string, ns uint64) {
 	t.Logf("tracefs around %s at %d:\n%s", what, ns, b.String())
 }
 
+// jbd2Task returns the pid of the jbd2 thread of block device name
+// (comm "jbd2/NAME-8").
+func jbd2Task(t *testing.T, name string) int {
+	t.Helper()
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, p := range comms {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "jbd2/"+name+"-8" {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			return pid
+		}
+	}
+	t.Fatalf("no jbd2 thread jbd2/%s-8", name)
+	return 0
+}
+
+// unwakedCommits returns the [start, end] (flushTrace times) of the jbd2
+// commits whose end released no traced fdatasync: no thread of tids that
+// the jbd2 thread woke after the commit's end (before its next commit)
+// left ext4_sync_file before the jbd2 thread woke it again. iopath names a
+// commit's flushes for a call by that wake (bpf/flush.c): the call that
+// needed such a commit got there after it ended, so it never slept in
+// jbd2_log_wait_commit and no wake names the commit; if the commit record
+// was queued after the latest fdatasync to start had returned (bpf/block.c
+// keeps only that call as the device's waiter), no call names its flushes.
+func unwakedCommits(tids map[uint32]bool) [][2]uint64 {
+	type commit struct{ start, end, next uint64 }
+	var commits []*commit
+	wakes := map[uint32][]uint64{} // traced tid -> the jbd2 thread's wakes of it
+	exits := map[uint32][]uint64{} // traced tid -> its ext4_sync_file exits
+	var cur *commit
+	for _, l := range flushTrace.lines {
+		i := strings.Index(l.text, ": ")
+		task, ev := strings.Fields(l.text[:i])[0], strings.Fields(l.text[i+2:])
+		switch ev[0] {
+		case "jbd2_start_commit:":
+			if cur != nil && cur.next == 0 {
+				cur.next = l.ns
+			}
+			cur = &commit{start: l.ns}
+		case "jbd2_end_commit:":
+			if cur != nil {
+				cur.end = l.ns
+				commits = append(commits, cur)
+			}
+		case "sched_waking:":
+			for _, f := range ev[1:] {
+				if pid, ok := strings.CutPrefix(f, "pid="); ok {
+					if tid, _ := strconv.ParseUint(pid, 10, 32); tids[uint32(tid)] {
+						wakes[uint32(tid)] = append(wakes[uint32(tid)], l.ns)
+					}
+				}
+			}
+		case "ext4_sync_file_exit:":
+			tid, _ := strconv.ParseUint(task[strings.LastIndex(task, "-")+1:], 10, 32)
+			exits[uint32(tid)] = append(exits[uint32(tid)], l.ns)
+		}
+	}
+	// next returns the first time of ts after ns (none: the maximum).
+	next := func(ts []uint64, ns uint64) uint64 {
+		if i, _ := slices.BinarySearch(ts, ns+1); i < len(ts) {
+			return ts[i]
+		}
+		return ^uint64(0)
+	}
+	var out [][2]uint64
+	for _, c := range commits {
+		if c.end == 0 {
+			continue
+		}
+		before := c.next
+		if before == 0 {
+			before = ^uint64(0)
+		}
+		released := false
+		for tid, ws := range wakes {
+			if w := next(ws, c.end); w < before && next(exits[tid], w) < next(ws, w) {
+				released = true
+			}
+		}
+		if !released {
+			out = append(out, [2]uint64{c.start, c.end})
+		}
+	}
+	return out
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -269,7 +359,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			}
 			var tr *traced
 			before := statFlushes(t, disk)
-			kernel := flushIssues(t, kdev, func() {
+			kernel := flushIssues(t, kdev, jbd2Task(t, disk), func() {
 				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n)...)...)
 			})
 			statDelta := statFlushes(t, disk) - before
@@ -308,7 +398,9 @@ func TestTraceFlushJoins(t *testing.T) {
 			// commit has no flush seen: unavailable, never none.
 			joins := tr.summary.Attach["journal_commit"] != "none"
 			devName := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+			tids := map[uint32]bool{}
 			for _, c := range calls {
+				tids[c.Tid] = true
 				first, last = min(first, c.TimeNs), max(last, c.TimeNs+c.DurationNs)
 				outcomes[c.DeviceFlush]++
 				if perThread[c.Tid] == nil {
@@ -395,11 +487,23 @@ func TestTraceFlushJoins(t *testing.T) {
 			t.Logf("%d threads × %d fdatasync: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
 				"named by the records %d in %d flush bios of fdatasync and %v of other calls; device_flush %v; per thread (tid:flush requests its fdatasyncs name) %v; journal_commit %s",
 				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, others, outcomes, counts, tr.summary.Attach["journal_commit"])
+			// A flush request no call names must be one of a commit whose
+			// end released no traced call (unwakedCommits: the call that
+			// needed it raced the commit; 2 of 421 once, 6.1 VM under TCG).
 			if (joins || threads == 1) && missedRuns == 0 && len(inSpan) != len(window) {
-				t.Errorf("the calls name %d flush requests issued while they ran, tracefs counted %d", len(inSpan), len(window))
-				for _, ns := range unnamedFlushes(window, inSpan) {
+				unnamed, unwaked := unnamedFlushes(window, inSpan), unwakedCommits(tids)
+				var raced int
+				for _, ns := range unnamed {
+					if slices.ContainsFunc(unwaked, func(c [2]uint64) bool { return ns >= c[0] && ns <= c[1] }) {
+						raced++
+						t.Logf("unnamed flush request issued at %d by %s: of a commit whose end released no traced call", ns, flushTrace.issuers[ns])
+						continue
+					}
 					t.Logf("unnamed flush request issued at %d by %s", ns, flushTrace.issuers[ns])
 					logAround(t, "the unnamed flush request", ns)
+				}
+				if len(inSpan)+raced != len(window) || raced != len(unnamed) {
+					t.Errorf("the calls name %d flush requests issued while they ran, tracefs counted %d (%d of commits whose end released no traced call)", len(inSpan), len(window), raced)
 				}
 			}
 			sbWrites := 0
@@ -410,7 +514,14 @@ func TestTraceFlushJoins(t *testing.T) {
 				}
 			}
 			info, _ := os.ReadFile(fmt.Sprintf("/proc/fs/jbd2/%s-8/info", disk))
-			t.Logf("journal superblock writes in the span %d; /proc/fs/jbd2/%s-8/info:\n%s", sbWrites, disk, info)
+			commits := 0
+			for _, l := range flushTrace.lines {
+				if strings.Contains(l.text, " jbd2_end_commit: ") {
+					commits++
+				}
+			}
+			t.Logf("journal commits %d, whose end released no traced call %d; journal superblock writes in the span %d; /proc/fs/jbd2/%s-8/info:\n%s",
+				commits, len(unwakedCommits(tids)), sbWrites, disk, info)
 			// A bio left incomplete must be counted by cause. Zero only
 			// with IOPATH_STRICT_IO=1: the 6.18 host runs no BPF program
 			// for some completions (docs/kernel-notes.md), and one data
