@@ -252,7 +252,7 @@ func unwakedCommits(tids map[uint32]bool) [][2]uint64 {
 	var cur *commit
 	for _, l := range flushTrace.lines {
 		i := strings.Index(l.text, ": ")
-		task, ev := strings.Fields(l.text[:i])[0], strings.Fields(l.text[i+2:])
+		task, ev := strings.Fields(l.text[:i])[0], append(strings.Fields(l.text[i+2:]), "")
 		switch ev[0] {
 		case "jbd2_start_commit:":
 			if cur != nil && cur.next == 0 {
