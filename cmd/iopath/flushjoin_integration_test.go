@@ -567,40 +567,46 @@ func flushFS(t *testing.T) string {
 	return loopFSWith(t, "write back", []string{"-E", "lazy_itable_init=0,lazy_journal_init=0"}, "")
 }
 
-// The rule of unwakedCommits on the trace of the TestTraceFlushJoins failure
-// it explains (6.1 VM, 2026-12-07: transaction 2885, needed by tid 848's
-// fdatasync, whose flushes no call named), with the wakes added: 2884's end
-// released 849 (it left ext4_sync_file next); 2885's end woke only 851,
-// which waited for 2886 (woken again before it left): 2885 released no one.
+// The rule of unwakedCommits on the trace of a TestTraceFlushJoins run it
+// explains (6.1 VM, 2026-12-07: 443 flush requests, 441 named, all 800 calls
+// `flushed`): 4871's end woke 989 and 991, and 991 left ext4_sync_file;
+// 989, which had a handle in 4872, ran again only after 4872's end, which
+// woke no one: 4872's two flush requests are named by no call.
 func TestUnwakedCommits(t *testing.T) {
 	lines := []string{
-		"jbd2/vda-8-119 [000] ..... 113.544938: jbd2_start_commit: dev 254,0 transaction 2884 sync 0",
-		"kworker/0:1H-38 [000] ..... 113.547296: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
-		"jbd2/vda-8-119 [000] ..... 113.548651: jbd2_end_commit: dev 254,0 transaction 2884 sync 0 head 2781",
-		"jbd2/vda-8-119 [000] d..2. 113.548700: sched_waking: comm=01-iopath.test pid=849 prio=120 target_cpu=000",
-		"01-iopath.test-849 [000] ..... 113.548900: ext4_sync_file_exit: dev 254,0 ino 14 ret 0",
-		"jbd2/vda-8-119 [000] ..... 113.549443: jbd2_start_commit: dev 254,0 transaction 2885 sync 0",
-		"kworker/0:1H-38 [000] ..... 113.550021: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
-		"kworker/0:1H-38 [000] ..... 113.550429: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
-		"jbd2/vda-8-119 [000] ..... 113.550654: jbd2_end_commit: dev 254,0 transaction 2885 sync 0 head 2781",
-		"jbd2/vda-8-119 [000] d..2. 113.550700: sched_waking: comm=01-iopath.test pid=851 prio=120 target_cpu=000",
-		"01-iopath.test-848 [000] ..... 113.550900: ext4_sync_file_exit: dev 254,0 ino 13 ret 0",
-		"jbd2/vda-8-119 [000] ..... 113.555314: jbd2_start_commit: dev 254,0 transaction 2886 sync 0",
-		"jbd2/vda-8-119 [000] ..... 113.557229: jbd2_end_commit: dev 254,0 transaction 2886 sync 0 head 2781",
-		"jbd2/vda-8-119 [000] d..2. 113.557300: sched_waking: comm=01-iopath.test pid=851 prio=120 target_cpu=000",
-		"01-iopath.test-851 [000] ..... 113.557500: ext4_sync_file_exit: dev 254,0 ino 16 ret 0",
+		"01-iopath.test-991     [000] .....   243.632797: jbd2_handle_start: dev 254,0 tid 4871 type 4 line_no 2885 requested_blocks 54",
+		"jbd2/vda-8-119     [000] .....   243.635703: jbd2_start_commit: dev 254,0 transaction 4871 sync 0",
+		"jbd2/vda-8-119     [000] d.h3.   243.636258: sched_waking: comm=01-iopath.test pid=990 prio=120 target_cpu=000",
+		"jbd2/vda-8-119     [000] .....   243.638768: block_bio_queue: 254,0 FWFSM 1617744 + 8 [jbd2/vda-8]",
+		"kworker/0:1H-38      [000] .....   243.638925: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
+		"01-iopath.test-989     [000] .....   243.639351: jbd2_handle_start: dev 254,0 tid 4872 type 2 line_no 2842 requested_blocks 29",
+		"kworker/0:1H-38      [000] .....   243.640308: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
+		"jbd2/vda-8-119     [000] .....   243.641560: jbd2_end_commit: dev 254,0 transaction 4871 sync 0 head 4678",
+		"jbd2/vda-8-119     [000] d..3.   243.641591: sched_waking: comm=01-iopath.test pid=989 prio=120 target_cpu=000",
+		"jbd2/vda-8-119     [000] d..3.   243.641708: sched_waking: comm=01-iopath.test pid=991 prio=120 target_cpu=000",
+		"jbd2/vda-8-119     [000] .....   243.641730: jbd2_start_commit: dev 254,0 transaction 4872 sync 0",
+		"01-iopath.test-991     [000] .N...   243.650726: ext4_sync_file_exit: dev 254,0 ino 16 ret 0",
+		"jbd2/vda-8-119     [000] .....   243.651244: block_bio_queue: 254,0 FWFSM 1617784 + 8 [jbd2/vda-8]",
+		"kworker/0:1H-38      [000] .....   243.651468: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
+		"kworker/0:1H-38      [000] .....   243.653651: block_rq_issue: 254,0 FF 0 () 0 + 0 [kworker/0:1H]",
+		"jbd2/vda-8-119     [000] d.h5.   243.658926: sched_waking: comm=01-iopath.test pid=981 prio=120 target_cpu=000",
+		"jbd2/vda-8-119     [000] .....   243.659000: jbd2_end_commit: dev 254,0 transaction 4872 sync 0 head 4678",
+		"01-iopath.test-989     [000] .....   243.659258: ext4_sync_file_exit: dev 254,0 ino 14 ret 0",
+		"01-iopath.test-994     [000] .....   243.659815: jbd2_handle_start: dev 254,0 tid 4873 type 4 line_no 2885 requested_blocks 54",
+		"kworker/u2:0-9       [000] .....   243.667601: jbd2_handle_start: dev 254,0 tid 4873 type 11 line_no 4926 requested_blocks 29",
 	}
 	flushTrace.lines = nil
 	for _, l := range lines {
-		sec, err := strconv.ParseFloat(strings.TrimSuffix(strings.Fields(l)[3], ":"), 64)
+		f := strings.Fields(l)
+		sec, err := strconv.ParseFloat(strings.TrimSuffix(f[3], ":"), 64)
 		if err != nil {
 			t.Fatal(err)
 		}
 		flushTrace.lines = append(flushTrace.lines, traceLine{uint64(sec*1e6) * 1e3, l})
 	}
-	got := unwakedCommits(map[uint32]bool{848: true, 849: true, 851: true})
-	if want := [][2]uint64{{113549443000, 113550654000}}; !slices.Equal(got, want) {
-		t.Errorf("commits whose end released no traced call %v, want %v (2885's)", got, want)
+	got := unwakedCommits(map[uint32]bool{981: true, 989: true, 990: true, 991: true, 994: true})
+	if want := [][2]uint64{{243641730000, 243659000000}}; !slices.Equal(got, want) {
+		t.Errorf("commits whose end released no traced call %v, want %v (4872's)", got, want)
 	}
 }
 
