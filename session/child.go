@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -69,10 +71,11 @@ type Child struct {
 	killed bool
 }
 
-// Exec starts c stopped right after its execve (ptrace's exec stop), calls
-// gate with its pid (the tracer adds it to the traced set there), then lets
-// it run: none of the program's own IO escapes the trace, and none of the
-// caller's gets in. A gate error kills the child.
+// Exec starts c's process stopped at the exec of the exec gate (ptrace's
+// exec stop; execgate.go), calls gate with its pid (the tracer adds it to
+// the traced set there), then lets it run: the gate execs the command, so
+// none of the program's own IO escapes the trace, not even its execve's
+// reads, and none of the caller's gets in. A gate error kills the child.
 func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	name := c.Path
 	if len(c.Args) > 0 {
@@ -83,17 +86,34 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	// (unlocked, back in the runtime's pool) for the life of the process.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(c.Path)
-	cmd.Args = c.Args
+	// The child execs the exec gate first (execgate.go), which execs the
+	// command once the child is traced.
+	gatePath, err := execGatePath()
+	if err != nil {
+		return nil, err
+	}
+	answer, answerW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer answer.Close()
+	path := c.Path
+	if !strings.Contains(path, "/") { // a bare name, as exec.Command takes it: $PATH
+		if path, err = exec.LookPath(path); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", name, err)
+		}
+	}
+	cmd := exec.Command(gatePath)
+	cmd.Args = gateArgs(path, c.Args)
 	cmd.Env = c.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.ExtraFiles = []*os.File{answerW} // the gate's fd 3
 	own := ownGroup(c.Stdin, c.Stdout, c.Stderr)
 	becomeSubreaper() // the command's orphans stay findable (group.go)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
-	if err := startKeepingIgnored(cmd.Start); err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
-		}
+	err = startKeepingIgnored(cmd.Start)
+	answerW.Close()
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	pid := cmd.Process.Pid
@@ -116,6 +136,13 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, fmt.Errorf("releasing %s after exec: %w", name, err)
+	}
+	if err := execResult(answer); err != nil {
+		cmd.Wait() // the gate exits 127
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
+		}
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	ch := &Child{Pid: pid, cmd: cmd, name: name, c: c, done: make(chan struct{})}
 	if own {

@@ -222,11 +222,7 @@ func TestTraceWorkloadSignals(t *testing.T) {
 		// Seen once in a suite run on a machine at load ~60 (one record,
 		// the pointer all it said): the record and iopath's stderr say
 		// whether the child printed no report (SIGKILL after the grace?).
-		var recs []string
-		for _, w := range wrs {
-			recs = append(recs, fmt.Sprintf("%+v (report %+v)", *w, w.Report))
-		}
-		t.Errorf("workload records after SIGTERM: %v; stderr %s", recs, errb)
+		t.Errorf("workload records after SIGTERM: %s; stderr %s", describeWorkloads(wrs), errb)
 	}
 	if l := leftovers(tmp); len(l) > 0 {
 		t.Errorf("left after SIGTERM: %v", l)
@@ -317,6 +313,16 @@ func workloadChild(t *testing.T, pid int, dir string) int {
 			}
 		}
 	}
+}
+
+// describeWorkloads prints workload records with their reports, for a
+// failure (the records are pointers).
+func describeWorkloads(wrs []*workloadRecord) string {
+	var recs []string
+	for _, w := range wrs {
+		recs = append(recs, fmt.Sprintf("%+v (report %+v)", *w, w.Report))
+	}
+	return "[" + strings.Join(recs, "; ") + "]"
 }
 
 func isZombie(pid int) bool {

@@ -223,7 +223,7 @@ func TestTraceWorkloadHUPQUIT(t *testing.T) {
 			t.Errorf("trace --workload after %s: exit status %d, want %d; stderr %s", signame(sig), code, 128+int(sig), errb.String())
 		}
 		if wrs := workloadRecs(t, out.String()); len(wrs) != 1 || wrs[0].Report == nil || !wrs[0].Report.Interrupted {
-			t.Errorf("workload records after %s: %+v", signame(sig), wrs)
+			t.Errorf("workload records after %s: %s; stderr %s", signame(sig), describeWorkloads(wrs), errb.String())
 		}
 		if !strings.Contains(out.String(), `"type":"summary"`) {
 			t.Errorf("no summary after %s", signame(sig))
