@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -86,35 +85,31 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	// (unlocked, back in the runtime's pool) for the life of the process.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// The child execs the exec gate first (execgate.go), which execs the
-	// command once the child is traced.
-	gatePath, err := execGatePath()
-	if err != nil {
-		return nil, err
-	}
-	answer, answerW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer answer.Close()
 	path := c.Path
 	if !strings.Contains(path, "/") { // a bare name, as exec.Command takes it: $PATH
+		var err error
 		if path, err = exec.LookPath(path); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", name, err)
 		}
 	}
-	cmd := exec.Command(gatePath)
-	cmd.Args = gateArgs(path, c.Args)
-	cmd.Env = c.Env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
-	cmd.ExtraFiles = []*os.File{answerW} // the gate's fd 3
 	own := ownGroup(c.Stdin, c.Stdout, c.Stderr)
 	becomeSubreaper() // the command's orphans stay findable (group.go)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
-	err = startKeepingIgnored(cmd.Start)
-	answerW.Close()
+	// The child execs the exec gate first (execgate.go), which execs the
+	// command once the child is traced; where the kernel refuses to exec
+	// the gate's memfd (vm.memfd_noexec), the command itself, as before.
+	cmd, answer, err := startGated(c, path, own)
 	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		if !errors.Is(err, errGateRefused) {
+			return nil, fmt.Errorf("starting %s: %w", name, err)
+		}
+		gateRefusedNote(c.Notes, err)
+		cmd = command(c, path, own)
+		if err := startKeepingIgnored(cmd.Start); err != nil {
+			return nil, startError(name, err)
+		}
+	}
+	if answer != nil {
+		defer answer.Close()
 	}
 	pid := cmd.Process.Pid
 	addCommand(pid)
@@ -137,12 +132,9 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("releasing %s after exec: %w", name, err)
 	}
-	if err := execResult(answer); err != nil {
+	if err := execResult(answer); answer != nil && err != nil {
 		cmd.Wait() // the gate exits 127
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
-		}
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, startError(name, err)
 	}
 	ch := &Child{Pid: pid, cmd: cmd, name: name, c: c, done: make(chan struct{})}
 	if own {
@@ -150,6 +142,15 @@ func Exec(c Command, gate func(pid int) error) (*Child, error) {
 	}
 	go ch.wait()
 	return ch, nil
+}
+
+// startError says why the program name could not be exec'd. Its path was
+// looked up: ENOENT is then its #! interpreter's.
+func startError(name string, err error) error {
+	if errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("starting %s: %w: its #! interpreter line names a program that does not exist", name, err)
+	}
+	return fmt.Errorf("starting %s: %w", name, err)
 }
 
 func (ch *Child) wait() {

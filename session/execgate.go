@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -82,20 +84,84 @@ var (
 	gateErr  error
 )
 
+// errGateRefused: the kernel would not exec the gate (vm.memfd_noexec, a
+// security module): the command is exec'd directly, its execve's reads
+// untraced.
+var errGateRefused = errors.New("the exec gate cannot run here")
+
+var gateNoteOnce sync.Once
+
+// gateRefusedNote says once on notes that the command's execve reads are
+// not traced, and why.
+func gateRefusedNote(notes io.Writer, err error) {
+	gateNoteOnce.Do(func() {
+		if b, _ := os.ReadFile("/proc/sys/vm/memfd_noexec"); len(b) > 0 && b[0] != '0' {
+			err = fmt.Errorf("%w; vm.memfd_noexec is %s", err, strings.TrimSpace(string(b)))
+		}
+		if notes != nil {
+			fmt.Fprintf(notes, "iopath: %v: the command's own execve (its reads of the program) is not traced\n", err)
+		}
+	})
+}
+
+// command is c as an exec.Cmd of the program at path (argv c.Args), in a
+// process group of its own when own, stopped at its exec by ptrace.
+func command(c Command, path string, own bool) *exec.Cmd {
+	cmd := exec.Command(path)
+	cmd.Args = c.Args
+	cmd.Env = c.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: c.DeathSignal, Setpgid: own}
+	return cmd
+}
+
+// startGated starts the exec gate for c's program at path, stopped at the
+// gate's exec; answer is the read end of the gate's fd 3 (execResult).
+// errGateRefused wraps a refusal to exec the gate.
+func startGated(c Command, path string, own bool) (cmd *exec.Cmd, answer *os.File, err error) {
+	gate, err := execGatePath()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (%w)", errGateRefused, err)
+	}
+	answer, answerW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd = command(c, gate, own)
+	cmd.Args = gateArgs(path, c.Args)
+	cmd.ExtraFiles = []*os.File{answerW} // the gate's fd 3
+	err = startKeepingIgnored(cmd.Start)
+	answerW.Close()
+	if err != nil {
+		answer.Close()
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return nil, nil, fmt.Errorf("%w (exec of its memfd: %w)", errGateRefused, err)
+		}
+		return nil, nil, err
+	}
+	return cmd, answer, nil
+}
+
 // execGatePath returns a path that execs the trampoline (/proc/self/fd/N of a
 // memfd this process keeps open; close-on-exec, which an exec of it
 // through that path allows).
 func execGatePath() (string, error) {
 	gateOnce.Do(func() {
-		fd, err := unix.MemfdCreate("iopath-exec-gate", unix.MFD_CLOEXEC)
+		// MFD_EXEC (6.3+) asks for an executable memfd where
+		// vm.memfd_noexec=1 would seal it non-executable; older kernels
+		// refuse the flag (EINVAL) and make every memfd executable.
+		fd, err := unix.MemfdCreate("iopath-exec-gate", unix.MFD_CLOEXEC|unix.MFD_EXEC)
+		if errors.Is(err, unix.EINVAL) {
+			fd, err = unix.MemfdCreate("iopath-exec-gate", unix.MFD_CLOEXEC)
+		}
 		if err != nil {
-			gateErr = fmt.Errorf("the exec gate (memfd_create): %w", err)
+			gateErr = fmt.Errorf("memfd_create: %w", err)
 			return
 		}
 		f := os.NewFile(uintptr(fd), "iopath-exec-gate")
 		if _, err := f.Write(gateELF()); err != nil {
 			f.Close()
-			gateErr = fmt.Errorf("the exec gate: %w", err)
+			gateErr = fmt.Errorf("writing its memfd: %w", err)
 			return
 		}
 		gateFile = f

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/iopath/iopath/internal/testutil"
 )
 
 // The exec gate runs the command with the argv it was given (its name
@@ -52,4 +54,30 @@ func TestExecGateELF(t *testing.T) {
 	if string(b[:4]) != "\x7fELF" || len(b) != 64+56+len(gateCode) {
 		t.Fatalf("gate ELF of %d bytes: % x", len(b), b[:16])
 	}
+}
+
+// Where the kernel refuses to exec a memfd (vm.memfd_noexec=2, 6.3+), the
+// command runs as before, exec'd directly, and one line says its execve's
+// reads are not traced.
+func TestExecGateRefused(t *testing.T) {
+	testutil.NeedRoot(t)
+	if _, err := os.Stat("/proc/sys/vm/memfd_noexec"); err != nil {
+		t.Skip("no vm.memfd_noexec (before 6.3)")
+	}
+	testutil.SetSysctl(t, "vm.memfd_noexec", "2")
+	cmd, out, errb := helper(t, "run", "/bin/sh", "-c", "exit 3")
+	var lines []string
+	for {
+		l, err := out.ReadString('\n')
+		if err != nil {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	cmd.Wait()
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "ready ") || lines[1] != "status 3 0 0 false" ||
+		strings.Count(errb.String(), "the command's own execve (its reads of the program) is not traced") != 1 {
+		t.Errorf("stdout %q, stderr %q", lines, errb.String())
+	}
+	t.Log(strings.TrimSpace(errb.String()))
 }
