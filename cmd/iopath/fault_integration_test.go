@@ -466,8 +466,15 @@ func TestTraceColdCommandExecRead(t *testing.T) {
 		}
 	}
 	exec := tr.summary.UnattributedCauses["exec"]
-	if cached == 0 || read < cached*4096 || exec.Bios == 0 {
-		t.Fatalf("the command's disk reads %d bytes, %d pages of its binary read (cached now); unattributed %+v", read, cached, tr.summary.UnattributedCauses)
+	var missedRuns uint64
+	for _, v := range tr.summary.MissedRuns {
+		missedRuns += v
+	}
+	// Runs the kernel skipped (missed_runs: 7.2 under TCG) lose bios: then
+	// only the execve's own reads are required.
+	if cached == 0 || exec.Bios == 0 || (missedRuns == 0 && read < cached*4096) {
+		t.Fatalf("the command's disk reads %d bytes, %d pages of its binary read (cached now); unattributed %+v; missed runs %v",
+			read, cached, tr.summary.UnattributedCauses, tr.summary.MissedRuns)
 	}
 	t.Logf("cold command: %d pages of its binary read, its disk reads %d bytes; execve's own: %d bios, %d bytes (cause exec)", cached, read, exec.Bios, exec.Bytes)
 }
