@@ -403,16 +403,24 @@ func TestFaultCachedPage(t *testing.T) {
 	}
 }
 
+// coldBinary copies this test binary to name on the disk and evicts the
+// copy from the page cache: a program no page of which is cached.
+func coldBinary(t *testing.T, name string) string {
+	t.Helper()
+	bin := filepath.Join(diskDir(t), name)
+	copyFile(t, os.Args[0], bin, 0o755)
+	if left, err := demo.Evict(bin); err != nil || left != 0 {
+		t.Fatalf("evicting %s: %d pages left, %v", bin, left, err)
+	}
+	return bin
+}
+
 // Must-be-true 4: a program run from a cold copy of a binary (this test
 // binary: static, megabytes of text) pages its text in through faults
 // attributed to that process.
 func TestFaultExecColdBinary(t *testing.T) {
 	needFaults(t)
-	bin := filepath.Join(diskDir(t), "exec-copy")
-	copyFile(t, os.Args[0], bin, 0o755)
-	if left, err := demo.Evict(bin); err != nil || left != 0 {
-		t.Fatalf("evicting %s: %d pages left, %v", bin, left, err)
-	}
+	bin := coldBinary(t, "exec-copy")
 	ino := inoOf(t, bin)
 	tr := traceCmd(t, "--", bin, "-test.run=^$")
 	faults := tr.faultsOn(ino)
@@ -452,11 +460,7 @@ func TestFaultExecColdBinary(t *testing.T) {
 // count (a cold 148 KiB ls: 0 disk bytes read, 0 unattributed).
 func TestTraceColdCommandExecRead(t *testing.T) {
 	needRoot(t)
-	bin := filepath.Join(diskDir(t), "exec-read")
-	copyFile(t, os.Args[0], bin, 0o755)
-	if left, err := demo.Evict(bin); err != nil || left != 0 {
-		t.Fatalf("evicting %s: %d pages left, %v", bin, left, err)
-	}
+	bin := coldBinary(t, "exec-read")
 	tr := traceCmd(t, "--", bin, "-test.run=^$")
 	cached := uint64(testutil.CachedPages(t, bin))
 	var read uint64
