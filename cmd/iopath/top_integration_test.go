@@ -367,14 +367,17 @@ func TestTopExitedWriterCleaned(t *testing.T) {
 	f := filepath.Join(tmp, "exited.dat")
 	out := filepath.Join(tmp, "top.jsonl")
 	// The command waits for top to print dd's row as exited (a condition,
-	// not a time): its entry is retired by then.
+	// not a time): its entry is retired by then. Bounded (exit 7 after
+	// 3000 polls, 150 s or more): the 5.10 VM once waited here 16 minutes
+	// (2026-12-07, a suite run on a machine with 8 VMs).
 	script := `dd if=/dev/zero of="$1" bs=64k count=16 2>/dev/null
-until grep -q '"comm":"dd","exited":true' "$2"; do sleep 0.05; done
+i=0; until grep -q '"comm":"dd","exited":true' "$2"; do i=$((i+1)); [ $i -le 3000 ] || exit 7; sleep 0.05; done
 sync "$1"`
 	_, stderr, code := runIopath(t, tmp, "top", "--json", "-o", out, "--interval", "50ms", "--rows", "0", "--",
 		"sh", "-c", script, "sh", f, out)
 	if code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+		b, _ := os.ReadFile(out)
+		t.Fatalf("exit %d (7: top never showed dd exited)\nstderr: %s\ntop's JSON (last 4 KiB): %s", code, stderr, b[max(0, len(b)-4096):])
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
