@@ -66,8 +66,17 @@ type Row struct {
 	Cum    aggregate.IO // since the start (DirtyPending)
 }
 
+// active: the row did IO in the interval, or its process exited (or a
+// part of it ended: an exec, a rename) in the interval after doing IO
+// earlier in the run. A process's exit is then always shown, with its
+// totals, in the interval its entry was retired, whether or not its last
+// IO was read before (a 50 ms interval often ends between dd's last write
+// and its exit).
 func (r *Row) active() bool {
-	io := &r.IO
+	return ioActive(&r.IO) || r.Exited && ioActive(&r.Cum)
+}
+
+func ioActive(io *aggregate.IO) bool {
 	return io.AllCalls() > 0 || io.DiskBytes() > 0 || io.CleanedPages > 0 || io.ThrottleNs > 0
 }
 

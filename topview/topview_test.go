@@ -50,6 +50,29 @@ func TestRowsSorted(t *testing.T) {
 	}
 }
 
+// A process that did all its IO in earlier intervals and exited in this
+// one is a row of this one (exited, its totals in Cum), once: the read
+// that retired it was the only one that saw it gone (dd writing 1 MiB and
+// exiting often straddles a 50 ms interval). One that never did IO is not.
+func TestRowsExitedWithoutIOInInterval(t *testing.T) {
+	prev := aggregate.NewInterval(time.Unix(0, 0))
+	cur := aggregate.NewInterval(time.Unix(1, 0))
+	w := &aggregate.Proc{Pid: 7, Comm: "dd"}
+	w.Calls[aggregate.Write] = 16
+	w.DirtiedPages = 256
+	prev.Procs[7] = w
+	gone := *w
+	gone.Exited = true
+	cur.Procs[7] = &gone
+	prev.Procs[8] = &aggregate.Proc{Pid: 8, Comm: "idle"}
+	cur.Procs[8] = &aggregate.Proc{Pid: 8, Comm: "idle", Exited: true}
+	d := aggregate.Delta(prev, cur)
+	rs := Rows(d, cur, ByProcess, SortDisk)
+	if len(rs) != 1 || rs[0].Comm != "dd" || !rs[0].Exited || rs[0].IO.AllCalls() != 0 || rs[0].Cum.DirtiedPages != 256 {
+		t.Fatalf("rows %+v, want dd alone: exited, no calls in the interval, 256 dirtied pages in all", rs)
+	}
+}
+
 func TestBuildCapsRows(t *testing.T) {
 	d, cur := interval()
 	iv := Build("interval", d, cur, SortCalls, 2, 7, map[string]uint64{"tp_block_rq_complete": 3})
