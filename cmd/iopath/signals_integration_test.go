@@ -291,7 +291,16 @@ func TestWorkloadSIGKILLCleanedNextRun(t *testing.T) {
 }
 
 // workloadChild waits for the workload child of iopath pid to run with its
-// file open (so past catching its signals) and returns its pid.
+// file open, and returns its pid: the workload (its argv has --file=, not
+// the exec gate's) opens the file after it catches its end signals. An
+// open file alone is not enough: between its fork and its exec the child
+// has all of iopath's descriptors (the workload's file among them, made by
+// iopath), and a signal sent then reaches a child that does not catch it
+// yet, or iopath while it starts the child with the signals its parent
+// ignored set to SIG_IGN (startKeepingIgnored: under nohup, SIGHUP is then
+// lost; a chain run under nohup waited 20 s for an iopath that never saw
+// it). Nor is SigCgt: the Go runtime catches the signals before the
+// workload's package init does (a SIGQUIT then is the runtime's: no report).
 func workloadChild(t *testing.T, pid int, dir string) int {
 	t.Helper()
 	for deadline := time.Now().Add(readyWait()); ; time.Sleep(10 * time.Millisecond) {
@@ -304,6 +313,10 @@ func workloadChild(t *testing.T, pid int, dir string) int {
 			kids, _ := os.ReadFile(task)
 			for _, f := range strings.Fields(string(kids)) {
 				child, _ := strconv.Atoi(f)
+				argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+				if !strings.Contains(string(argv), "\x00--file=") || strings.HasPrefix(string(argv), "iopath-exec-gate\x00") || !catchesEndSignals(child) {
+					continue
+				}
 				fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", child))
 				for _, fd := range fds {
 					if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, dir+"/") {
@@ -313,6 +326,23 @@ func workloadChild(t *testing.T, pid int, dir string) int {
 			}
 		}
 	}
+}
+
+// catchesEndSignals says whether process pid catches SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT (/proc/PID/status SigCgt).
+func catchesEndSignals(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			want := uint64(1)<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1) | 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGQUIT-1)
+			return err == nil && m&want == want
+		}
+	}
+	return false
 }
 
 // describeWorkloads prints workload records with their reports, for a

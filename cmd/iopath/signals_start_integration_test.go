@@ -59,9 +59,10 @@ func waitExit(t *testing.T, cmd *exec.Cmd, errb *bytes.Buffer, what string) int 
 	case err := <-done:
 		return exitStatus(err)
 	case <-time.After(20 * time.Second):
+		state := procState(cmd.Process.Pid)
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("iopath still runs 20 s after %s; stderr %q", what, errb.String())
+		t.Fatalf("iopath not ended 20 s after %s: %s; stderr %q", what, state, errb.String())
 	}
 	return 0
 }
@@ -243,4 +244,35 @@ func TestTraceWorkloadHUPQUIT(t *testing.T) {
 			t.Errorf("the ready file is still there after %s (%v)", signame(sig), err)
 		}
 	}
+}
+
+// procState says, for a process that has not ended in time, what it and
+// its threads wait in and which processes are its children; or, if it was
+// reaped, that exec's Wait waits for its output pipes, held open by another
+// process.
+func procState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Sprintf("process %d reaped (exited); its stdout/stderr are still open in another process", pid)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "stat %q;", strings.TrimSpace(string(stat)))
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		w, _ := os.ReadFile(task + "/wchan")
+		c, _ := os.ReadFile(task + "/children")
+		st, _ := os.ReadFile(task + "/stat")
+		f := strings.Fields(string(st))
+		state := ""
+		if len(f) > 2 {
+			state = f[2]
+		}
+		fmt.Fprintf(&b, " task %s %s wchan %s children [%s];", filepath.Base(task), state, w, strings.TrimSpace(string(c)))
+		for _, kid := range strings.Fields(string(c)) {
+			ks, _ := os.ReadFile("/proc/" + kid + "/stat")
+			kw, _ := os.ReadFile("/proc/" + kid + "/wchan")
+			fmt.Fprintf(&b, " child %q wchan %s;", strings.TrimSpace(string(ks)), kw)
+		}
+	}
+	return b.String()
 }
