@@ -292,7 +292,7 @@ static __always_inline int bio_queue(struct bio *bio)
 		if (waiter || c) {
 			struct bio_owner j = {
 				.op_id = waiter ? *waiter : 0, .queue_ns = bpf_ktime_get_ns(), .pid = tgid, .tid = tid,
-				.flags = (waiter ? OWN_JOURNAL : 0) | (c ? OWN_COMMIT_REC : 0), .commit = c ? c->seq : 0,
+				.flags = (waiter ? OWN_JOURNAL : 0) | (c ? OWN_COMMIT_REC : 0), .commit = c ? c->tid : 0,
 			};
 			if (bpf_map_update_elem(&bio_owners, &bio, &j, BPF_ANY))
 				count_event(CNT_BIO_OWNER_FULL);

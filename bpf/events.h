@@ -307,12 +307,19 @@ enum own_flag {
 	/* EV_FLUSH_DONE: a flush request that served an owned bio completed. */
 	OWN_FLUSH_END = 32,
 	/* EV_FLUSH_DONE: the call op_id was woken by the jbd2 thread flush_tid
-	 * after the end of its commit number commit_tid (flush.c, sched_waking). */
+	 * after the end of its commit of transaction commit_tid (flush.c,
+	 * sched_waking). */
 	OWN_COMMIT_WAIT = 64,
 	/* A journal commit record (jbd2's PREFLUSH/FUA block) of commit
 	 * bio_owner.commit, owned even with no call (op_id 0) so that its
 	 * flushes can be given to the calls that waited for the commit. */
 	OWN_COMMIT_REC = 128,
+	/* EV_FLUSH_DONE at the end of ext4's fsync (ext4_sync_file_exit): the
+	 * call op_id (started at queue_ns) needed transaction commit_tid of the
+	 * journal whose jbd2 thread is flush_tid: the inode's i_datasync_tid
+	 * (fdatasync, msync) or i_sync_tid (fsync), what jbd2_complete_transaction
+	 * waited for (flush.c, tp_ext4_sync_file_exit). */
+	OWN_COMMIT_NEED = 4096,
 	/* Bits 8-11: enum unattributed_cause of a bio queued outside any
 	 * traced call; bits 16-27: the syscall number for CAUSE_SYSCALL. */
 	OWN_CAUSE_SHIFT = 8,
@@ -448,7 +455,7 @@ struct flush_done_ev {
 	__u32 tid;
 	__u32 own_flags;    /* enum own_flag bits of the bio */
 	__u32 flush_tid;    /* the task that issued the flush request (OWN_COMMIT_WAIT: the jbd2 thread) */
-	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT: the jbd2 commit, numbered per jbd2 thread (flush.c) */
+	__u32 commit_tid;   /* OWN_COMMIT_REC, OWN_COMMIT_WAIT, OWN_COMMIT_NEED: a jbd2 transaction id (its commit: flush.c) */
 };
 
 struct stat_key {

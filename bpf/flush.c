@@ -44,15 +44,17 @@
  *
  * Journal commits (jbd2's events, include/trace/events/jbd2.h, 2009: on every
  * kernel iopath is tested on, 5.10 to 7.2; sched_waking since 4.3):
- * jbd2_start_commit / jbd2_end_commit tell, per jbd2 thread, which of its
- * commits runs; block.c owns that commit's record (its
+ * jbd2_start_commit / jbd2_end_commit tell, per jbd2 thread, which
+ * transaction it commits; block.c owns that commit's record (its
  * PREFLUSH/FUA bio, OWN_COMMIT_REC) while a traced fsync-family call is in
  * flight; after jbd2_end_commit the thread wakes the callers waiting in
  * jbd2_log_wait_commit (wake_up(&journal->j_wait_done_commit)), and a
  * traced fsync-family call it wakes then gets an EV_FLUSH_DONE marked
  * OWN_COMMIT_WAIT naming the commit. The engine gives that call the
  * commit's flushes: it waited for another thread's commit, whose flushes
- * made its data and metadata durable. */
+ * made its data and metadata durable. ext4's fsync then says which
+ * transaction the call needed (OWN_COMMIT_NEED, ext4_sync_file_exit): the
+ * exact commit, where a wake can name an earlier one or none. */
 #include "op.h"
 #include "flush.h" /* included after block.c (iopath.bpf.c): rq_dev */
 
@@ -251,16 +253,17 @@ static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen
 	return w.served;
 }
 
-/* The commit's arguments are not read: journal_t and transaction_t are
- * the jbd2 module's types where jbd2 is a module (Debian), which CO-RE
- * against vmlinux cannot relocate. A commit is named by its thread and that
- * thread's count of commits instead of its transaction id. */
+/* The commit's transaction id, read through CO-RE: journal_t and
+ * transaction_t are the jbd2 module's types where jbd2 is a module (Debian),
+ * relocated against the module's BTF (cilium/ebpf searches every module's;
+ * a kernel whose modules have no BTF, 5.10, has no tp_btf event of jbd2
+ * either: this hook is then unavailable). */
 SEC("tp_btf/jbd2_start_commit")
-int BPF_PROG(tp_jbd2_start_commit)
+int BPF_PROG(tp_jbd2_start_commit, journal_t *journal, transaction_t *commit_transaction)
 {
 	__u32 me = (__u32)bpf_get_current_pid_tgid();
-	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &me);
-	struct jbd2_commit n = { .seq = c ? c->seq + 1 : 1 };
+	/* Checked: 6.12+ refuse even the field address of a maybe-NULL argument. */
+	struct jbd2_commit n = { .tid = commit_transaction ? BPF_CORE_READ(commit_transaction, t_tid) : 0 };
 	bpf_map_update_elem(&jbd2_commits, &me, &n, BPF_ANY);
 	return 0;
 }
@@ -295,7 +298,51 @@ int BPF_PROG(tp_commit_waking, struct task_struct *p)
 		return 0;
 	struct flush_done_ev ev = {
 		.type = EV_FLUSH_DONE, .op_id = op->op_id, .done_ns = bpf_ktime_get_ns(), .pid = p->tgid, .tid = tid,
-		.own_flags = OWN_COMMIT_WAIT, .flush_tid = me, .commit_tid = c->seq,
+		.own_flags = OWN_COMMIT_WAIT, .flush_tid = me, .commit_tid = c->tid,
+	};
+	emit(&ev, sizeof(ev));
+	return 0;
+}
+
+/* ext4's fsync (ext4_sync_file) ends: the call needed the journal
+ * transaction the inode was last changed in, i_datasync_tid for fdatasync
+ * and msync (datasync), i_sync_tid for fsync, which jbd2_complete_transaction
+ * waited for (or found committed). Read here, after the wait, it is that
+ * transaction unless another task changed the inode meanwhile (then a later
+ * one, not committed yet: not reported). Its commit is named by its jbd2
+ * thread (journal->j_task) and that
+ * id: the engine gives the call exactly that commit's flush requests, where
+ * a wake (tp_commit_waking) can name an earlier commit (the call woken after
+ * it, then asleep again or not run until its own commit ended) or none (the
+ * call never slept). ext4_inode_info, ext4_sb_info and journal_t are the
+ * ext4 and jbd2 modules' types (Debian): relocated against their BTF. */
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(tp_ext4_sync_file_exit, struct inode *inode, int ret)
+{
+	if (syncs_active <= 0 || agg_only || ret < 0)
+		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct op *op = op_of(tid); /* slots.h */
+	if (!op || !op->active || !is_sync_sys(op->sys) || !inode)
+		return 0; /* inode checked: 6.12+ refuse arithmetic on a maybe-NULL argument */
+	struct ext4_sb_info *sbi = BPF_CORE_READ(inode, i_sb, s_fs_info);
+	journal_t *journal = BPF_CORE_READ(sbi, s_journal);
+	if (!journal)
+		return 0; /* no journal (ext2 mode, noload): nothing to wait for */
+	struct ext4_inode_info *ei = (void *)inode - bpf_core_field_offset(struct ext4_inode_info, vfs_inode);
+	__u32 need = (op->sys == SYS_FSYNC) ? BPF_CORE_READ(ei, i_sync_tid) : BPF_CORE_READ(ei, i_datasync_tid);
+	__u32 jbd2 = BPF_CORE_READ(journal, j_task, pid);
+	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &jbd2);
+	/* Not committed yet (later than the thread's commit, or that commit
+	 * still running): the inode changed again after the call's wait, and
+	 * this is not the transaction it waited for. (tid_t wraps: compared
+	 * as jbd2's tid_gt does.) */
+	if (c && ((__s32)(need - c->tid) > 0 || (need == c->tid && !c->ended)))
+		return 0;
+	struct flush_done_ev ev = {
+		.type = EV_FLUSH_DONE, .op_id = op->op_id, .queue_ns = op->start_ns, .done_ns = bpf_ktime_get_ns(),
+		.pid = (__u32)(bpf_get_current_pid_tgid() >> 32), .tid = tid, .own_flags = OWN_COMMIT_NEED,
+		.flush_tid = jbd2, .commit_tid = need,
 	};
 	emit(&ev, sizeof(ev));
 	return 0;

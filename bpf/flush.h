@@ -39,9 +39,10 @@ struct {
 
 /* The transaction each jbd2 thread commits (jbd2_start_commit), and
  * whether that commit has ended (jbd2_end_commit): the thread then wakes
- * its waiters (flush.c; block.c owns the commit's record). */
+ * its waiters (flush.c; block.c owns the commit's record). A commit is
+ * named by its jbd2 thread and its transaction id. */
 struct jbd2_commit {
-	__u32 seq;   /* the thread's commits so far (jbd2_start_commit): names this one */
+	__u32 tid;   /* transaction_t.t_tid of the commit (jbd2_start_commit) */
 	__u32 ended; /* jbd2_end_commit seen, no jbd2_start_commit since */
 };
 

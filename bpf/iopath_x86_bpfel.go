@@ -342,7 +342,7 @@ type IopathIssueOwn struct {
 
 type IopathJbd2Commit struct {
 	_     structs.HostLayout
-	Seq   uint32
+	Tid   uint32
 	Ended uint32
 }
 
@@ -521,6 +521,7 @@ const (
 	IopathOwnFlagOWN_FLUSH_END    IopathOwnFlag = 32
 	IopathOwnFlagOWN_COMMIT_WAIT  IopathOwnFlag = 64
 	IopathOwnFlagOWN_COMMIT_REC   IopathOwnFlag = 128
+	IopathOwnFlagOWN_COMMIT_NEED  IopathOwnFlag = 4096
 	IopathOwnFlagOWN_CAUSE_SHIFT  IopathOwnFlag = 8
 	IopathOwnFlagOWN_SYSNR_SHIFT  IopathOwnFlag = 16
 )
@@ -858,6 +859,7 @@ const (
 	IopathProgTpEnterWrite                = "tp_enter_write"
 	IopathProgTpEnterWritev               = "tp_enter_writev"
 	IopathProgTpExitOp                    = "tp_exit_op"
+	IopathProgTpExt4SyncFileExit          = "tp_ext4_sync_file_exit"
 	IopathProgTpFilemapFault              = "tp_filemap_fault"
 	IopathProgTpFilemapGetPages           = "tp_filemap_get_pages"
 	IopathProgTpFilemapMapPages           = "tp_filemap_map_pages"
@@ -1037,6 +1039,7 @@ type IopathProgramSpecs struct {
 	TpEnterWrite                *ebpf.ProgramSpec `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
+	TpExt4SyncFileExit          *ebpf.ProgramSpec `ebpf:"tp_ext4_sync_file_exit"`
 	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
@@ -1331,6 +1334,7 @@ type IopathPrograms struct {
 	TpEnterWrite                *ebpf.Program `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
+	TpExt4SyncFileExit          *ebpf.Program `ebpf:"tp_ext4_sync_file_exit"`
 	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
@@ -1443,6 +1447,7 @@ func (p *IopathPrograms) Close() error {
 		p.TpEnterWrite,
 		p.TpEnterWritev,
 		p.TpExitOp,
+		p.TpExt4SyncFileExit,
 		p.TpFilemapFault,
 		p.TpFilemapGetPages,
 		p.TpFilemapMapPages,

@@ -138,7 +138,7 @@ type IopathCompatFlushSeen struct {
 
 type IopathCompatJbd2Commit struct {
 	_     structs.HostLayout
-	Seq   uint32
+	Tid   uint32
 	Ended uint32
 }
 
@@ -470,6 +470,7 @@ const (
 	IopathCompatProgTpEnterWrite                = "tp_enter_write"
 	IopathCompatProgTpEnterWritev               = "tp_enter_writev"
 	IopathCompatProgTpExitOp                    = "tp_exit_op"
+	IopathCompatProgTpExt4SyncFileExit          = "tp_ext4_sync_file_exit"
 	IopathCompatProgTpFilemapFault              = "tp_filemap_fault"
 	IopathCompatProgTpFilemapGetPages           = "tp_filemap_get_pages"
 	IopathCompatProgTpFilemapMapPages           = "tp_filemap_map_pages"
@@ -650,6 +651,7 @@ type IopathCompatProgramSpecs struct {
 	TpEnterWrite                *ebpf.ProgramSpec `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.ProgramSpec `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.ProgramSpec `ebpf:"tp_exit_op"`
+	TpExt4SyncFileExit          *ebpf.ProgramSpec `ebpf:"tp_ext4_sync_file_exit"`
 	TpFilemapFault              *ebpf.ProgramSpec `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.ProgramSpec `ebpf:"tp_filemap_map_pages"`
@@ -949,6 +951,7 @@ type IopathCompatPrograms struct {
 	TpEnterWrite                *ebpf.Program `ebpf:"tp_enter_write"`
 	TpEnterWritev               *ebpf.Program `ebpf:"tp_enter_writev"`
 	TpExitOp                    *ebpf.Program `ebpf:"tp_exit_op"`
+	TpExt4SyncFileExit          *ebpf.Program `ebpf:"tp_ext4_sync_file_exit"`
 	TpFilemapFault              *ebpf.Program `ebpf:"tp_filemap_fault"`
 	TpFilemapGetPages           *ebpf.Program `ebpf:"tp_filemap_get_pages"`
 	TpFilemapMapPages           *ebpf.Program `ebpf:"tp_filemap_map_pages"`
@@ -1061,6 +1064,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpEnterWrite,
 		p.TpEnterWritev,
 		p.TpExitOp,
+		p.TpExt4SyncFileExit,
 		p.TpFilemapFault,
 		p.TpFilemapGetPages,
 		p.TpFilemapMapPages,

@@ -272,6 +272,9 @@ func Hooks() []Hook {
 			{mech: TPBTF, attach: []attachment{inModule(bpf.IopathProgTpJbd2StartCommit, "jbd2_start_commit", "jbd2"), inModule(bpf.IopathProgTpJbd2EndCommit, "jbd2_end_commit", "jbd2"),
 				shaped(bpf.IopathProgTpCommitWaking, akTPBTF, "sched_waking", "task_struct")}},
 		}},
+		{Name: "journal_need", Loses: "exact jbd2 commits for ext4 fsync-family calls (a call gets the commit whose end woke it: an earlier one if it raced its own, none if it never slept)", candidates: []candidate{
+			{mech: TPBTF, attach: []attachment{inModule(bpf.IopathProgTpExt4SyncFileExit, "ext4_sync_file_exit", "ext4")}},
+		}},
 		{Name: "block_rq_requeue", Loses: "requeue counts", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgTpBlockRqRequeue, akTPBTF, "block_rq_requeue")}},
 		}},

@@ -24,6 +24,9 @@ type pendingOp struct {
 	firstTs     uint64
 	kdev        uint32 // kernel dev_t of the call's file
 	isWrite     bool
+	// commitNeeded: its flushes are those of the jbd2 commit ext4 said it
+	// needed (flushreq.go, commitNeed); a wake no longer changes them.
+	commitNeeded bool
 }
 
 func (e *Engine) op(id uint64, ts uint64) *pendingOp {

@@ -81,6 +81,9 @@ func (e *Engine) HandleFlushDone(ev *bpf.IopathFlushDoneEv) {
 	case ev.OwnFlags&OwnCommitWait != 0:
 		e.commitWait(ev) // flushreq.go
 		return
+	case ev.OwnFlags&OwnCommitNeed != 0:
+		e.commitNeed(ev) // flushreq.go
+		return
 	case ev.OwnFlags&OwnFlushEnd != 0:
 		e.flushEnd(ev)
 		return

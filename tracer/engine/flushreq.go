@@ -20,7 +20,13 @@ import (
 //     the commit (OwnCommitRec);
 //   - a call that waited for a commit (OwnCommitWait: the jbd2 thread woke
 //     it after the commit's end) gets that commit's flush requests, whoever
-//     started the commit.
+//     started the commit;
+//   - an ext4 call then says which transaction it needed (OwnCommitNeed, at
+//     the end of ext4_sync_file): that commit's flush requests replace the
+//     wake's, which may be an earlier commit's (woken after it, the call
+//     slept again, or ran only once its own had ended: no wake names that
+//     one) or none (it never slept: its transaction was committing or
+//     committed when it asked).
 
 // Flush event marks (bpf/events.h, enum own_flag) and, in userspace only,
 // the mark of a flush bio a call got by waiting for a journal commit.
@@ -29,6 +35,7 @@ const (
 	OwnFlushEnd    = uint32(bpf.IopathOwnFlagOWN_FLUSH_END)
 	OwnCommitWait  = uint32(bpf.IopathOwnFlagOWN_COMMIT_WAIT)
 	OwnCommitRec   = uint32(bpf.IopathOwnFlagOWN_COMMIT_REC)
+	OwnCommitNeed  = uint32(bpf.IopathOwnFlagOWN_COMMIT_NEED)
 	ownCommitJoin  = 1 << 30
 	ownWaited      = 1 << 29 // a flush bio of the commit the call waited for, given before as a journal bio's
 )
@@ -169,8 +176,8 @@ func (e *Engine) releaseFlushRefs(fr *flushReq) {
 	}
 }
 
-// commitKey names a jbd2 commit: its thread and its number among that
-// thread's commits (bpf/flush.c).
+// commitKey names a jbd2 commit: its thread and its transaction id
+// (bpf/flush.c).
 func commitKey(jbd2Tid, commit uint32) uint64 {
 	return uint64(jbd2Tid)<<32 | uint64(commit)
 }
@@ -198,11 +205,42 @@ func (e *Engine) commitFlush(c uint64, k flushKey) {
 }
 
 // commitWait takes an OwnCommitWait event: call OpId was woken by jbd2
-// thread FlushTid after the end of commit CommitTid. It gets the commit's
-// flush requests; a call woken again after a later commit (it waited for a
-// later transaction, and slept again) has the earlier commit's replaced.
+// thread FlushTid after the end of the commit of transaction CommitTid. It
+// gets the commit's flush requests; a call woken again after a later commit
+// (it waited for a later transaction, and slept again) has the earlier
+// commit's replaced. An OwnCommitNeed of the call overrides both.
 func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 	p := e.op(ev.OpId, ev.DoneNs)
+	if p.commitNeeded {
+		return
+	}
+	e.joinCommit(p, ev.OpId, ev.Pid, e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)])
+}
+
+// commitNeed takes an OwnCommitNeed event: ext4's fsync of call OpId
+// (started at QueueNs) needed transaction CommitTid of jbd2 thread
+// FlushTid's journal, committed by then (bpf/flush.c reports no other). The
+// call gets that commit's flush requests in place of any wake's, unless
+// the commit's last flush was issued before the call began: a transaction
+// committed before the call, which the call did not wait for (it issued
+// its own flush, or needed none).
+func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
+	ks := e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)]
+	var last uint64
+	for _, k := range ks {
+		last = max(last, k.issueNs)
+	}
+	if last < ev.QueueNs {
+		return // none seen (a FUA commit record, write through, before the trace), or before the call
+	}
+	p := e.op(ev.OpId, ev.QueueNs)
+	p.commitNeeded = true
+	e.joinCommit(p, ev.OpId, ev.Pid, ks)
+}
+
+// joinCommit gives call p the flush requests ks of the commit it waited
+// for, in place of those of a commit it was joined to before.
+func (e *Engine) joinCommit(p *pendingOp, opID uint64, pid uint32, ks []flushKey) {
 	kept := p.bios[:0]
 	for _, b := range p.bios {
 		if b.flags&ownCommitJoin != 0 {
@@ -213,9 +251,9 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 	}
 	clear(p.bios[len(kept):])
 	p.bios = kept
-	for _, k := range e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)] {
+	for _, k := range ks {
 		if fr, ok := e.flush.reqs.reqs[k]; ok {
-			e.giveFlush(p, ev.OpId, ev.Pid, fr, fr.bio.IssueNs, 0, ownCommitJoin)
+			e.giveFlush(p, opID, pid, fr, fr.bio.IssueNs, 0, ownCommitJoin)
 		}
 	}
 }

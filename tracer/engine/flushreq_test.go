@@ -19,6 +19,7 @@ const (
 	ownFlushEnd    = 32
 	ownCommitWait  = 64
 	ownCommitRec   = 128
+	ownCommitNeed  = 4096
 )
 
 // jbd2Tid is the jbd2 thread of the synthetic streams.
@@ -50,6 +51,13 @@ func flushEnd(rq, issue, done uint64) *bpf.IopathFlushDoneEv {
 func commitWait(op uint64, commit uint32, at uint64) *bpf.IopathFlushDoneEv {
 	return &bpf.IopathFlushDoneEv{Type: uint32(bpf.IopathEvTypeEV_FLUSH_DONE), OpId: op, DoneNs: at, Pid: 100,
 		Tid: uint32(op >> 32), OwnFlags: ownCommitWait, FlushTid: jbd2Tid, CommitTid: commit}
+}
+
+// commitNeed is bpf/flush.c's report, at the end of ext4's fsync of call
+// op (started at start), that it needed transaction commit (committed).
+func commitNeed(op uint64, commit uint32, start, at uint64) *bpf.IopathFlushDoneEv {
+	return &bpf.IopathFlushDoneEv{Type: uint32(bpf.IopathEvTypeEV_FLUSH_DONE), OpId: op, QueueNs: start, DoneNs: at, Pid: 100,
+		Tid: uint32(op >> 32), OwnFlags: ownCommitNeed, FlushTid: jbd2Tid, CommitTid: commit}
 }
 
 // commitRecord plays jbd2's commit number commit, attributed to
@@ -216,8 +224,8 @@ func TestShortOfDataBioTakesNoFlush(t *testing.T) {
 
 // The numbers above are the engine's marks.
 func TestFlushMarks(t *testing.T) {
-	got := []uint32{engine.OwnJournal, engine.OwnFlushSeq, engine.OwnFlushUnseen, engine.OwnFlushServes, engine.OwnFlushEnd, engine.OwnCommitWait, engine.OwnCommitRec}
-	want := []uint32{ownJournal, ownFlushSeq, ownFlushUnseen, ownFlushServes, ownFlushEnd, ownCommitWait, ownCommitRec}
+	got := []uint32{engine.OwnJournal, engine.OwnFlushSeq, engine.OwnFlushUnseen, engine.OwnFlushServes, engine.OwnFlushEnd, engine.OwnCommitWait, engine.OwnCommitRec, engine.OwnCommitNeed}
+	want := []uint32{ownJournal, ownFlushSeq, ownFlushUnseen, ownFlushServes, ownFlushEnd, ownCommitWait, ownCommitRec, ownCommitNeed}
 	for i := range got {
 		if got[i] != want[i] {
 			t.Errorf("mark %d: engine %d, test %d", i, got[i], want[i])
@@ -249,5 +257,58 @@ func TestCommitFlushCompletionUnseen(t *testing.T) {
 	}
 	if sum := s.E.Summary(); sum.CompletionsUnseen != 1 || sum.IncompleteBios != 0 || sum.UnattributedBios != 0 {
 		t.Errorf("unseen %d, incomplete %d, unattributed %d", sum.CompletionsUnseen, sum.IncompleteBios, sum.UnattributedBios)
+	}
+}
+
+// Calls that raced their commit: d needed transaction 42 but was woken
+// after commit 41 (and not run again until 42 had ended: no wake names
+// 42); c never slept (42 was committing when it asked). ext4 says at their
+// end which transaction each needed: both get commit 42's flush requests,
+// and d loses commit 41's. Before, d said `flushed` with commit 41's
+// flushes (its data was on the device only after them) and c had none.
+func TestCommitNeedOverridesWake(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	w, c, d := uint64(7)<<32|1, uint64(8)<<32|1, uint64(9)<<32|1
+	dataSync(s, d, 3, 70)
+	commitRecord(s, 0, 41, 0) // flushes at 10 and 100
+	s.E.HandleFlushDone(commitWait(d, 41, 160))
+	dataSync(s, w, 1, 170)
+	dataSync(s, c, 2, 180)
+	commitRecord(s, w, 42, 200) // flushes at 210 and 300
+	s.E.HandleFlushDone(commitWait(w, 42, 360))
+	for _, id := range []uint64{w, c, d} {
+		s.E.HandleFlushDone(commitNeed(id, 42, 50, 390))
+		syncReturns(s, id, bpf.IopathOpSysSYS_FDATASYNC, 50, 400, 1)
+	}
+	for _, r := range released(t, s, 3) {
+		fl := flushBios(r)
+		if len(fl) != 2 || fl[0].IssueNs != 210 || fl[1].IssueNs != 300 || fl[1].CompleteNs != 340 || r.DeviceFlush != record.FlushDone {
+			t.Errorf("call %x: flush bios issued at %v, device_flush %q: want commit 42's, at 210 and 300", r.OpID, issues(fl), r.DeviceFlush)
+		}
+	}
+}
+
+// A transaction committed before the call began is not what the call
+// waited for (it found it committed): its commit's flushes are not the
+// call's, and a need of a commit never seen changes nothing.
+func TestCommitNeedBeforeCall(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	c, d := uint64(8)<<32|1, uint64(9)<<32|1
+	commitRecord(s, 0, 41, 0) // flushes at 10 and 100, ended at 150
+	dataSync(s, c, 2, 210)
+	s.E.HandleFlushDone(commitNeed(c, 41, 200, 290))
+	syncReturns(s, c, bpf.IopathOpSysSYS_FDATASYNC, 200, 300, 1)
+	dataSync(s, d, 3, 410)
+	s.E.HandleFlushDone(commitWait(d, 41, 450)) // a wake (made up) stays when the need names no seen commit
+	s.E.HandleFlushDone(commitNeed(d, 43, 400, 490))
+	syncReturns(s, d, bpf.IopathOpSysSYS_FDATASYNC, 400, 500, 1)
+	rs := released(t, s, 2)
+	if fl := flushBios(rs[0]); len(fl) != 0 {
+		t.Errorf("call c: flush bios at %v, want none (transaction 41 was committed before it began)", issues(fl))
+	}
+	if fl := flushBios(rs[1]); len(fl) != 2 || fl[0].IssueNs != 10 {
+		t.Errorf("call d: flush bios at %v, want the wake's (commit 41: 10, 100)", issues(fl))
 	}
 }
