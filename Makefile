@@ -67,14 +67,14 @@ race:
 
 ## unit: unit + privileged integration tests in one `go test` run; privileged tests
 ## skip (with the reason) when not root. One package at a time (-p 1): privileged tests
-## change machine-wide state (sysctls such as kernel.io_uring_disabled, drop_caches), which
+## change machine-wide state (sysctls such as kernel.io_uring_disabled), which
 ## another package's tests running beside them would see (TestTraceBackupsForced/uring-io-wq
 ## got "io_uring_disabled is 2" from workloads' TestIOUringDisabledSysctl). `make race`
 ## stays parallel: its tests are the unprivileged ones.
 unit:
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
-## vmtest: the privileged tests on Debian 5.10, 6.1, 6.12 and 7.2 under qemu (TCG), VMTEST_JOBS
+## vmtest: the privileged tests on Debian 5.10, 6.1 and 6.12 under qemu (TCG), VMTEST_JOBS
 ## kernels at once. One vCPU each: with two, TCG raced the kernel's live text patching (int3
 ## oops in syscall exit while attaching, seen on 6.12). Only the packages that touch the
 ## kernel run there, and in them the tests marked testutil.KernelIndependent skip (the host

@@ -299,11 +299,11 @@ func TestTracePgbench(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFile(t, ready)
-	// Cold tables, so that the backends read from the disk; the kernel's
-	// read_bytes of the postmaster and its children before and after.
-	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
-		t.Fatal(err)
-	}
+	// Cold tables, so that the backends read from the disk (the cluster's
+	// files only: no global drop_caches, which would slow every other
+	// process on the machine); the kernel's read_bytes of the postmaster
+	// and its children before and after.
+	testutil.EvictTree(t, data)
 	postmaster := postmasterPid(t, data)
 	// --comm postgres also traces other clusters on the machine (another
 	// session's): note their processes while the trace runs, to leave

@@ -3,6 +3,7 @@ package testutil
 import (
 	"crypto/rand"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,6 +71,33 @@ func ColdFile(t testing.TB, dir, name string, size int64) string {
 		t.Fatalf("%s: %d pages still cached after posix_fadvise(DONTNEED)", p, n)
 	}
 	return p
+}
+
+// EvictTree drops the cached pages of every regular file under dir (the
+// files' own, not the machine's: fsync, then posix_fadvise(DONTNEED), which
+// leaves dirty pages cached). Files that vanish meanwhile are skipped.
+func EvictTree(t testing.TB, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", p, err)
+		}
+		if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+			return fmt.Errorf("posix_fadvise(DONTNEED) on %s: %w", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // CachedPages counts path's pages resident in the page cache (mincore on a
