@@ -29,7 +29,12 @@ func attachLine(hooks []tracer.HookStatus) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", h.Hook, m))
 		if h.Mechanism == tracer.None {
-			missing = append(missing, fmt.Sprintf("%s (no %s)", h.Hook, h.Loses))
+			why := ""
+			if n := len(h.Rejected); n > 0 && strings.Contains(h.Rejected[n-1], "the verifier refused") {
+				// Not the kernel's lack: iopath's program for it (a bug to report).
+				why = "; " + h.Rejected[n-1]
+			}
+			missing = append(missing, fmt.Sprintf("%s (no %s%s)", h.Hook, h.Loses, why))
 		}
 	}
 	s := "iopath: attached " + strings.Join(parts, " ")

@@ -25,3 +25,21 @@ func TestForceWarnings(t *testing.T) {
 		t.Fatalf("nothing forced: %q", w)
 	}
 }
+
+// A hook dropped because the verifier refused its program says so in the
+// "unavailable" line, with the verifier's reason (a bug report's evidence);
+// a hook the kernel lacks says only what is lost.
+func TestAttachLineVerifierRefused(t *testing.T) {
+	hooks := []tracer.HookStatus{
+		{Hook: "journal_need", Mechanism: tracer.None, Loses: "exact jbd2 commits",
+			Rejected: []string{"tp_btf: the verifier refused tp_ext4_sync_file_exit: R6 pointer arithmetic on trusted_ptr_or_null_ prohibited"}},
+		{Hook: "aio_iocb", Mechanism: tracer.None, Loses: "exact iocb starts", Rejected: []string{"fentry: not in BTF"}},
+		{Hook: "block_rq_complete", Mechanism: tracer.TPBTF},
+	}
+	got := attachLine(hooks)
+	want := "iopath: attached journal_need=none aio_iocb=none block_rq_complete=tp_btf\n" +
+		"iopath: unavailable on this kernel: journal_need (no exact jbd2 commits; tp_btf: the verifier refused tp_ext4_sync_file_exit: R6 pointer arithmetic on trusted_ptr_or_null_ prohibited), aio_iocb (no exact iocb starts)"
+	if got != want {
+		t.Errorf("attach line\n%s\nwant\n%s", got, want)
+	}
+}

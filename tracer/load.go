@@ -116,12 +116,30 @@ func loadCollection(spec *ebpf.CollectionSpec, cache *btf.Cache) (_ *ebpf.Collec
 				r.name, ms(r.took), ms(r.cpu), len(spec.Programs[r.name].Instructions), vi)
 		}
 	}
-	for _, name := range names {
-		if errs[name] != nil {
-			return nil, errs[name] // one error, as NewCollection returns
-		}
+	if len(errs) > 0 {
+		return nil, &progErrors{errs: errs, first: firstFailed(names, errs)}
 	}
 	return coll, nil
+}
+
+// progErrors is loadCollection's error when programs failed to load: each
+// program's error by its name. It reads (and unwraps) as the first one in
+// load order, as NewCollection's single error would.
+type progErrors struct {
+	errs  map[string]error
+	first string
+}
+
+func (e *progErrors) Error() string { return e.errs[e.first].Error() }
+func (e *progErrors) Unwrap() error { return e.errs[e.first] }
+
+func firstFailed(names []string, errs map[string]error) string {
+	for _, n := range names {
+		if errs[n] != nil {
+			return n
+		}
+	}
+	return ""
 }
 
 // loadProgram loads one program of spec whose maps are already created.

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
@@ -47,6 +48,8 @@ type Options struct {
 	// AllProcesses traces every process but iopath (top and serve without
 	// -p or --comm).
 	AllProcesses bool
+
+	rejectProgs []string // tests: programs replaced by one the verifier refuses
 }
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
@@ -184,12 +187,6 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	}
 	t.Compat = compat
 	ph.done("reading the BPF object")
-	keep := map[string]bool{}
-	for _, c := range chosen {
-		for _, a := range c.attach {
-			keep[a.prog] = true
-		}
-	}
 	if !hasKfunc(kspec, "bpf_rdonly_cast") || os.Getenv("IOPATH_NO_KFUNCS") != "" {
 		// Before 6.2 the struct file of a call is read with one
 		// bpf_probe_read_kernel per field, at entry and (for streamed
@@ -198,27 +195,17 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		spec.Programs[bpf.IopathProgRawSysEnter] = spec.Programs[bpf.IopathProgRawSysEnterProbe]
 		spec.Programs[bpf.IopathProgRawSysExit] = spec.Programs[bpf.IopathProgRawSysExitProbe]
 	}
-	for name := range spec.Programs {
-		if !keep[name] {
-			delete(spec.Programs, name)
+	for {
+		t.coll, err = loadChosen(spec, chosen, opts, cache)
+		var pe *progErrors
+		if err == nil || !errors.As(err, &pe) || !dropRejected(chosen, statuses, pe) {
+			break
 		}
+		// An optional hook whose program this kernel's verifier refused
+		// (the probe test-attaches a stand-in, not iopath's program): the
+		// hook is none, said with the verifier's reason, and the rest
+		// loads again, as any other unavailable hook.
 	}
-	var sysMask uint64
-	for _, c := range chosen {
-		sysMask |= c.sysMask
-	}
-	if err := configure(spec, opts, sysMask); err != nil {
-		return nil, err
-	}
-	ph.done("configuring")
-	_, filemapFault := chosen["filemap_fault"]
-	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
-		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
-	}
-	if err := spec.Variables["map_call_hooked"].Set(mapCallHooked(chosen)); err != nil {
-		return nil, fmt.Errorf("setting map_call_hooked: %w", err)
-	}
-	t.coll, err = loadCollection(spec, cache) // load.go: programs in parallel
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -289,6 +276,85 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 func hasKfunc(kspec *btf.Spec, name string) bool {
 	var fn *btf.Func
 	return kspec.TypeByName(name, &fn) == nil
+}
+
+// loadChosen configures spec for the chosen hooks (dropping every other
+// program) and loads it.
+func loadChosen(spec *ebpf.CollectionSpec, chosen map[string]candidate, opts Options, cache *btf.Cache) (*ebpf.Collection, error) {
+	keep := map[string]bool{}
+	var sysMask uint64
+	for _, c := range chosen {
+		for _, a := range c.attach {
+			keep[a.prog] = true
+		}
+		sysMask |= c.sysMask
+	}
+	for name := range spec.Programs {
+		if !keep[name] {
+			delete(spec.Programs, name)
+		}
+	}
+	if err := configure(spec, opts, sysMask); err != nil {
+		return nil, err
+	}
+	_, filemapFault := chosen["filemap_fault"]
+	if err := spec.Variables["fault_filemap_hooked"].Set(filemapFault); err != nil {
+		return nil, fmt.Errorf("setting fault_filemap_hooked: %w", err)
+	}
+	if err := spec.Variables["map_call_hooked"].Set(mapCallHooked(chosen)); err != nil {
+		return nil, fmt.Errorf("setting map_call_hooked: %w", err)
+	}
+	for _, name := range opts.rejectProgs {
+		if p := spec.Programs[name]; p != nil {
+			// Tests: a program any verifier refuses (R2 read before any write).
+			p.Instructions = asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}
+		}
+	}
+	return loadCollection(spec, cache) // load.go: programs in parallel
+}
+
+// dropRejected makes none every optional hook with a program the verifier
+// refused (pe), with the verifier's reason in its status, and reports
+// whether it dropped any and no required hook's program was refused (else
+// the run cannot go on). A program refused for another reason (no memory,
+// a missing map) drops nothing.
+func dropRejected(chosen map[string]candidate, st []HookStatus, pe *progErrors) bool {
+	required := map[string]bool{}
+	for _, h := range Hooks() {
+		required[h.Name] = h.Loses == ""
+	}
+	drop := map[string]string{} // hook -> why
+	for prog, err := range pe.errs {
+		var ve *ebpf.VerifierError
+		if !errors.As(err, &ve) {
+			return false
+		}
+		owners := 0
+		for hook, c := range chosen {
+			for _, a := range c.attach {
+				if a.prog == prog {
+					if required[hook] {
+						return false
+					}
+					drop[hook] = fmt.Sprintf("the verifier refused %s: %s", prog, verifierSummary(ve))
+					owners++
+				}
+			}
+		}
+		if owners == 0 {
+			return false
+		}
+	}
+	for hook, why := range drop {
+		delete(chosen, hook)
+		for i := range st {
+			if st[i].Hook == hook {
+				st[i].Rejected = append(st[i].Rejected, fmt.Sprintf("%s: %s", st[i].Mechanism, why))
+				st[i].Mechanism, st[i].Targets, st[i].Variant = None, nil, ""
+			}
+		}
+	}
+	return len(drop) > 0
 }
 
 func rejections(st []HookStatus, hook string) []string {

@@ -1,0 +1,47 @@
+package tracer
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/internal/testutil"
+)
+
+// A program of an optional hook that this kernel's verifier refuses makes
+// that hook none, with the verifier's reason, and the rest loads: on the
+// 6.12 and 7.2 VMs a maybe-NULL tracepoint argument's field address
+// (journal_need, journal_commit) failed the whole run ("the kernel's
+// verifier rejected a program") although the probe had accepted the hooks
+// (it test-attaches a stand-in program). A required hook's refused program
+// still fails the run, saying so.
+func TestVerifierRejectsOptionalHook(t *testing.T) {
+	testutil.NeedRoot(t)
+	status := func(tr *Tracer, hook string) HookStatus {
+		for _, s := range tr.Hooks {
+			if s.Hook == hook {
+				return s
+			}
+		}
+		t.Fatalf("no status of hook %s", hook)
+		return HookStatus{}
+	}
+	tr, err := New(Options{rejectProgs: []string{bpf.IopathProgTpExt4SyncFileExit}}, func(any) {})
+	if err != nil {
+		t.Fatalf("New with journal_need's program refused: %v", err)
+	}
+	defer tr.Close()
+	if s := status(tr, "journal_need"); s.Mechanism != None || len(s.Rejected) == 0 || !strings.Contains(s.Rejected[len(s.Rejected)-1], "the verifier refused "+bpf.IopathProgTpExt4SyncFileExit) {
+		t.Errorf("journal_need: %+v, want none, rejected by the verifier", s)
+	}
+	if _, ok := tr.coll.Programs[bpf.IopathProgTpExt4SyncFileExit]; ok {
+		t.Error("the refused program is loaded")
+	}
+	if len(tr.coll.Programs) == 0 || tr.coll.Programs[bpf.IopathProgTpBlockRqComplete] == nil {
+		t.Errorf("the other programs did not load: %d loaded", len(tr.coll.Programs))
+	}
+	_, err = New(Options{rejectProgs: []string{bpf.IopathProgTpBlockRqComplete}}, func(any) {})
+	if err == nil || !strings.Contains(err.Error(), "verifier rejected a program") {
+		t.Errorf("a required hook's program refused: %v, want the verifier's error", err)
+	}
+}
