@@ -202,7 +202,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			break
 		}
 		// An optional hook whose program this kernel's verifier refused
-		// (the probe test-attaches a stand-in, not iopath's program): the
+		// (the probe checks BTF and test-attaches stand-ins, not iopath's programs): the
 		// hook is none, said with the verifier's reason, and the rest
 		// loads again, as any other unavailable hook.
 	}

@@ -13,7 +13,7 @@ import (
 // 6.12 and 7.2 VMs a maybe-NULL tracepoint argument's field address
 // (journal_need, journal_commit) failed the whole run ("the kernel's
 // verifier rejected a program") although the probe had accepted the hooks
-// (it test-attaches a stand-in program). A required hook's refused program
+// (BTF and stand-in programs only). A required hook's refused program
 // still fails the run, saying so.
 func TestVerifierRejectsOptionalHook(t *testing.T) {
 	testutil.NeedRoot(t)
