@@ -58,3 +58,33 @@ func TestStoryMemoryOnlyWrite(t *testing.T) {
 		t.Errorf("tmpfs write story:\n%s", got)
 	}
 }
+
+// The not-itemized lines are capped like the file tables (--files): most
+// calls first, the rest summed per direction in one line (1500 forked
+// readers with a full hit_stats printed 1501 lines here).
+func TestSummaryTextNotItemizedCapped(t *testing.T) {
+	s := &record.Summary{HitsNotItemized: []record.HitsNotItemized{
+		{Pid: 101, Comm: "a", Calls: 3, BytesRequested: 300, Pages: 3},
+		{Pid: 102, Comm: "b", Calls: 50, BytesRequested: 5000, Pages: 50},
+		{Pid: 103, Comm: "c", Calls: 4, BytesRequested: 400, Pages: 4},
+		{Pid: 104, Comm: "d", Calls: 2, BytesRequested: 200, Pages: 2},
+		{Pid: 105, Comm: "e", Write: true, Calls: 1, BytesRequested: 10, Pages: 1},
+	}}
+	got := SummaryText(s, 2)
+	if n := strings.Count(got, "not itemized per file ("); n != 4 {
+		t.Errorf("%d not-itemized lines, want 2 shown + 1 read sum + 1 write sum:\n%s", n, got)
+	}
+	for _, want := range []string{
+		"50 cached read calls, 4.9 KiB requested, 50 pages, counted in the totals of pid 102 (b)\n",
+		"4 cached read calls, 400 B requested, 4 pages, counted in the totals of pid 103 (c)\n",
+		"5 cached read calls, 500 B requested, 5 pages, counted in their processes' totals (2 more lines summed: --files 0 lists each, the JSON summary always does)\n",
+		"1 cached write call, 10 B requested, 1 page, counted in their processes' totals (1 more line summed",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary text lacks %q:\n%s", want, got)
+		}
+	}
+	if all := SummaryText(s, 0); strings.Count(all, "not itemized per file (") != 5 {
+		t.Errorf("--files 0 does not list every line:\n%s", all)
+	}
+}

@@ -63,17 +63,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 		moreLine(&b, rest, fileRows, "files", "disk bytes read and written, then calls")
 	}
 	fileFaultTable(&b, s, fileRows) // fault.go
-	for _, n := range s.HitsNotItemized {
-		dir, whose := "read", fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
-		if n.Write {
-			dir = "write"
-		}
-		if n.Pid == 0 {
-			whose = "no process (hit_other full too)"
-		}
-		fmt.Fprintf(&b, "not itemized per file (%s): %s, %s requested, %s, counted in %s\n", hitsRefused(s),
-			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
-	}
+	notItemizedText(&b, s, fileRows)
 	fmt.Fprintf(&b, "\nlost events: %d; unattributed bios: %d; bios without completion: %d; dirty pages not yet on disk: %d\n",
 		s.LostEvents, s.UnattributedBios, s.IncompleteBios, s.DirtyPending)
 	b.WriteString(unattributedText(s))
@@ -211,6 +201,45 @@ func sumFiles(files []*record.FileSummary) record.Totals {
 // a table left out.
 func moreCells(rest []*record.FileSummary) string {
 	return fmt.Sprintf("(%d more)\t-\t-", len(rest))
+}
+
+// notItemizedText says which cached calls the kernel counted only per
+// process (hit_stats full): one line per process and direction, most calls
+// first, at most rows of them (0: all), the rest summed in one line (a
+// thousand short-lived readers once made a thousand lines here).
+func notItemizedText(b *strings.Builder, s *record.Summary, rows int) {
+	ns := append([]record.HitsNotItemized{}, s.HitsNotItemized...)
+	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Calls > ns[j].Calls })
+	line := func(n record.HitsNotItemized, whose string) {
+		dir := "read"
+		if n.Write {
+			dir = "write"
+		}
+		fmt.Fprintf(b, "not itemized per file (%s): %s, %s requested, %s, counted in %s\n", hitsRefused(s),
+			Count(n.Calls, "cached "+dir+" call"), Bytes(n.BytesRequested), Count(n.Pages, "page"), whose)
+	}
+	var rest []record.HitsNotItemized
+	if rows > 0 && len(ns) > rows {
+		ns, rest = ns[:rows], ns[rows:]
+	}
+	for _, n := range ns {
+		whose := fmt.Sprintf("the totals of pid %d (%s)", n.Pid, Safe(n.Comm))
+		if n.Pid == 0 {
+			whose = "no process (hit_other full too)"
+		}
+		line(n, whose)
+	}
+	for _, write := range []bool{false, true} {
+		sum, k := record.HitsNotItemized{Write: write}, 0
+		for _, n := range rest {
+			if n.Write == write {
+				sum.Calls, sum.BytesRequested, sum.Pages, k = sum.Calls+n.Calls, sum.BytesRequested+n.BytesRequested, sum.Pages+n.Pages, k+1
+			}
+		}
+		if k > 0 {
+			line(sum, "their processes' totals ("+Count(uint64(k), "more line")+" summed: --files 0 lists each, the JSON summary always does)")
+		}
+	}
 }
 
 // moreLine says under a file table what its "(N more)" row is ("" when it

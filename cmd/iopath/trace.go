@@ -94,7 +94,7 @@ quietly, with exit status 141 (128+SIGPIPE).`,
 	fl.DurationVar(&f.settle, "settle", 2*time.Second, "after the end, wait this long for bios still in flight")
 	fl.BoolVar(&f.noWriteback, "no-writeback", false, "do not follow dirty pages to writeback")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
-	fl.IntVar(&f.files, "files", render.DefaultFileRows, "`N` files in the text summary's file tables, most disk bytes first, then most calls; the rest summed in one row (0: all; the JSON summary lists every file)")
+	fl.IntVar(&f.files, "files", render.DefaultFileRows, "`N` files in the text summary's file tables, most disk bytes first, then most calls; the rest summed in one row; as many not-itemized hit lines (0: all; the JSON summary lists every file)")
 	fl.StringVarP(&f.output, "output", "o", "", "write the records, stories and summary to `FILE` instead of stdout (recommended with -- CMD: stdout stays the command's)")
 	addTimelineFlags(fl, &f.timeline)
 	fl.DurationVar(&f.interval, "interval", 0, "every `DURATION`, print the interval's totals per process and disk between the stories (as `iopath top`; 0: never)")
