@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"syscall"
@@ -57,13 +58,18 @@ func Open(sig *Signals, o Options) (*Session, error) {
 	}
 	RestoreStaleSysctls(o.Notes)
 	s := &Session{sig: sig, o: o, runErr: make(chan error, 1), ran: make(chan struct{})}
-	t, err := tracer.New(o.Tracer, func(r any) {
+	topts := o.Tracer
+	topts.Stop = sig.Fired() // a signal stops the loading: the run ends without waiting for every program's verifier
+	t, err := tracer.New(topts, func(r any) {
 		s.persist.Add(r)
 		if o.Record != nil {
 			o.Record(r)
 		}
 	})
 	if err != nil {
+		if ierr := interrupted(sig); ierr != nil && errors.Is(err, tracer.ErrStopped) {
+			return nil, ierr
+		}
 		return nil, err
 	}
 	if err := interrupted(sig); err != nil {

@@ -40,7 +40,7 @@ func TestLoadCollectionSharesMaps(t *testing.T) {
 		spec.Programs[fmt.Sprint("add", i)] = adder(i)
 		want += uint64(i)
 	}
-	coll, err := loadCollection(spec, btf.NewCache())
+	coll, err := loadCollection(spec, btf.NewCache(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestLoadCollectionError(t *testing.T) {
 		"counts": {Name: "counts", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1},
 	}, Programs: map[string]*ebpf.ProgramSpec{"good": adder(1), "bad": {Type: ebpf.SocketFilter, License: "GPL",
 		Instructions: asm.Instructions{asm.Return()}}}} // R0 never set
-	coll, err := loadCollection(spec, btf.NewCache())
+	coll, err := loadCollection(spec, btf.NewCache(), nil)
 	if err == nil {
 		coll.Close()
 		t.Fatal("loaded a program that reads an unset R0")

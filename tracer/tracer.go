@@ -49,6 +49,10 @@ type Options struct {
 	// -p or --comm).
 	AllProcesses bool
 
+	// Stop, when closed (a signal came), stops loading programs: New then
+	// returns ErrStopped with nothing loaded. nil: never.
+	Stop <-chan struct{}
+
 	rejectProgs []string // tests: programs replaced by one the verifier refuses
 }
 
@@ -206,6 +210,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		// hook is none, said with the verifier's reason, and the rest
 		// loads again, as any other unavailable hook.
 	}
+	if errors.Is(err, ErrStopped) {
+		return nil, err
+	}
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -310,7 +317,7 @@ func loadChosen(spec *ebpf.CollectionSpec, chosen map[string]candidate, opts Opt
 			p.Instructions = asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}
 		}
 	}
-	return loadCollection(spec, cache) // load.go: programs in parallel
+	return loadCollection(spec, cache, opts.Stop) // load.go: programs in parallel
 }
 
 // dropRejected makes none every optional hook with a program the verifier
