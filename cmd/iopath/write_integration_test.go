@@ -141,6 +141,7 @@ func TestWriteThrottled(t *testing.T) {
 	f := filepath.Join(dir, "big")
 	tr := traceCmd(t, "--wait-writeback", "60s", "--", "dd", "if=/dev/zero", "of="+f, "bs=1M", fmt.Sprint("count=", mib))
 	calls := tr.forIno(inoOf(t, f))
+	planned := tr.summary.Attach["balance_dirty_pages"] == "tracepoint"
 	var dirtied, throttled uint64
 	for _, c := range calls {
 		if c.Syscall != "write" {
@@ -150,8 +151,12 @@ func TestWriteThrottled(t *testing.T) {
 		if c.ThrottleNs > 0 {
 			throttled++
 		}
-		if c.ThrottleMaxPauseNs > uint64(200*time.Millisecond) {
-			t.Errorf("a pause of %v > 200 ms", time.Duration(c.ThrottleMaxPauseNs))
+		// The kernel plans each pause up to MAX_PAUSE (200 ms): the
+		// tracepoint reports that plan; fentry/kprobe measure the sleep,
+		// which also holds the wait for a CPU after it (384 ms once on
+		// the 6.12 VM under a loaded host): bounded only where planned.
+		if planned && c.ThrottleMaxPauseNs > uint64(200*time.Millisecond) {
+			t.Errorf("a planned pause of %v > 200 ms", time.Duration(c.ThrottleMaxPauseNs))
 		}
 	}
 	if throttled == 0 {
