@@ -37,3 +37,18 @@ func TestSummaryTextPartialWhenRecordsLost(t *testing.T) {
 		t.Errorf("nothing lost, yet PARTIAL:\n%s", got)
 	}
 }
+
+// The losses are said on stderr too, one line each, none without a loss.
+func TestLossLines(t *testing.T) {
+	if l := LossLines(&record.Summary{}); len(l) != 0 {
+		t.Errorf("no loss: %q", l)
+	}
+	l := LossLines(&record.Summary{LostEvents: 180533, MissedRuns: map[string]uint64{"raw_sys_exit": 2, "tp_block_rq_complete": 1}})
+	want := []string{
+		"iopath: 180533 records lost (the ring buffer was full: raise --ringbuf-size): the summary's rows marked PARTIAL are lower bounds",
+		"iopath: 3 BPF program runs skipped by the kernel (already running on that CPU): what they would have seen is not counted (missed_runs in the summary)",
+	}
+	if len(l) != 2 || l[0] != want[0] || l[1] != want[1] {
+		t.Errorf("lines %q\nwant %q", l, want)
+	}
+}

@@ -376,3 +376,23 @@ func vmaBusyText(s *record.Summary) string {
 		"and this kernel has no mm_filemap_fault tracepoint with arguments (tp_btf, Linux 6.11+) to name them later: file faults among them are not traced "+
 		"(their bios are unattributed (page_fault), they are missing from faults and major_faults)\n", busy)
 }
+
+// LossLines are the stderr lines that say a run lost records or BPF
+// program runs (none when it lost nothing): the summary says so too, but it
+// may be in an -o file, a pipe or a JSON object nobody reads at once, and a
+// loss must not pass unseen (a --ringbuf-size 4096 run lost 180533 records
+// with nothing on the terminal).
+func LossLines(s *record.Summary) []string {
+	var lines []string
+	if s.LostEvents > 0 {
+		lines = append(lines, "iopath: "+Count(s.LostEvents, "record")+" lost (the ring buffer was full: raise --ringbuf-size): the summary's rows marked PARTIAL are lower bounds")
+	}
+	var missed uint64
+	for _, v := range s.MissedRuns {
+		missed += v
+	}
+	if missed > 0 {
+		lines = append(lines, "iopath: "+Count(missed, "BPF program run")+" skipped by the kernel (already running on that CPU): what they would have seen is not counted (missed_runs in the summary)")
+	}
+	return lines
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/render"
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/timeline"
@@ -110,5 +111,14 @@ func Run(sig *session.Signals, o Options, command *session.Command) (session.Res
 	t.iv.Final() // the last, partial interval
 	o.Timeline.Summary(res.Summary)
 	t.out.Summary(res.Summary)
+	sayLosses(o.Notes, res.Summary)
 	return res, o.Out.Err()
+}
+
+// sayLosses puts the run's losses on notes too (render.LossLines): the
+// summary may be in an -o file.
+func sayLosses(notes io.Writer, sum *record.Summary) {
+	for _, l := range render.LossLines(sum) {
+		fmt.Fprintln(notes, l)
+	}
 }

@@ -48,6 +48,7 @@ func RunWorkload(sig *session.Signals, o Options, w Workload) (session.Result, e
 	}
 	o.Timeline.Summary(res.Summary)
 	t.out.Summary(res.Summary)
+	sayLosses(o.Notes, res.Summary)
 	if o.JSON {
 		t.out.WriteJSON(res.Record)
 		t.out.Flush()
