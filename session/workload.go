@@ -38,7 +38,7 @@ func (s *Session) StartWorkload(args []string) (*WorkloadChild, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := append(os.Environ(), UnderTraceEnv+"=1") // the trace says why it stopped, not the child too
+	env := workloadEnv(os.Environ())
 	c, err := s.Exec(Command{Path: self, Args: argv, Env: env, Stdout: pw, Stderr: s.o.Notes, DeathSignal: syscall.SIGKILL})
 	pw.Close()
 	if err != nil {
@@ -194,4 +194,29 @@ func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *worklo
 		r.HitRatio = float64(r.PagesHit) / float64(r.PagesRequested)
 	}
 	return r
+}
+
+// workloadEnv is the traced workload child's environment: env with
+// UnderTraceEnv (the trace says why it stopped, not the child too) and Go's
+// asynchronous preemption off (GODEBUG asyncpreemptoff=1, after any GODEBUG
+// setting of the user's, which it overrides). A preemption is a SIGURG to a
+// running thread; io_uring creates its io-wq workers from the submitting
+// task, and create_io_thread fails (-ERESTARTNOINTR) while that task has a
+// signal pending: 6.1-stable gives up after WORKER_INIT_LIMIT (3) retries
+// and cancels the first request (ECANCELED; the 6.1 VM under TCG, once).
+// The workload's loops make a system call each turn: the scheduler still
+// preempts them there, and a C program like fio gets no such signals.
+func workloadEnv(env []string) []string {
+	out := make([]string, 0, len(env)+2)
+	debug := "asyncpreemptoff=1"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if v != "" {
+				debug = v + "," + debug // the last setting of a key wins
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, UnderTraceEnv+"=1", "GODEBUG="+debug)
 }

@@ -2,6 +2,8 @@ package session
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/iopath/iopath/record"
@@ -49,5 +51,30 @@ func TestWorkloadRecordPartialWhenRecordsLost(t *testing.T) {
 	sum.LostEvents = 0
 	if r = WorkloadRecord(sum, 10, f, nil, &PersistCounts{}, nil); r.Partial || r.DiskBytesPerOp != 4096 || r.Amplification != 1 {
 		t.Errorf("workload record without loss: %+v", r)
+	}
+}
+
+// The workload child runs without Go's asynchronous preemption (its
+// SIGURGs make io_uring's io-wq worker creation fail): GODEBUG has
+// asyncpreemptoff=1 last, after the user's own settings, once.
+func TestWorkloadEnv(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"PATH=/bin"}, "GODEBUG=asyncpreemptoff=1"},
+		{[]string{"GODEBUG=gctrace=1", "PATH=/bin"}, "GODEBUG=gctrace=1,asyncpreemptoff=1"},
+		{[]string{"GODEBUG="}, "GODEBUG=asyncpreemptoff=1"},
+	} {
+		env := workloadEnv(c.in)
+		var debug []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "GODEBUG=") {
+				debug = append(debug, kv)
+			}
+		}
+		if len(debug) != 1 || debug[0] != c.want || !slices.Contains(env, UnderTraceEnv+"=1") {
+			t.Errorf("workloadEnv(%q) = %q, want one %q and %s=1", c.in, env, c.want, UnderTraceEnv)
+		}
 	}
 }
