@@ -124,7 +124,7 @@ func TestDirtiedFilesByGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen, gerr := unix.IoctlGetUint32(fd, fsIocGetversion)
+	gen, gerr := unix.IoctlGetUint32(fd, kernel.FSIocGetversion)
 	var st unix.Stat_t
 	serr := unix.Fstat(fd, &st)
 	unix.Close(fd)

@@ -100,10 +100,6 @@ func resolveFile(dev string, ino uint64, gen uint32, pid uint32, fd int64, path 
 // (generic_encode_ino32_fh: ext2/3/4, among others).
 const fileIDIno32Gen = 1
 
-// fsIocGetversion is FS_IOC_GETVERSION, _IOR('v', 1, long) on 64-bit
-// architectures: the inode's i_generation.
-const fsIocGetversion = 0x80087601
-
 // inoGenHandle builds the file handle of inode ino, generation gen, on
 // dev, if a mount of dev encodes its handles as FILEID_INO32_GEN: checked
 // on the mount's root, whose own handle must be exactly its inode number
@@ -121,7 +117,7 @@ func inoGenHandle(dev string, ino uint64, gen uint32) (int, unix.FileHandle, boo
 			continue
 		}
 		var st unix.Stat_t
-		rootGen, gerr := unix.IoctlGetUint32(fd, fsIocGetversion)
+		rootGen, gerr := unix.IoctlGetUint32(fd, kernel.FSIocGetversion)
 		serr := unix.Fstat(fd, &st)
 		unix.Close(fd)
 		h, mnt, err := unix.NameToHandleAt(unix.AT_FDCWD, m.path, 0)

@@ -11,6 +11,7 @@ import (
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
 	"github.com/iopath/iopath/tracer/engine/enginetest"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // namedOp is a write call on inode 42 whose record carries path parts
@@ -103,5 +104,63 @@ func TestRenamedAfterLastCall(t *testing.T) {
 	}
 	if row == nil || row.Path != seg || !slices.Equal(row.EarlierPaths, []string{tmp}) {
 		t.Fatalf("row %+v", row)
+	}
+}
+
+// A file deleted after its last call whose inode number a new file in the
+// same directory took (ext4 reuses the lowest free inode of the group) is
+// not renamed to that file at the end of the trace: its generation is
+// another. Before, the deleted file's row took the new file's name, the
+// deleted name listed as earlier. The same inode (a rename) still is.
+func TestDeletedInodeReusedAfterLastCall(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "iopath-reuse-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// The new file; the traced one had its inode number and was deleted
+	// (made up with another generation: reuse itself is the allocator's).
+	created := filepath.Join(dir, "created-later")
+	if err := os.WriteFile(created, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(created, &st); err != nil {
+		t.Fatal(err)
+	}
+	gen, err := kernel.Generation(created)
+	if err != nil {
+		t.Skipf("no i_generation on %s: %v", dir, err)
+	}
+	other := gen + 1
+	if other == 0 {
+		other = 1 // 0 is "unknown"
+	}
+	for _, c := range []struct {
+		name    string
+		gen     uint32
+		renamed bool
+	}{{"deleted", other, false}, {"renamed", gen, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := enginetest.NewStream()
+			gone := filepath.Join(dir, "000000010000000000000007")
+			o := enginetest.Op(7<<32|1, bpf.IopathOpSysSYS_PWRITE64, 0, 1, 1, 100, 200)
+			o.Ino, o.Dev, o.PathGen = st.Ino, unix.Major(st.Dev)<<20|unix.Minor(st.Dev), c.gen
+			s.E.HandleOp(enginetest.Named(o, "postgres", gone))
+			var row *record.FileSummary
+			sum := s.E.Summary()
+			for i := range sum.Files {
+				if sum.Files[i].Ino == st.Ino {
+					row = &sum.Files[i]
+				}
+			}
+			want, earlier := gone, []string(nil)
+			if c.renamed {
+				want, earlier = created, []string{gone}
+			}
+			if row == nil || row.Path != want || !slices.Equal(row.EarlierPaths, earlier) {
+				t.Fatalf("row %+v, want path %s, earlier %v", row, want, earlier)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/kernel"
 )
 
 // sysNames names the calls of enum op_sys (bpf/events.h) as records spell
@@ -204,6 +205,10 @@ const maxDirScan = 4096
 // name the inode has now in the same directory (PostgreSQL installs a WAL
 // segment by renaming pg_wal/xlogtemp.N), the old one listed as earlier;
 // a file deleted or moved elsewhere keeps the name it was last seen under.
+// A name in the directory with the row's inode number but another
+// i_generation is a new file on the deleted one's reused inode, not its new
+// name (ext4 hands a freed inode number to the next file created in its
+// group: a deleted WAL segment's row was named after the file created next).
 func (e *Engine) resolveRenamed() {
 	for k, fs := range e.files {
 		p := fs.Path
@@ -222,10 +227,17 @@ func (e *Engine) resolveRenamed() {
 		names, _ := d.Readdirnames(maxDirScan)
 		_ = d.Close()
 		for _, n := range names {
-			if err := unix.Lstat(filepath.Join(dir, n), &st); err == nil && st.Ino == k.ino && kdevOf(st.Dev) == k.dev {
-				e.named(k, 0, filepath.Join(dir, n))
-				break
+			np := filepath.Join(dir, n)
+			if err := unix.Lstat(np, &st); err != nil || st.Ino != k.ino || kdevOf(st.Dev) != k.dev {
+				continue
 			}
+			if gen := e.renames.gens[k]; gen != 0 {
+				if now, err := kernel.Generation(np); err == nil && now != gen {
+					break // the inode number reused by a new file
+				}
+			}
+			e.named(k, 0, np)
+			break
 		}
 	}
 }
