@@ -312,3 +312,78 @@ func TestCommitNeedBeforeCall(t *testing.T) {
 		t.Errorf("call d: flush bios at %v, want the wake's (commit 41: 10, 100)", issues(fl))
 	}
 }
+
+// jbd2's commit record is attributed to the latest fsync-family call on
+// the device (OwnJournal), which may need another transaction: with eight
+// threads appending, x started its fdatasync after commit 41 had begun and
+// needed transaction 42; y found its transaction committed before it
+// began and sent its own flush. Commit 41's record was attributed to x,
+// commit 43's to y. ext4 says which transaction each needed: x keeps only
+// commit 42's flush requests, y only its own. Before, x listed commit
+// 41's two flushes beside 42's, and y commit 43's beside its own. A
+// commit whose end woke the call stays, whatever ext4's tid says.
+func TestCommitNeedDropsAttributedCommit(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	x, y := uint64(7)<<32|1, uint64(8)<<32|1
+	commitRecord(s, 0, 40, 0) // transaction 40: flushes at 10 and 100, before y began
+	dataSync(s, x, 1, 110)
+	commitRecord(s, x, 41, 200) // flushes at 210 and 300, attributed to x
+	commitRecord(s, 0, 42, 400) // flushes at 410 and 500
+	s.E.HandleFlushDone(commitWait(x, 42, 560))
+	s.E.HandleFlushDone(commitNeed(x, 42, 100, 590))
+	syncReturns(s, x, bpf.IopathOpSysSYS_FDATASYNC, 100, 600, 1)
+	// y: its own empty flush bio 0xe9, served by flush request 0xf2 at
+	// 720; commit 43's record, attributed to y, flushed at 810 and 900.
+	s.E.HandleFlushDone(serves(y, 0xe9, 710, 0xf2, 720, 0, 0, 0))
+	s.E.HandleFlushDone(flushEnd(0xf2, 720, 760))
+	end := flushDone(y, 0xe9, 710, 765, 0xf2, 720, 760, 0)
+	end.OwnFlags = ownFlushServes
+	s.E.HandleFlushDone(end)
+	commitRecord(s, y, 43, 800)
+	s.E.HandleFlushDone(commitNeed(y, 40, 700, 990))
+	syncReturns(s, y, bpf.IopathOpSysSYS_FDATASYNC, 700, 1000, 1)
+	// w (data=journal): its writeback forced commit 44, whose end woke
+	// it, while ext4's i_sync_tid still names transaction 40: 44 stays.
+	w := uint64(9)<<32 | 1
+	dataSync(s, w, 4, 1110)
+	commitRecord(s, w, 44, 1200) // flushes at 1210 and 1300, attributed to w
+	s.E.HandleFlushDone(commitWait(w, 44, 1360))
+	s.E.HandleFlushDone(commitNeed(w, 40, 1100, 1390))
+	syncReturns(s, w, bpf.IopathOpSysSYS_FSYNC, 1100, 1400, 1)
+	rs := released(t, s, 3)
+	if fl := flushBios(rs[2]); len(fl) != 2 || fl[0].IssueNs != 1210 || fl[1].IssueNs != 1300 {
+		t.Errorf("w: flush bios issued at %v: want commit 44's, which woke it, at 1210 and 1300", issues(fl))
+	}
+	if fl := flushBios(rs[0]); len(fl) != 2 || fl[0].IssueNs != 410 || fl[1].IssueNs != 500 || rs[0].DeviceFlush != record.FlushDone {
+		t.Errorf("x: flush bios issued at %v, device_flush %q: want commit 42's only, at 410 and 500", issues(fl), rs[0].DeviceFlush)
+	}
+	if fl := flushBios(rs[1]); len(fl) != 1 || fl[0].IssueNs != 720 || fl[0].CompleteNs != 760 || rs[1].DeviceFlush != record.FlushDone {
+		t.Errorf("y: flush bios issued at %v (%+v), device_flush %q: want its own only, at 720", issues(fl), fl, rs[1].DeviceFlush)
+	}
+	if sum := s.E.Summary(); sum.IncompleteBios != 0 || sum.UnattributedBios != 0 {
+		t.Errorf("incomplete %d, unattributed %d", sum.IncompleteBios, sum.UnattributedBios)
+	}
+}
+
+// Eight threads fdatasyncing one file: ext4's transaction for a call is
+// raced by the other threads' changes (bpf/flush.c then reports no need),
+// so the wake decides. z began after commit 41 had started, needed 42, and
+// had commit 41's record attributed as the device's latest caller; woken
+// after 41's end and again after 42's, it keeps 42's flush requests only.
+// Before, it listed 41's two beside 42's.
+func TestCommitWaitDropsEarlierAttributedCommit(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	z := uint64(7)<<32 | 1
+	dataSync(s, z, 1, 110)
+	commitRecord(s, z, 41, 200) // flushes at 210 and 300, attributed to z
+	s.E.HandleFlushDone(commitWait(z, 41, 360))
+	commitRecord(s, 0, 42, 400) // flushes at 410 and 500
+	s.E.HandleFlushDone(commitWait(z, 42, 560))
+	syncReturns(s, z, bpf.IopathOpSysSYS_FDATASYNC, 100, 600, 1)
+	c := released(t, s, 1)[0]
+	if fl := flushBios(c); len(fl) != 2 || fl[0].IssueNs != 410 || fl[1].IssueNs != 500 || c.DeviceFlush != record.FlushDone {
+		t.Errorf("flush bios issued at %v, device_flush %q: want commit 42's only, at 410 and 500", issues(fl), c.DeviceFlush)
+	}
+}
