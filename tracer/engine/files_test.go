@@ -10,6 +10,7 @@ import (
 
 	"github.com/iopath/iopath/bpf"
 	"github.com/iopath/iopath/record"
+	"github.com/iopath/iopath/tracer/engine"
 	"github.com/iopath/iopath/tracer/engine/enginetest"
 	"github.com/iopath/iopath/tracer/kernel"
 )
@@ -162,5 +163,29 @@ func TestDeletedInodeReusedAfterLastCall(t *testing.T) {
 				t.Fatalf("row %+v, want path %s, earlier %v", row, want, earlier)
 			}
 		})
+	}
+}
+
+// splice(2) from a pipe into a file is traced on its file side, the
+// output: the pages it dirtied are its own file's. Its row counts a write,
+// not a read with misses; a splice from a file into a pipe stays a read.
+func TestSpliceIntoFileIsWrite(t *testing.T) {
+	s := enginetest.NewStream()
+	into := enginetest.Named(enginetest.Op(7<<32|1, bpf.IopathOpSysSYS_SPLICE, 0, 65536, 65536, 100, 200), "app", "/data/spliced.dat")
+	into.OutDev, into.OutIno = enginetest.Dev, into.Ino
+	enginetest.AddRange(into, 0, 16, engine.RangeAdded)
+	into.DirtiedPages = 16
+	s.E.HandleOp(into)
+	from := enginetest.Named(enginetest.Op(7<<32|2, bpf.IopathOpSysSYS_SPLICE, 0, 65536, 65536, 300, 400), "app", "/data/src.dat")
+	from.Ino = 43
+	enginetest.AddRange(from, 0, 16, engine.RangeAdded)
+	s.E.HandleOp(from)
+	sum := s.E.Summary()
+	w, r := fileRows(sum, 42), fileRows(sum, 43)
+	if len(w) != 1 || w[0].WriteCalls != 1 || w[0].ReadCalls != 0 || w[0].ReadBytesReq != 0 || w[0].PagesMissed != 0 || w[0].DirtiedPages != 16 {
+		t.Errorf("output row %+v: want 1 write call, no read, no miss, 16 pages dirtied", w)
+	}
+	if len(r) != 1 || r[0].ReadCalls != 1 || r[0].ReadBytesReq != 65536 || r[0].PagesMissed != 16 {
+		t.Errorf("input row %+v: want 1 read call of 64 KiB, 16 pages missed", r)
 	}
 }

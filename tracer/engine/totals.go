@@ -46,6 +46,9 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 			t.BytesReturned += uint64(rec.ReturnedBytes)
 		}
 		class := record.ClassOf(rec.Syscall)
+		if splicedInto(rec) {
+			class = record.ClassWrite
+		}
 		if class == record.ClassRead {
 			// Cache hits and misses are the read side's; a write's
 			// inserted pages are new pages to be dirtied.
@@ -73,6 +76,17 @@ func (e *Engine) account(rec *record.Syscall, kdev uint32, readBytes uint64) {
 	if rec.Ino != 0 {
 		add(&e.file(fkey(kdev, rec.Ino)).Totals)
 	}
+}
+
+// splicedInto says whether a splice's traced file is its output: from a
+// pipe into a file, bpf/syscalls.c traces the file side, fd_out, and the
+// pages the call dirtied are that file's own. Such a call wrote the file:
+// counted as a write, its inserted pages no read misses (measured: 16
+// splices of 64 KiB into a new file were 16 reads of it, 1 MiB asked, 256
+// pages missed). One that dirtied no page (it overwrote dirty pages) cannot
+// be told from a read of the file into a pipe and stays one.
+func splicedInto(rec *record.Syscall) bool {
+	return rec.Syscall == "splice" && rec.OutIno != 0 && rec.OutIno == rec.Ino && rec.OutDev == rec.Dev
 }
 
 // requestedBytes is what a call asked for, as the totals sum it: an
