@@ -138,6 +138,7 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 
 func (e *Engine) release(id uint64, p *pendingOp) {
 	delete(e.ops, id)
+	e.dropBios(p, hidden) // flushreq.go
 	if p.fault != nil {
 		e.emitFault(p.fault, p.kdev, p.bios, p.queued)
 	} else {

@@ -44,6 +44,12 @@ const (
 	// call (OwnJournal: the latest fsync-family call on the device when
 	// jbd2 queued it), not necessarily the commit the call needed.
 	ownCommitFlush = 1 << 28
+	// ownHidden: such a flush found not to have served the call. It is
+	// left out of the call's record, but the call still waits for it, as
+	// before: the commit's journal bios attributed to the call are issued
+	// before its record's last flush completes, and a call released before
+	// their issue leaves them to no call (unattributed, no_record).
+	ownHidden = 1 << 27
 )
 
 // Bounds of the flush requests and journal commits kept for joins (the
@@ -135,10 +141,11 @@ func (e *Engine) giveFlush(p *pendingOp, opID uint64, pid uint32, fr *flushReq, 
 				if b.bioP == 0 {
 					b.bioP = stands
 				}
-				b.flags &^= ownCommitFlush // it served the call's own flush bio too
+				b.flags &^= ownCommitFlush | ownHidden // it served the call's own flush bio too
 			}
 			if flags&ownCommitJoin != 0 {
 				b.flags |= ownWaited // the call waited for it after all
+				b.flags &^= ownHidden
 			}
 			return
 		}
@@ -247,9 +254,7 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 	for _, k := range ks {
 		first = min(first, k.issueNs)
 	}
-	e.dropBios(p, func(b *bioRef) bool {
-		return b.flags&ownCommitFlush != 0 && b.IssueNs < first && b.Dev == fr.bio.Dev
-	})
+	hideBios(p, func(b *bioRef) bool { return b.IssueNs < first && b.Dev == fr.bio.Dev })
 }
 
 // commitNeed takes an OwnCommitNeed event: ext4's fsync of call OpId
@@ -277,7 +282,7 @@ func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
 		// writeback commits the journalled data, and i_sync_tid names an
 		// earlier transaction).
 		if p, ok := e.ops[ev.OpId]; ok {
-			e.dropBios(p, func(b *bioRef) bool { return b.flags&ownCommitFlush != 0 && b.flags&ownWaited == 0 })
+			hideBios(p, func(b *bioRef) bool { return b.flags&ownWaited == 0 })
 		}
 		return
 	}
@@ -287,14 +292,28 @@ func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
 	e.dropOtherCommits(p, ks)
 }
 
-// dropOtherCommits removes from call p's bios the flushes of jbd2 commit
+// dropOtherCommits hides from call p's record the flushes of jbd2 commit
 // records attributed to it (ownCommitFlush) that are not among ks, the
 // flushes of the commit it needed.
 func (e *Engine) dropOtherCommits(p *pendingOp, ks []flushKey) {
-	e.dropBios(p, func(b *bioRef) bool {
-		return b.flags&ownCommitFlush != 0 && !slices.ContainsFunc(ks, func(k flushKey) bool { return k.issueNs == b.IssueNs })
+	hideBios(p, func(b *bioRef) bool {
+		return !slices.ContainsFunc(ks, func(k flushKey) bool { return k.issueNs == b.IssueNs })
 	})
 }
+
+// hideBios hides the flushes of commit records attributed to call p
+// (ownCommitFlush) that hide selects: they leave its record (release),
+// not its wait.
+func hideBios(p *pendingOp, hide func(*bioRef) bool) {
+	for _, b := range p.bios {
+		if b.flags&ownCommitFlush != 0 && hide(b) {
+			b.flags |= ownHidden
+		}
+	}
+}
+
+// hidden says whether b is a flush hidden from its call's record.
+func hidden(b *bioRef) bool { return b.flags&(ownFlushReq|ownHidden) == ownFlushReq|ownHidden }
 
 // dropBios removes the bios drop selects from call p's bios.
 func (e *Engine) dropBios(p *pendingOp, drop func(*bioRef) bool) {

@@ -387,3 +387,40 @@ func TestCommitWaitDropsEarlierAttributedCommit(t *testing.T) {
 		t.Errorf("flush bios issued at %v, device_flush %q: want commit 42's only, at 410 and 500", issues(fl), c.DeviceFlush)
 	}
 }
+
+// A commit record's flushes left out of a call's record (the commit is
+// not the one it needed) still hold the call until they complete, as
+// before: that commit's journal bios attributed to the call are issued
+// meanwhile and are the call's, not unattributed bios of no record.
+func TestHiddenCommitFlushKeepsCallWaiting(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	w := uint64(7)<<32 | 1
+	dataSync(s, w, 1, 110)
+	// Commit 43's record, attributed to w, is served by a pre-flush at 210.
+	s.E.HandleFlushDone(serves(w, 0xc0+43, 200, 0xf1, 210, 4096, ownCommitRec|ownJournal, 43))
+	s.E.HandleFlushDone(commitNeed(w, 40, 100, 215)) // ext4: transaction 40, committed before w began
+	syncReturns(s, w, bpf.IopathOpSysSYS_FDATASYNC, 100, 220, 1)
+	// A journal bio of commit 43, queued while w ran, issued after its return.
+	s.E.HandleIssue(enginetest.Issue(0xb7, 230, enginetest.FlWrite|enginetest.FlSync,
+		enginetest.Own{Op: w, Bio: 0xb9, Sector: 9000, Bytes: 1024, Queue: 205, Flags: ownJournal, Pid: jbd2Tid}))
+	s.E.HandleComplete(enginetest.Done(0xb7, 240, 0))
+	s.E.HandleFlushDone(flushEnd(0xf1, 210, 250))
+	s.E.Flush()
+	c := released(t, s, 1)[0]
+	if fl := flushBios(c); len(fl) != 0 {
+		t.Errorf("flush bios issued at %v: want none (commit 43 is not the one w needed)", issues(fl))
+	}
+	journal := 0
+	for _, b := range c.Bios {
+		if b.Kind == "journal" {
+			journal++
+		}
+	}
+	if journal != 1 {
+		t.Errorf("bios %+v: want commit 43's journal bio among them", c.Bios)
+	}
+	if sum := s.E.Summary(); sum.UnattributedBios != 0 || sum.IncompleteBios != 0 || sum.CompletionsUnseen != 0 {
+		t.Errorf("unattributed %d %v, incomplete %d, unseen %d", sum.UnattributedBios, sum.UnattributedCauses, sum.IncompleteBios, sum.CompletionsUnseen)
+	}
+}

@@ -41,7 +41,9 @@ func (e *Engine) flushUnseen(ev *bpf.IopathFlushDoneEv) {
 		if !b.done {
 			b.done = true
 			b.CompletedBeforeNs = ev.DoneNs
-			e.counters.CompletionsUnseen++
+			if !hidden(b) {
+				e.counters.CompletionsUnseen++
+			}
 		}
 	}
 	e.releaseFlushRefs(fr)
@@ -64,7 +66,9 @@ func (e *Engine) flushesUnseen(p *pendingOp) {
 		}
 		b.done = true
 		b.CompletedBeforeNs = end
-		e.counters.CompletionsUnseen++
+		if !hidden(b) {
+			e.counters.CompletionsUnseen++
+		}
 	}
 }
 
