@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -178,6 +179,50 @@ func PidNote(pids []int) string {
 			ps[i] = fmt.Sprintf("thread %d of process %d (%s)", p, tg, render.Safe(strings.TrimSuffix(string(comm), "\n")))
 		}
 	}
-	return "iopath: -p follows children of " + strings.Join(ps, ", ") +
-		"; processes forked by others are not traced: use --comm or -p of the parent"
+	note := "iopath: -p follows children of " + strings.Join(ps, ", ") +
+		" forked from now on; processes forked by others are not traced: use --comm or -p of the parent"
+	if kids := existingChildren(pids); len(kids) > 0 {
+		// A postmaster's checkpointer, WAL writer and backends are such
+		// children: -p of it alone missed their IO (a DBA's trial).
+		shown := kids[:min(len(kids), 8)]
+		list := make([]string, len(shown))
+		for i, k := range shown {
+			list[i] = strconv.Itoa(k)
+		}
+		if len(kids) > len(shown) {
+			list = append(list, "…")
+		}
+		what := fmt.Sprintf("%d children already running (%s) are", len(kids), strings.Join(list, ", "))
+		if len(kids) == 1 {
+			what = fmt.Sprintf("child already running (%s) is", list[0])
+		}
+		note += "; the " + what + " not traced: add -p for each, or use --comm"
+	}
+	return note
+}
+
+// existingChildren lists the children, now, of the processes of pids that
+// are not themselves among them, sorted.
+func existingChildren(pids []int) []int {
+	given := map[int]bool{}
+	for _, p := range pids {
+		given[p] = true
+		given[tracer.Tgid(p)] = true
+	}
+	seen := map[int]bool{}
+	var kids []int
+	for _, p := range pids {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", tracer.Tgid(p)))
+		for _, task := range tasks {
+			b, _ := os.ReadFile(task)
+			for _, f := range strings.Fields(string(b)) {
+				if k, err := strconv.Atoi(f); err == nil && !given[k] && !seen[k] {
+					seen[k] = true
+					kids = append(kids, k)
+				}
+			}
+		}
+	}
+	slices.Sort(kids)
+	return kids
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -206,7 +208,7 @@ func TestCheckPids(t *testing.T) {
 	// issue 10: -p of a thread said "-p follows children of PID <tid>":
 	// the note names the process the thread belongs to.
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	want := fmt.Sprintf("-p follows children of thread %d of process %d (%s), PID %d;", tid, pid, strings.TrimSpace(string(comm)), p)
+	want := fmt.Sprintf("-p follows children of thread %d of process %d (%s), PID %d forked from now on;", tid, pid, strings.TrimSpace(string(comm)), p)
 	if got := PidNote([]int{tid, p}); !strings.Contains(got, want) {
 		t.Errorf("PidNote(thread %d of %d, %d) = %q, want %q in it", tid, pid, p, got, want)
 	}
@@ -330,5 +332,36 @@ func waitState(t *testing.T, pid int, state string) {
 			t.Fatalf("pid %d never reached state %s", pid, state)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// -p of a process with children already running (a postmaster's
+// checkpointer and backends) says they are not traced, by pid: a DBA's -p
+// of the postmaster missed their IO with a note that said to use "-p of
+// the parent", which they had.
+func TestPidNoteExistingChildren(t *testing.T) {
+	sh := exec.Command("sh", "-c", "sleep 60 & sleep 60 & echo ready; wait")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the sleeps die with it
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Kill(-sh.Process.Pid, syscall.SIGKILL); sh.Process.Kill(); sh.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	kids := existingChildren([]int{sh.Process.Pid})
+	if len(kids) != 2 {
+		t.Fatalf("children of sh %d: %v, want its 2 sleeps", sh.Process.Pid, kids)
+	}
+	want := fmt.Sprintf("; the 2 children already running (%d, %d) are not traced: add -p for each, or use --comm", kids[0], kids[1])
+	if got := PidNote([]int{sh.Process.Pid}); !strings.HasSuffix(got, want) {
+		t.Errorf("PidNote = %q, want it to end with %q", got, want)
+	}
+	if got := PidNote([]int{sh.Process.Pid, kids[0], kids[1]}); strings.Contains(got, "already running") {
+		t.Errorf("PidNote with every child given = %q: no child left out", got)
 	}
 }
