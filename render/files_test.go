@@ -139,3 +139,26 @@ func TestSummaryTextMappedOnlyFileNotInFileTable(t *testing.T) {
 		t.Errorf("MAPPED FILE rows %v, want %v:\n%s", mapped, want, text)
 	}
 }
+
+// Files of one name whose inode number was reused (SQLite's rollback
+// journal, made and deleted at each commit) are one row of the text table,
+// summed, saying how many files it is; other files keep their rows.
+func TestSummaryTextFoldsReusedInode(t *testing.T) {
+	journal := func(gen uint32, calls uint64) record.FileSummary {
+		return record.FileSummary{Dev: "254:0", Ino: 5474180, Generation: gen, Path: "/db/t.db-journal", Totals: record.Totals{Calls: calls, DiskBytesWrite: 4096 * calls}}
+	}
+	s := &record.Summary{Files: []record.FileSummary{
+		journal(1, 3), journal(2, 4), journal(3, 5),
+		{Dev: "254:0", Ino: 12, Path: "/db/t.db", Totals: record.Totals{Calls: 2, DiskBytesWrite: 8192}},
+	}}
+	text := SummaryText(s, 0)
+	var rows []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "/db/") {
+			rows = append(rows, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "/db/t.db-journal 254:0 5474180 (3 files) 12 ") || !strings.HasPrefix(rows[1], "/db/t.db 254:0 12 2 ") {
+		t.Errorf("file rows %q\nin\n%s", rows, text)
+	}
+}

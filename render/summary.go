@@ -44,7 +44,8 @@ func SummaryText(s *record.Summary, fileRows int) string {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%.2f\t%d\t%s%s\n", cells, callsCell(*t), Bytes(t.ReadBytesReq),
 				t.PagesHit, t.PagesMissed, Bytes(t.DiskBytesRead), t.Amplification, t.DirtiedPages, diskWriteCell(*t), partialCell(*t))
 		}
-		shown, rest := fileRanked(s.Files, fileRows, inFileTable,
+		files, reuses := foldReused(s.Files)
+		shown, rest := fileRanked(files, fileRows, inFileTable,
 			func(t *record.Totals) (uint64, uint64) {
 				return t.DiskBytesRead + t.DiskBytesWrite, t.Calls + t.Requests
 			})
@@ -53,7 +54,11 @@ func SummaryText(s *record.Summary, fileRows int) string {
 			if name == "" {
 				name = "(cache hits only: path not recorded)"
 			}
-			row(fmt.Sprintf("%s\t%s\t%d", name, f.Dev, f.Ino), &f.Totals)
+			ino := strconv.FormatUint(f.Ino, 10)
+			if n := reuses[fileKey{f.Path, f.Dev, f.Ino}]; n > 1 {
+				ino += fmt.Sprintf(" (%d files)", n)
+			}
+			row(fmt.Sprintf("%s\t%s\t%s", name, f.Dev, ino), &f.Totals)
 		}
 		if len(rest) > 0 {
 			t := sumFiles(rest)
@@ -150,6 +155,44 @@ func SummaryText(s *record.Summary, fileRows int) string {
 // rows of zeros here, one per mapped locale file, before its 3 real ones.
 func inFileTable(t *record.Totals) bool {
 	return t.Calls+t.Requests+t.ReadBytesReq+t.PagesHit+t.PagesMissed+t.DiskBytesRead+t.DiskBytesWrite+t.DirtiedPages > 0
+}
+
+type fileKey struct {
+	path, dev string
+	ino       uint64
+}
+
+// foldReused sums into one row the files of the same path, device and
+// inode number (an inode reused for a file of the same name after a
+// delete: SQLite's rollback journal, made and deleted at every commit, was
+// 48 identical rows for 50 commits) and says how many files each row is
+// (the JSON keeps one object per file, with its generation). Files with no
+// path are left alone.
+func foldReused(files []record.FileSummary) ([]record.FileSummary, map[fileKey]int) {
+	count := map[fileKey]int{}
+	for i := range files {
+		if f := &files[i]; f.Path != "" {
+			count[fileKey{f.Path, f.Dev, f.Ino}]++
+		}
+	}
+	out := make([]record.FileSummary, 0, len(files))
+	at := map[fileKey]int{}
+	for _, f := range files {
+		k := fileKey{f.Path, f.Dev, f.Ino}
+		if f.Path == "" || count[k] == 1 {
+			out = append(out, f)
+			continue
+		}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, record.FileSummary{Dev: f.Dev, Ino: f.Ino, FS: f.FS, Path: f.Path})
+			i = len(out) - 1
+		}
+		t := sumFiles([]*record.FileSummary{{Totals: out[i].Totals}, &f})
+		out[i].Totals = t
+	}
+	return out, count
 }
 
 // fileRanked returns the files of a file table (those keep takes), most
