@@ -125,10 +125,22 @@ func fileFaultTable(b *strings.Builder, s *record.Summary, fileRows int) {
 	writeFaultRows(b, "MAPPED FILE\tDEV\tINO\tFAULTS", rows)
 	moreLine(b, rest, fileRows, "mapped files", "disk bytes their faults read, then faults")
 	for _, f := range shown {
-		if kernel.MemoryOnly(f.FS) {
+		switch {
+		case kernel.MemoryOnly(f.FS) && sharedAnon(f.Path):
+			fmt.Fprintf(b, "%s is shared anonymous memory (mmap MAP_SHARED|MAP_ANONYMOUS, or System V shm: e.g. PostgreSQL's shared_buffers), memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), Count(f.Faults, "fault"))
+		case kernel.MemoryOnly(f.FS):
 			fmt.Fprintf(b, "%s is on %s, memory only: its %s never read a disk (no block IO to trace)\n", Safe(f.Path), f.FS, Count(f.Faults, "fault"))
 		}
 	}
+}
+
+// sharedAnon says whether path names the kernel's file behind shared
+// anonymous memory: "dev/zero" (shmem_zero_setup, for MAP_SHARED|
+// MAP_ANONYMOUS or a mapping of /dev/zero) or "SYSV%08x" (shmget), on the
+// kernel's internal shmem mount, printed with no directory above.
+func sharedAnon(path string) bool {
+	base := path[strings.LastIndexByte(path, '/')+1:]
+	return strings.HasSuffix(path, "/dev/zero") && !strings.HasPrefix(path, "/dev/") || strings.HasPrefix(base, "SYSV") && len(base) == 12
 }
 
 // faultRow is one row of a fault table: its leading cells (tab-separated)

@@ -49,3 +49,16 @@ func TestSummaryTextFaultsUnended(t *testing.T) {
 		t.Errorf("a line for 0 unended faults:\n%s", got)
 	}
 }
+
+// The kernel's files behind shared anonymous memory are named so (a DBA
+// saw 9174 faults on ".../dev/zero" for PostgreSQL's shared_buffers).
+func TestSharedAnonName(t *testing.T) {
+	for path, want := range map[string]bool{
+		".../dev/zero": true, "…/dev/zero": true, "SYSV0052e2c1": true, ".../SYSV0052e2c1": true,
+		"/dev/zero": false, "/tmp/dev/zero2": false, "/tmp/SYSVx": false, "/var/lib/data.db": false,
+	} {
+		if got := sharedAnon(path); got != want {
+			t.Errorf("sharedAnon(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
