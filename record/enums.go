@@ -103,5 +103,7 @@ const (
 	// ReasonSyncFileRange: written by a traced sync_file_range (it starts
 	// writeback of a range; it is no fsync: no metadata, no device flush).
 	ReasonSyncFileRange Reason = "sync_file_range"
-	ReasonUnknown       Reason = "unknown" // the worker's writeback_start was not seen
+	// ReasonUnknown: the worker's writeback_start was not seen, or the
+	// writer is an untraced process's call (Writeback.Worker names it).
+	ReasonUnknown Reason = "unknown"
 )
