@@ -331,18 +331,9 @@ func workloadChild(t *testing.T, pid int, dir string) int {
 // catchesEndSignals says whether process pid catches SIGINT, SIGTERM,
 // SIGHUP and SIGQUIT (/proc/PID/status SigCgt).
 func catchesEndSignals(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			want := uint64(1)<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1) | 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGQUIT-1)
-			return err == nil && m&want == want
-		}
-	}
-	return false
+	m, err := testutil.ReadSigMask(pid, "SigCgt")
+	want := uint64(1)<<(syscall.SIGINT-1) | 1<<(syscall.SIGTERM-1) | 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGQUIT-1)
+	return err == nil && m&want == want
 }
 
 // describeWorkloads prints workload records with their reports, for a

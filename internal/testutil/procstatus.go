@@ -35,3 +35,18 @@ func SigMask(t testing.TB, pid int, field string) uint64 {
 	}
 	return m
 }
+
+// ReadSigMask is SigMask for a process that may be gone: its error instead
+// of a failed test.
+func ReadSigMask(pid int, field string) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
