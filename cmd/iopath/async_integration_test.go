@@ -205,6 +205,7 @@ func libaioDirect(t *testing.T, batch string) {
 	}
 	ids := map[uint64]bool{}
 	var maxInflight uint32
+	unseen := 0
 	for _, q := range reqs {
 		if ids[q.OpID] {
 			t.Errorf("op_id %d twice", q.OpID)
@@ -216,8 +217,11 @@ func libaioDirect(t *testing.T, batch string) {
 		}
 		if q.Engine != record.EngineLibaio || q.Op != "read" || !q.Direct || q.Worker != record.WorkerInline ||
 			len(q.Bios) != 1 || bytes != 4096 || q.Result != (record.Result{Bytes: 4096, Known: true}) ||
-			q.SubmitOpID == 0 || q.SubmitNs == 0 || q.CompleteNs < q.SubmitNs || q.ReapNs < q.CompleteNs || q.RequestedBytes != 4096 {
+			q.SubmitOpID == 0 || q.SubmitNs == 0 || !directTimes(q) || q.RequestedBytes != 4096 {
 			t.Errorf("request %+v", q)
+		}
+		if q.CompleteNs == 0 {
+			unseen++
 		}
 		maxInflight = max(maxInflight, q.InflightAtIssue)
 	}
@@ -228,7 +232,27 @@ func libaioDirect(t *testing.T, batch string) {
 		t.Errorf("pid totals: %d unattributed bios, %d requests (%d reads)", tot.Unattributed, tot.Requests, tot.ReadRequests)
 	}
 	checkKernelRead(t, tot, wr, 0)
-	t.Logf("%d requests, max inflight_at_issue %d", len(reqs), maxInflight)
+	t.Logf("%d requests, max inflight_at_issue %d, %d with their bio's completion unseen", len(reqs), maxInflight, unseen)
+}
+
+// directTimes says whether a libaio direct request's times hold: completed
+// between its submission and its reap or, where no BPF program saw its
+// bio's completion (docs/kernel-notes.md, "Completions BPF never sees";
+// seen in CI), complete_ns unavailable and each bio bounded by the reap,
+// which proves it ended (tracer/engine/directunseen.go).
+func directTimes(q record.Request) bool {
+	if q.CompleteNs != 0 {
+		return q.CompleteNs >= q.SubmitNs && q.ReapNs >= q.CompleteNs
+	}
+	if !slices.Contains(q.Unavailable, "complete_ns") || len(q.Bios) == 0 || q.ReapNs < q.SubmitNs {
+		return false
+	}
+	for _, b := range q.Bios {
+		if b.CompleteNs != 0 || b.CompletedBeforeNs <= b.IssueNs || b.CompletedBeforeNs > q.ReapNs {
+			return false
+		}
+	}
+	return true
 }
 
 // Buffered cold reads through libaio: io_submit reads them itself, so the

@@ -335,7 +335,10 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 		}
 		if r := e.async.reqs[id]; r != nil {
 			e.reapInto(r, io, ev.Ts)
-			e.tryRequest(id, r)
+			e.requestDone(id, ev.Ts) // directunseen.go: may print r
+			if e.async.reqs[id] == r {
+				e.tryRequest(id, r)
+			}
 		}
 	}
 	if e.AllCalls {
@@ -409,6 +412,9 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		}
 		q.Path, q.Dev, q.Ino, q.FS, q.Direct = s.Path, s.Dev, s.Ino, s.FS, s.Direct
 		q.Cache, q.Bios, q.DirtiedPages, q.BlockedNs = s.Cache, s.Bios, s.DirtiedPages, s.BlockedNs
+		if slices.Contains(s.Unavailable, unavailableUnseen) { // flushunseen.go unseenTimes
+			q.Unavailable = append(q.Unavailable, unavailableUnseen)
+		}
 		q.InflightAtIssue = r.inflight
 		if s.Tid != q.Tid {
 			q.WorkerTid = s.Tid
@@ -618,5 +624,8 @@ func (e *Engine) HandleUringComplete(ev *bpf.IopathUringCompleteEv) {
 	if ev.Res < 0 {
 		r.req.Result = record.Result{Error: errnoName(-ev.Res), Known: true}
 	}
-	e.tryRequest(ev.OpId, r)
+	e.requestDone(ev.OpId, ev.Ts) // directunseen.go: may print r
+	if e.async.reqs[ev.OpId] == r {
+		e.tryRequest(ev.OpId, r)
+	}
 }

@@ -124,7 +124,8 @@ func (e *Engine) tryRelease(id uint64, p *pendingOp) {
 	if !p.ready() {
 		return
 	}
-	e.flushesUnseen(p) // flushunseen.go
+	e.flushesUnseen(p)  // flushunseen.go
+	e.directCallDone(p) // directunseen.go
 	if n, bytes := queuedSeen(p.bios); n < p.queued || bytes < p.queuedBytes {
 		return
 	}

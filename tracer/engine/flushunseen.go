@@ -79,9 +79,12 @@ const unavailableUnseen = "bios.complete_ns, d2c_ns, q2c_ns of bios with complet
 // unseenTimes tightens the bound of a call's bios completed unseen to the
 // call's return where the call waited for them (the fsync family and
 // O_DIRECT: a bio cannot complete after the call that waited for it
-// returned), and says in unavailable which times are missing.
+// returned), and says in unavailable which times are missing. An async
+// request's part is not waited for by its submission call: io_submit and
+// io_uring_enter return before its bios end (directunseen.go bounds them
+// by the request's reap or CQE instead).
 func unseenTimes(rec *record.Syscall) {
-	end, waited := rec.TimeNs+rec.DurationNs, record.IsSync(rec.Syscall) || rec.Direct
+	end, waited := rec.TimeNs+rec.DurationNs, record.IsSync(rec.Syscall) || (rec.Direct && !isRequestSys(rec.Syscall))
 	any := false
 	for i := range rec.Bios {
 		b := &rec.Bios[i]
