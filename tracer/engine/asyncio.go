@@ -421,9 +421,14 @@ func (e *Engine) releaseRequest(id uint64, r *asyncReq) {
 		}
 		switch {
 		case r.uring: // its CQE's time (HandleUringComplete)
-		case s.Direct:
+		case s.Direct: // its last bio's end; unavailable if one ended unseen (directunseen.go)
 			for _, b := range s.Bios {
 				q.CompleteNs = max(q.CompleteNs, b.CompleteNs)
+			}
+			for _, b := range s.Bios {
+				if b.CompleteNs == 0 {
+					q.CompleteNs = 0
+				}
 			}
 		default:
 			q.CompleteNs = s.TimeNs + s.DurationNs // completed by io_submit itself

@@ -134,3 +134,26 @@ func TestUringCQECompletionUnseen(t *testing.T) {
 		t.Errorf("request %+v", q)
 	}
 }
+
+// A direct request of two bios, one completion seen and one not: its
+// complete_ns is unavailable, not the seen bio's end (the other ended
+// later, at most at the reap).
+func TestAioReapOneOfTwoUnseen(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	o := aioRead(call, 0, 0, 100, 200)
+	o.Count, o.Ret, o.BiosQueued = 8192, 8192, 2
+	s.E.HandleOp(o)
+	s.E.HandleIssue(dio(1, call+1, 800, 150))
+	s.E.HandleIssue(dio(2, call+1, 808, 160))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 210, enginetest.Iocb{Addr: 0xa0, UserData: 7, Off: 0, Bytes: 8192}))
+	s.E.HandleComplete(enginetest.Done(1, 500, 0))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 900, enginetest.Reaped{Addr: 0xa0, UserData: 7, Res: 8192}))
+	reqs := s.Requests()
+	if len(reqs) != 1 || len(reqs[0].Bios) != 2 {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if q := reqs[0]; q.CompleteNs != 0 || !contains(q.Unavailable, "complete_ns") || q.Bios[0].CompleteNs != 500 || q.Bios[1].CompletedBeforeNs != 900 {
+		t.Errorf("request %+v: want complete_ns unavailable, bios completed at 500 and before 900", q)
+	}
+}
