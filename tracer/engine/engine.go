@@ -157,6 +157,8 @@ type Counters struct {
 	Requeues            uint64
 	OrphanCompletes     uint64 // completions of requests never seen issued
 	EvictedCalls        uint64 // pending calls evicted because the pending map was full (MaxPending)
+	FlushesForgotten    uint64 // flush request runs forgotten while needed (flushreq.go)
+	CommitsForgotten    uint64 // journal commits forgotten before a call needed them (flushreq.go)
 }
 
 // fileKey names a file. dev is a kernel dev_t widened to 64 bits so the

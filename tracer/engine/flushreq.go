@@ -77,6 +77,34 @@ type flushReqs struct {
 	order   []flushKey            // reqs, oldest first
 	commits map[uint64][]flushKey // jbd2 thread tid<<32 | its commit number -> the commit's flushes
 	corder  []uint64
+	// forgotten: per jbd2 thread, the newest commit forgotten (a journal
+	// commits its transactions in order, oldest forgotten first), to tell
+	// a commit forgotten from one never seen (forgottenCommit).
+	forgotten map[uint32]uint32
+}
+
+// Bounded memory that forgot what a join needed (summary map_evictions,
+// totals.go): FlushesForgotten, a flush request run forgotten while calls
+// still waited for its completion (they are released as when it is never
+// seen: at their record, completed before it, flushunseen.go) or sought by
+// a commit's join after it was forgotten; CommitsForgotten, a commit a call
+// needed or was woken by, forgotten before that event (the call keeps what
+// it had: a wake's join or `unavailable`).
+
+// forgetFlushReq counts a flush request run forgotten while calls waited for it.
+func (e *Engine) forgetFlushReq(fr *flushReq) {
+	if !fr.done && len(fr.refs) > 0 {
+		e.counters.FlushesForgotten++
+	}
+	e.dropFlushRefs(fr)
+}
+
+// forgottenCommit says whether commit c of jbd2 thread tid, not in memory,
+// was forgotten (not merely never seen: a commit of a FUA record, or
+// before the trace).
+func (fs *flushReqs) forgottenCommit(tid, c uint32) bool {
+	newest, ok := fs.forgotten[tid]
+	return ok && int32(c-newest) <= 0
 }
 
 // flushReqOf returns the run k of a flush request, created from ev.
@@ -93,7 +121,7 @@ func (e *Engine) flushReqOf(k flushKey, ev *bpf.IopathFlushDoneEv) *flushReq {
 		fs.order = append(fs.order[:0], fs.order[1:]...)
 		if fr, ok := fs.reqs[old]; ok {
 			delete(fs.reqs, old)
-			e.dropFlushRefs(fr)
+			e.forgetFlushReq(fr)
 		}
 	}
 	fr := &flushReq{bio: record.Bio{Dev: e.devName(ev.Dev), IssueNs: k.issueNs, Rwbs: e.rwbsName(ev.FlushFlags), Kind: record.BioFlush}}
@@ -211,8 +239,13 @@ func (e *Engine) commitFlush(c uint64, k flushKey) {
 	ks, ok := fs.commits[c]
 	if !ok {
 		if len(fs.corder) >= maxCommits {
-			delete(fs.commits, fs.corder[0])
+			old := fs.corder[0]
+			delete(fs.commits, old)
 			fs.corder = append(fs.corder[:0], fs.corder[1:]...)
+			if fs.forgotten == nil {
+				fs.forgotten = map[uint32]uint32{}
+			}
+			fs.forgotten[uint32(old>>32)] = uint32(old)
 		}
 		fs.corder = append(fs.corder, c)
 	}
@@ -244,6 +277,9 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 	ks := e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)]
 	e.joinCommit(p, ev.OpId, ev.Pid, ks)
 	if len(ks) == 0 {
+		if e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid) {
+			e.counters.CommitsForgotten++
+		}
 		return
 	}
 	fr, ok := e.flush.reqs.reqs[ks[0]]
@@ -271,6 +307,9 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 // call, that commit's end woke the call.
 func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
 	ks := e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)]
+	if len(ks) == 0 && e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid) {
+		e.counters.CommitsForgotten++
+	}
 	var last uint64
 	for _, k := range ks {
 		last = max(last, k.issueNs)
@@ -336,6 +375,8 @@ func (e *Engine) joinCommit(p *pendingOp, opID uint64, pid uint32, ks []flushKey
 	for _, k := range ks {
 		if fr, ok := e.flush.reqs.reqs[k]; ok {
 			e.giveFlush(p, opID, pid, fr, fr.bio.IssueNs, 0, ownCommitJoin)
+		} else {
+			e.counters.FlushesForgotten++
 		}
 	}
 }

@@ -424,3 +424,46 @@ func TestHiddenCommitFlushKeepsCallWaiting(t *testing.T) {
 		t.Errorf("unattributed %d %v, incomplete %d, unseen %d", sum.UnattributedBios, sum.UnattributedCauses, sum.IncompleteBios, sum.CompletionsUnseen)
 	}
 }
+
+// The engine remembers 256 journal commits: a call that needs one it has
+// forgotten is counted (map_evictions.journal_commits), one that needs a
+// commit never seen is not.
+func TestForgottenCommitCounted(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	for c := uint32(1); c <= 257; c++ {
+		commitRecord(s, 0, c, uint64(c)*1000)
+	}
+	d := uint64(9)<<32 | 1
+	dataSync(s, d, 3, 300_000)
+	s.E.HandleFlushDone(commitNeed(d, 1, 299_000, 300_100)) // forgotten: commit 257 pushed it out
+	s.E.HandleFlushDone(commitNeed(d, 900, 299_000, 300_100))
+	if n := s.E.Summary().MapEvictions["journal_commits"]; n != 1 {
+		t.Errorf("map_evictions.journal_commits %d, want 1", n)
+	}
+	s.E.HandleFlushDone(commitNeed(d, 2, 299_000, 300_100)) // still remembered
+	if n := s.E.Summary().MapEvictions["journal_commits"]; n != 1 {
+		t.Errorf("map_evictions.journal_commits %d after a remembered commit, want 1", n)
+	}
+}
+
+// The engine remembers 1024 flush request runs: one forgotten while a call
+// still waits for its completion is counted (map_evictions.flush_requests);
+// the call's flush completes, unseen, at its record as before.
+func TestForgottenFlushCounted(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	op := uint64(7)<<32 | 1
+	s.E.HandleFlushDone(serves(op, 0xe1, 100, 0xf2, 110, 0, 0, 0)) // the call's empty flush bio
+	for i := uint64(0); i < 1024; i++ {
+		s.E.HandleFlushDone(serves(0, 0, 200, 0xf1, 200+i, 0, 0, 0))
+	}
+	if n := s.E.Summary().MapEvictions["flush_requests"]; n != 1 {
+		t.Errorf("map_evictions.flush_requests %d, want 1", n)
+	}
+	syncReturns(s, op, bpf.IopathOpSysSYS_FDATASYNC, 90, 2000, 0)
+	calls := released(t, s, 1)
+	if fl := flushBios(calls[0]); len(fl) != 1 || fl[0].CompletedBeforeNs == 0 {
+		t.Errorf("flush bios %+v: want the one flush, completed unseen", fl)
+	}
+}

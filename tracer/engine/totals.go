@@ -144,6 +144,8 @@ func (e *Engine) Summary() *record.Summary {
 		return s.Files[i].Ino < s.Files[j].Ino
 	})
 	s.MapEvictions["pending_calls"] = e.counters.EvictedCalls
+	s.MapEvictions["flush_requests"] = e.counters.FlushesForgotten
+	s.MapEvictions["journal_commits"] = e.counters.CommitsForgotten
 	s.UnattributedBios = e.counters.UnattributedBios
 	s.UnattributedBytes = e.counters.UnattributedBytes
 	s.UnattributedCauses = e.unattributedCauses()
