@@ -37,6 +37,9 @@ func TestRunSignalsReachGrandchildren(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
+			if !strings.Contains(c.stderr, "SIGKILL") { // nothing to kill: no grace to outlive
+				t.Setenv("SESSION_TEST_GRACE", "60s")
+			}
 			cmd, out, errb := helper(t, "run", "sh", "-c", c.sh, dir)
 			line, _ := out.ReadString('\n')
 			if !strings.HasPrefix(line, "ready ") {
