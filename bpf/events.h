@@ -112,6 +112,7 @@ enum fault_rec_flag {
 	FAULT_ENDED = 16,       /* the end was seen: FAULT_MAJOR is known */
 	FAULT_FILEMAP_SEEN = 32, /* a filemap_fault hook is attached: FAULT_RETRIED is known */
 	FAULT_SIGNAL = 64,      /* ended at a signal's delivery (op.ret: its number), not at the perf event */
+	FAULT_UNENDED = 128,    /* no end seen: closed at the thread's next fault or its exit (end_ns: then, an upper bound) */
 };
 
 /* struct page_range.flags */

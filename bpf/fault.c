@@ -205,6 +205,28 @@ int BPF_PROG(fexit_find_vma_prev, struct mm_struct *mm, unsigned long addr, stru
 	return 0;
 }
 
+/* fault_unended closes op's fault, which never ended: no perf page-fault
+ * event and no signal's delivery came (the kernel went back to user mode
+ * without accounting it, e.g. a pass that returned VM_FAULT_RETRY because
+ * a signal was pending, which another thread of the process then took), or
+ * the thread exits during it. What it did stands (its bios, readahead and
+ * dirtied pages are in its record): it is streamed always, marked
+ * FAULT_UNENDED, its end_ns the time it was found open (an upper bound), and
+ * counted in CNT_FAULT_UNENDED. A call that starts over an open fault
+ * (op_start) only counts it: streaming there would put the path walk in the
+ * system-call entry programs. */
+static __always_inline void fault_unended(struct op *op)
+{
+	if (!op->active || op->sys != SYS_FAULT)
+		return;
+	op->active = 0;
+	op->ret = 0;
+	op->fault_busy = 0;
+	op->fault_flags |= FAULT_UNENDED;
+	count_event(CNT_FAULT_UNENDED);
+	op_stream(op);
+}
+
 /* fault_pass returns the thread's slot for a fault at addr, or NULL when
  * there is none or the fault is a retry of the one in progress (marked). */
 static __always_inline struct op *fault_pass(__u64 addr)
@@ -226,8 +248,7 @@ static __always_inline struct op *fault_pass(__u64 addr)
 			return NULL;
 		}
 		/* The thread faults elsewhere and the last fault never ended. */
-		op->active = 0;
-		count_event(CNT_FAULT_UNENDED);
+		fault_unended(op);
 	}
 	return op;
 }

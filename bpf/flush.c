@@ -294,7 +294,7 @@ int BPF_PROG(tp_commit_waking, struct task_struct *p)
 		return 0;
 	__u32 tid = p->pid;
 	struct op *op = op_of(tid); /* slots.h */
-	if (!op || !op->active || !is_sync_sys(op->sys))
+	if (!op || !op->active || !syncs_device(op->sys, op->f_flags))
 		return 0;
 	struct flush_done_ev ev = {
 		.type = EV_FLUSH_DONE, .op_id = op->op_id, .done_ns = bpf_ktime_get_ns(), .pid = p->tgid, .tid = tid,
@@ -323,14 +323,18 @@ int BPF_PROG(tp_ext4_sync_file_exit, struct inode *inode, int ret)
 		return 0;
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct op *op = op_of(tid); /* slots.h */
-	if (!op || !op->active || !is_sync_sys(op->sys) || !inode)
+	if (!op || !op->active || !syncs_device(op->sys, op->f_flags) || !inode)
 		return 0; /* inode checked: 6.12+ refuse arithmetic on a maybe-NULL argument */
 	struct ext4_sb_info *sbi = BPF_CORE_READ(inode, i_sb, s_fs_info);
 	journal_t *journal = BPF_CORE_READ(sbi, s_journal);
 	if (!journal)
 		return 0; /* no journal (ext2 mode, noload): nothing to wait for */
 	struct ext4_inode_info *ei = (void *)inode - bpf_core_field_offset(struct ext4_inode_info, vfs_inode);
-	__u32 need = (op->sys == SYS_FSYNC) ? BPF_CORE_READ(ei, i_sync_tid) : BPF_CORE_READ(ei, i_datasync_tid);
+	/* fsync and an O_SYNC write (vfs_fsync_range with datasync 0) need
+	 * the metadata's transaction too; fdatasync, msync and an O_DSYNC
+	 * write the data's. */
+	bool full = op->sys == SYS_FSYNC || (op->f_flags & O_SYNC_FLAG);
+	__u32 need = full ? BPF_CORE_READ(ei, i_sync_tid) : BPF_CORE_READ(ei, i_datasync_tid);
 	__u32 jbd2 = BPF_CORE_READ(journal, j_task, pid);
 	struct jbd2_commit *c = bpf_map_lookup_elem(&jbd2_commits, &jbd2);
 	/* Not committed yet (later than the thread's commit, or that commit

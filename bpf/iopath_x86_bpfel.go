@@ -282,6 +282,7 @@ const (
 	IopathFaultRecFlagFAULT_ENDED        IopathFaultRecFlag = 16
 	IopathFaultRecFlagFAULT_FILEMAP_SEEN IopathFaultRecFlag = 32
 	IopathFaultRecFlagFAULT_SIGNAL       IopathFaultRecFlag = 64
+	IopathFaultRecFlagFAULT_UNENDED      IopathFaultRecFlag = 128
 )
 
 type IopathFaultStat struct {

@@ -79,6 +79,19 @@ static __always_inline bool is_write_sys(__u32 sys)
 	return (sys >= SYS_WRITE && sys <= SYS_PWRITEV2) || sys == SYS_VFS_WRITE;
 }
 
+#define O_DSYNC_FLAG 010000    /* O_DSYNC; O_SYNC is __O_SYNC | O_DSYNC */
+#define O_SYNC_FLAG 04000000   /* __O_SYNC: the inode's metadata too */
+
+/* syncs_device: a call that makes its data durable before it returns,
+ * and so may wait for a jbd2 commit and a device flush: the fsync family,
+ * and a write to a file opened O_DSYNC or O_SYNC (generic_write_sync runs
+ * vfs_fsync_range inside the write: PostgreSQL's open_datasync, SQLite's
+ * and many loggers' synchronous files). */
+static __always_inline bool syncs_device(__u32 sys, __u32 f_flags)
+{
+	return is_sync_sys(sys) || (is_write_sys(sys) && (f_flags & O_DSYNC_FLAG));
+}
+
 /* op_slot returns the current thread's call state, creating it if the
  * thread belongs to a traced process; NULL if not traced. The answer
  * "untraced" is remembered in tid_slot until userspace adds a pid (except
@@ -141,6 +154,10 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	/* A call starting over a fault whose end never came (bpf/fault.c
+	 * fault_unended): counted, its record lost with its slot's state. */
+	if (op->active && op->sys == SYS_FAULT && sys != SYS_FAULT)
+		count_event(CNT_FAULT_UNENDED);
 	op->type = EV_OP;
 	op->sys = sys;
 	op->pid = tgid;
@@ -160,7 +177,7 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 	op->active = 1;
 	if (sys != SYS_SYNC_FILE_RANGE)
 		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
-	if (is_sync_sys(sys) && dev) {
+	if (syncs_device(sys, f_flags) && dev) {
 		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
 		__sync_fetch_and_add(&syncs_active, 1);
 	}
@@ -416,7 +433,7 @@ static __always_inline bool interesting_untouched(struct op *op)
 		return true;
 	/* madvise/fadvise64/readahead (issue 14) are rare and change what
 	 * later reads and faults do: always streamed. */
-	return emit_all || op->ret < 0 || is_sync_sys(op->sys) || (op->sys >= SYS_MADVISE && op->sys <= SYS_READAHEAD);
+	return emit_all || op->ret < 0 || syncs_device(op->sys, op->f_flags) || (op->sys >= SYS_MADVISE && op->sys <= SYS_READAHEAD);
 }
 
 static __always_inline bool interesting(struct op *op)
@@ -614,7 +631,7 @@ static __always_inline void op_end_in(__s64 ret, const int access)
 		return;
 	op->active = 0;
 	op->ret = ret;
-	if (is_sync_sys(op->sys) && op->dev) {
+	if (syncs_device(op->sys, op->f_flags) && op->dev) {
 		__u64 *w = bpf_map_lookup_elem(&sync_waiters, &op->dev);
 		if (w && *w == op->op_id)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);

@@ -57,6 +57,12 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
+	/* A fault still open when its thread exits (killed during it) is
+	 * recorded, not dropped with the slot (bpf/fault.c). The exiting
+	 * thread is the current task. */
+	struct op *op = op_of(task->pid);
+	if (op)
+		fault_unended(op);
 	op_release(task->pid);
 	/* The process's last thread (do_exit has dropped signal->live): its
 	 * pid may be reused by a process nobody asked to trace. */

@@ -32,7 +32,17 @@ type Fault struct {
 	// redone, and what it did stands, such as the page it dirtied). The
 	// kernel counts such a fault in neither maj_flt nor min_flt. Empty: the
 	// fault ended normally (its perf page-fault event).
-	Signal    string `json:"signal,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	// EndUnseen: the fault's end was never seen (no perf page-fault event,
+	// no signal delivered to the thread: the kernel went back to user mode
+	// without accounting it, e.g. a pass that returned VM_FAULT_RETRY with
+	// a signal pending that another thread took; or the thread exited
+	// during it). It was closed at the thread's next fault or exit:
+	// duration_ns runs to then (an upper bound) and major is unknown (false,
+	// listed in unavailable). What it did stands: its bios, readahead and
+	// dirtied pages are its own. A fault found open by a system call's start
+	// has no record (counted in the summary's faults_unended).
+	EndUnseen bool   `json:"end_unseen,omitempty"`
 	BlockedNs uint64 `json:"blocked_ns"` // off-CPU in iowait (folio lock, IO)
 	// Cache: pages_requested is the faulting page; readahead kinds are
 	// read-around (do_sync_mmap_readahead's window around the page), sync

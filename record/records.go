@@ -45,6 +45,11 @@ type Syscall struct {
 	Unavailable          []string     `json:"unavailable,omitempty"`
 	Truncated            *Truncations `json:"truncated,omitempty"`
 	Direct               bool         `json:"direct"` // O_DIRECT: no page cache
+	// Dsync (writes): the file was opened O_DSYNC or O_SYNC, so the write
+	// returned only after its data (O_SYNC: and metadata) was durable, as
+	// an fdatasync (fsync) would make it: its journal commit and device
+	// flush are in its bios and device_flush, as a sync call's.
+	Dsync bool `json:"dsync,omitempty"`
 	// MemoryOnly (writes): the file's filesystem keeps its data only in
 	// memory (tmpfs, ramfs, proc, ...): the pages written are the data's
 	// only copy, not a cache of a disk, so they are neither hits nor misses
@@ -52,7 +57,7 @@ type Syscall struct {
 	MemoryOnly bool `json:"memory_only,omitempty"`
 	// Advice: madvise and fadvise64 calls' advice (willneed, random, ...).
 	Advice string `json:"advice,omitempty"`
-	// DeviceFlush, for fsync-family calls: what became of the device's
+	// DeviceFlush, for fsync-family calls and Dsync writes: what became of the device's
 	// volatile write cache (enum DeviceFlush: flushed, not_needed, none,
 	// not_requested, no_block_device).
 	DeviceFlush DeviceFlush `json:"device_flush,omitempty"`

@@ -39,6 +39,11 @@ func IsWrite(syscall string) bool { return ClassOf(syscall) == ClassWrite }
 // IsSync reports whether the call is of the fsync family.
 func IsSync(syscall string) bool { return ClassOf(syscall) == ClassSync }
 
+// SyncsDevice reports whether a call makes its data durable before it
+// returns, and so may wait for a journal commit and a device flush: the
+// fsync family, and a write to a file opened O_DSYNC or O_SYNC (Dsync).
+func SyncsDevice(r *Syscall) bool { return IsSync(r.Syscall) || r.Dsync }
+
 // IsCopy reports whether the call is an in-kernel copy (sendfile, splice,
 // copy_file_range): traced as a read of its source.
 func IsCopy(syscall string) bool {

@@ -30,9 +30,13 @@ func FaultStory(r *record.Fault) string {
 	if r.Major {
 		kind = "major"
 	}
+	took := " in "
+	if r.EndUnseen {
+		kind, took = "end not seen", ", open at most "
+	}
 	unum := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, p := range []string{"fault (", access, " at 0x", strconv.FormatUint(r.Address, 16), ") ", target, " page ", unum(r.Index),
-		" [", Safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ", unum(uint64(r.Tid)), "] -> ", kind, " in ", Duration(r.DurationNs)} {
+		" [", Safe(r.Comm), " pid ", unum(uint64(r.Pid)), " tid ", unum(uint64(r.Tid)), "] -> ", kind, took, Duration(r.DurationNs)} {
 		b.WriteString(p)
 	}
 	if r.BlockedNs > 0 {
@@ -41,6 +45,9 @@ func FaultStory(r *record.Fault) string {
 	b.WriteString("\n")
 	if r.Retried {
 		b.WriteString("  retried: the kernel dropped the mmap (or VMA) lock while the page was read or locked (VM_FAULT_RETRY), then redid the fault\n")
+	}
+	if r.EndUnseen {
+		b.WriteString("  end not seen: the kernel went back to user mode without accounting the fault (no page-fault event, no signal delivered to this thread: another thread may have taken the signal that interrupted it), or the thread exited during it; closed at the thread's next fault or exit; whether it was major is unknown; what it did stands\n")
 	}
 	switch {
 	case r.Signal == "":

@@ -250,6 +250,21 @@ var stories = []story{
 		o.Fd, o.Ino, o.Dev = -1, 0, 0
 		s.E.HandleOp(enginetest.Named(o, "app", ""))
 	}},
+	{name: "dsync", feed: func(s *enginetest.Stream) {
+		// A pwrite64 on a file opened O_DSYNC (PostgreSQL's open_datasync):
+		// generic_write_sync writes the page inside the call, then jbd2
+		// commits the journal while it waits, then a cache flush.
+		w := id(1)
+		s.E.HandleWBBio(worker(enginetest.WBBio(0xb1, 42, tid, w, t0+20*µs, enginetest.Match{Op: w, Index: 2, Nr: 1, Dirtied: t0 + 5*µs, BioPages: 1}), "app"))
+		bio(s, 0xa, t0+30*µs, 200*µs, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: w, Bio: 0xb1, Sector: 4112, Bytes: 4096, Flags: engine.OwnWriteback})
+		bio(s, 0xc, t0+240*µs, 300*µs, enginetest.FlWrite|enginetest.FlSync|flPreflush|flFUA, enginetest.Own{Op: w, Bio: 0xb3, Sector: 70000, Bytes: 8192, Flags: engine.OwnJournal})
+		bio(s, 0xd, t0+550*µs, 50*µs, opFlush, enginetest.Own{Op: w, Bio: 0xb4})
+		o := call(1, bpf.IopathOpSysSYS_PWRITE64, 8192, 4096, 4096, t0, 620*µs)
+		o.F_flags = unix.O_DSYNC
+		enginetest.AddRange(o, 2, 1, engine.RangeDirtied)
+		o.BiosQueued, o.BlockedNs = 3, 580*µs
+		s.E.HandleOp(o)
+	}},
 	{name: "writeback", feed: func(s *enginetest.Stream) {
 		// Periodic writeback of a page dirtied 30 s before.
 		s.E.HandleOp(write(1, 0, 1, t0, 0, 1))
@@ -354,6 +369,14 @@ var stories = []story{
 		// A load past the end of the file: the fault failed (SIGBUS).
 		o = fault(2, 300, 0x7f3a0012c000, engine.FaultFilemap|engine.FaultEnded|engine.FaultSignal, t0+ms, 8*µs)
 		o.Ret = int64(unix.SIGBUS)
+		s.E.HandleOp(o)
+		// A load whose pass read its page and went back to user mode
+		// unaccounted (another thread took the signal pending then): no
+		// end seen; closed at the thread's next fault, 2 ms later.
+		bio(s, 0xe, t0+3*ms+10*µs, 150*µs, enginetest.FlRead, enginetest.Own{Op: id(3), Bio: 0xb3, Sector: 880, Bytes: 16384})
+		o = fault(3, 40, 0x7f3a00028000, engine.FaultFilemap|engine.FaultUnended, t0+3*ms, 2*ms)
+		enginetest.AddRange(o, 40, 4, engine.RangeAdded)
+		o.PagesInRange, o.BiosQueued, o.BlockedNs = 1, 1, 160*µs
 		s.E.HandleOp(o)
 	}},
 	{name: "libaio", feed: func(s *enginetest.Stream) {

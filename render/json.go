@@ -83,6 +83,9 @@ func AppendSyscallJSON(b []byte, r *record.Syscall) []byte {
 	}
 	b = append(b, `,"direct":`...)
 	b = strconv.AppendBool(b, r.Direct)
+	if r.Dsync {
+		b = append(b, `,"dsync":true`...)
+	}
 	if r.MemoryOnly {
 		b = append(b, `,"memory_only":true`...)
 	}

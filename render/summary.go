@@ -79,7 +79,7 @@ func SummaryText(s *record.Summary, fileRows int) string {
 	}
 	b.WriteString(vmaBusyText(s))
 	if n := s.Diagnostics["faults_unended"]; n > 0 {
-		fmt.Fprintf(&b, "faults with no end seen: %d (faults_unended: the kernel went back to user mode without accounting them and delivered no signal to the thread, e.g. another thread took the signal that interrupted them): no fault records, not in faults or major_faults; their bios are unattributed (no_record)\n", n)
+		fmt.Fprintf(&b, "faults with no end seen: %d (faults_unended: the kernel went back to user mode without accounting them and delivered no signal to the thread, e.g. another thread took the signal that interrupted them, or the thread exited during them): those closed at the thread's next fault or exit are fault records with end_unseen (in faults, never in major_faults); those a system call's start found open have no record and their bios are unattributed (no_record)\n", n)
 	}
 	if s.CompletionsUnseen > 0 {
 		fmt.Fprintf(&b, "bios completed unseen: %d (the kernel reused their requests, or their disk no longer counted them in flight at the end, so they completed, but no BPF program saw the completions: no device time for them)\n",

@@ -138,11 +138,17 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = appendCount(b, uint64(r.DirtiedPages), "page")
 		b = append(b, " in memory (index "...)
 		b = appendRanges(b, r.DirtiedRanges)
-		b = append(b, "); written back later\n"...)
+		if r.Dsync {
+			b = append(b, "); written before the call returned: the file is O_DSYNC/O_SYNC (generic_write_sync)\n"...)
+		} else {
+			b = append(b, "); written back later\n"...)
+		}
 	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && kernel.MemoryOnly(r.FS):
 		b = append(b, "  "...)
 		b = append(b, r.FS...)
 		b = append(b, " keeps file data in memory only: these pages are never written back to a disk\n"...)
+	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct && r.Dsync:
+		b = append(b, "  dirtied no page: they were already dirty; written before the call returned: the file is O_DSYNC/O_SYNC (generic_write_sync)\n"...)
 	case record.IsWrite(r.Syscall) && r.ReturnedBytes > 0 && !r.Direct:
 		b = append(b, "  dirtied no page: they were already dirty (an earlier write will carry this data to disk)\n"...)
 	}

@@ -29,17 +29,20 @@ const flushLoadEnv = "IOPATH_TEST_FLUSH_LOAD"
 // whose TestFlushLoadHelper has threads threads each append n times 4 KiB
 // to its own file in dir and fdatasync it (every call changes the file's
 // size, so every one needs a jbd2 commit; with several threads most wait
-// for a commit another thread's call started). No python: the Debian VMs
+// for a commit another thread's call started); with dsync, the files are
+// opened O_DSYNC and each pwrite64 syncs itself (generic_write_sync:
+// PostgreSQL's wal_sync_method=open_datasync). No python: the Debian VMs
 // have none.
-func threadSyncLoop(dir string, threads, n int) []string {
-	return []string{"env", fmt.Sprintf("%s=%s %d %d", flushLoadEnv, dir, threads, n), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
+func threadSyncLoop(dir string, threads, n int, dsync bool) []string {
+	return []string{"env", fmt.Sprintf("%s=%s %d %d %t", flushLoadEnv, dir, threads, n, dsync), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
 }
 
 // TestFlushLoadHelper is the flush load when run by threadSyncLoop.
 func TestFlushLoadHelper(t *testing.T) {
 	var dir string
 	var threads, n int
-	if _, err := fmt.Sscanf(os.Getenv(flushLoadEnv), "%s %d %d", &dir, &threads, &n); err != nil {
+	var dsync bool
+	if _, err := fmt.Sscanf(os.Getenv(flushLoadEnv), "%s %d %d %t", &dir, &threads, &n, &dsync); err != nil {
 		t.Skip("the traced command of TestTraceFlushJoins")
 	}
 	var wg sync.WaitGroup
@@ -50,7 +53,11 @@ func TestFlushLoadHelper(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread() // one thread per writer: its calls share a tid
-			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("t%d", k)), os.O_RDWR|os.O_CREATE, 0o644)
+			flags := os.O_RDWR | os.O_CREATE
+			if dsync {
+				flags |= unix.O_DSYNC
+			}
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("t%d", k)), flags, 0o644)
 			if err != nil {
 				errs <- err
 				return
@@ -60,6 +67,9 @@ func TestFlushLoadHelper(t *testing.T) {
 				if _, err := f.WriteAt(buf, int64(i)*4096); err != nil {
 					errs <- err
 					return
+				}
+				if dsync {
+					continue
 				}
 				if err := unix.Fdatasync(int(f.Fd())); err != nil {
 					errs <- err
@@ -104,10 +114,21 @@ func statFlushes(t *testing.T, name string) uint64 {
 // flushed, never none), each of its flush bios is a flush request the kernel
 // issued (tracefs), and the calls' flush bios together name every flush
 // request the kernel issued on the device while the calls ran.
+//
+// With dsync, the same appends go to files opened O_DSYNC and sync
+// themselves: each pwrite64 record is a syncing write (dsync) with the same
+// story, device_flush included.
 func TestTraceFlushJoins(t *testing.T) {
 	needRoot(t)
-	for _, threads := range []int{1, 8} {
-		t.Run(fmt.Sprintf("threads_%d", threads), func(t *testing.T) {
+	for _, c := range []struct {
+		threads int
+		dsync   bool
+	}{{1, false}, {8, false}, {1, true}, {8, true}} {
+		threads, call, name := c.threads, "fdatasync", fmt.Sprintf("threads_%d", c.threads)
+		if c.dsync {
+			call, name = "pwrite64", "dsync_"+name
+		}
+		t.Run(name, func(t *testing.T) {
 			const n = 100
 			mnt := flushFS(t)
 			var st unix.Stat_t
@@ -129,15 +150,18 @@ func TestTraceFlushJoins(t *testing.T) {
 			var tr *traced
 			before := statFlushes(t, disk)
 			kernel := flushIssues(t, kdev, jbd2Task(t, disk), func() {
-				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n)...)...)
+				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n, c.dsync)...)...)
 			})
 			statDelta := statFlushes(t, disk) - before
 			var calls []record.Syscall
 			elsewhere := map[string]int{}
 			for _, c := range tr.calls {
 				switch {
-				case c.Syscall != "fdatasync":
+				case c.Syscall != call:
 				case strings.HasPrefix(c.Path, mnt+"/"):
+					if c.Dsync != (call == "pwrite64") {
+						t.Errorf("%s %s: dsync %v", c.Syscall, c.Path, c.Dsync)
+					}
 					calls = append(calls, c)
 				default:
 					elsewhere[fmt.Sprintf("%q dev %s ino %d", c.Path, c.Dev, c.Ino)]++
@@ -155,7 +179,7 @@ func TestTraceFlushJoins(t *testing.T) {
 				logLosses(t, tr.summary)
 			}
 			if len(calls) != threads*n && (missedRuns == 0 || len(calls) == 0) {
-				t.Fatalf("want %d fdatasync records, got %d (and %v elsewhere); missed runs %d", threads*n, len(calls), elsewhere, missedRuns)
+				t.Fatalf("want %d %s records, got %d (and %v elsewhere); missed runs %d", threads*n, call, len(calls), elsewhere, missedRuns)
 			}
 			first, last := calls[0].TimeNs, uint64(0)
 			outcomes := map[record.DeviceFlush]int{}
@@ -234,7 +258,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			// a post-flush on this device).
 			others := map[string]int{}
 			for _, c := range tr.calls {
-				if c.Syscall == "fdatasync" || !strings.HasPrefix(c.Path, mnt+"/") {
+				if c.Syscall == call || !strings.HasPrefix(c.Path, mnt+"/") {
 					continue
 				}
 				for _, b := range c.Bios {
@@ -267,9 +291,9 @@ func TestTraceFlushJoins(t *testing.T) {
 				counts = append(counts, fmt.Sprintf("%d:%d", tid, len(fl)))
 			}
 			slices.Sort(counts)
-			t.Logf("%d threads × %d fdatasync: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
-				"named by the records %d in %d flush bios of fdatasync and %v of other calls; device_flush %v; per thread (tid:flush requests its fdatasyncs name) %v; journal_commit %s",
-				threads, n, len(kernel), len(window), disk, statDelta, len(named), flushBios, others, outcomes, counts, tr.summary.Attach["journal_commit"])
+			t.Logf("%d threads × %d %s: kernel flush requests %d (tracefs; %d while the calls ran; /sys/block/%s/stat %d); "+
+				"named by the records %d in %d flush bios of %s and %v of other calls; device_flush %v; per thread (tid:flush requests its calls name) %v; journal_commit %s",
+				threads, n, call, len(kernel), len(window), disk, statDelta, len(named), flushBios, call, others, outcomes, counts, tr.summary.Attach["journal_commit"])
 			// A flush request no call names must be one of a commit whose
 			// end released no traced call (unwakedCommits: the call that
 			// needed it raced the commit; 2 of 421 once, 6.1 VM under TCG).

@@ -192,13 +192,13 @@ func (e *Engine) emit(rec *record.Syscall, kdev uint32, bios []*bioRef, queued u
 		if b.Rwbs != "" && (b.Rwbs[0] == 'R') {
 			readBytes += uint64(b.Bytes)
 		}
-		if record.IsSync(rec.Syscall) || b.flags&ownFlushReq != 0 {
+		if record.SyncsDevice(rec) || b.flags&ownFlushReq != 0 {
 			b.Kind = bioKind(b)
 		}
 		rec.Bios = append(rec.Bios, b.Bio)
 	}
 	unseenTimes(rec) // flushunseen.go
-	if record.IsSync(rec.Syscall) {
+	if record.SyncsDevice(rec) {
 		rec.DeviceFlush = e.deviceFlush(rec, kdev) // flush.go
 		if rec.Syscall == "sync" || rec.Syscall == "syncfs" {
 			rec.SyncWriteback = e.syncWriteback(rec, kdev) // syncwb.go
@@ -292,6 +292,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 		rec.Syscall = fmt.Sprintf("sys_%d", o.Sys)
 	}
 	rec.SyncFlags = syncRangeFlags(o)
+	rec.Dsync = record.IsWrite(rec.Syscall) && o.F_flags&unix.O_DSYNC != 0 // O_SYNC includes it
 	if o.OutIno != 0 {
 		rec.OutDev, rec.OutIno, rec.OutPath = e.devName(o.OutDev), o.OutIno, e.paths[fkey(o.OutDev, o.OutIno)]
 	}

@@ -21,6 +21,13 @@ const (
 	FaultEnded       = uint32(bpf.IopathFaultRecFlagFAULT_ENDED)        // the end was seen: FaultMajor is known
 	FaultFilemapSeen = uint32(bpf.IopathFaultRecFlagFAULT_FILEMAP_SEEN) // a filemap_fault hook was attached: FaultRetried is known
 	FaultSignal      = uint32(bpf.IopathFaultRecFlagFAULT_SIGNAL)       // ended at a signal's delivery (ret: the signal)
+	FaultUnended     = uint32(bpf.IopathFaultRecFlagFAULT_UNENDED)      // no end seen: closed at the thread's next fault or exit
+)
+
+// Unavailable entries of a fault whose end was not seen (FaultUnended).
+const (
+	unavailableFaultMajor    = "major (end not seen)"
+	unavailableFaultDuration = "duration_ns (end not seen: an upper bound, to the thread's next fault or exit)"
 )
 
 // SysFault is the op kind of a page fault on a file mapping (enum op_sys).
@@ -95,6 +102,12 @@ func (e *Engine) faultRecord(o *bpf.IopathOp) *record.Fault {
 		DurationNs: sub(o.EndNs, o.StartNs), BlockedNs: o.BlockedNs, DirtiedPages: o.DirtiedPages,
 		Cache:       record.Cache{PagesRequested: 1, PagesAdded: uint64(o.PagesAdded), Readahead: []record.Readahead{}},
 		Unavailable: e.FaultUnavailable,
+	}
+	if o.FaultFlags&FaultUnended != 0 {
+		// Whether the kernel counted it major is unknown; no kernel count
+		// includes a fault that went back to user mode unaccounted.
+		rec.EndUnseen = true
+		rec.Unavailable = append(slices.Clip(rec.Unavailable), unavailableFaultMajor, unavailableFaultDuration)
 	}
 	if o.FaultFlags&FaultSignal != 0 {
 		rec.Signal = unix.SignalName(syscall.Signal(o.Ret))

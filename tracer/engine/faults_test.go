@@ -273,3 +273,32 @@ func TestFaultUnendedBiosCounted(t *testing.T) {
 		t.Errorf("after a second Flush: %+v", c)
 	}
 }
+
+// A fault whose end never came, found open at the thread's next fault or
+// exit (bpf/fault.c fault_unended: FaultUnended): a record with end_unseen,
+// its bio its own (not unattributed), major unknown and listed so, its
+// duration an upper bound; counted in faults, never in major_faults.
+// Before, it had no record and its bio was unattributed (no_record).
+func TestFaultUnendedRecorded(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.HandleIssue(enginetest.Issue(0xc, 2000, enginetest.FlRead,
+		enginetest.Own{Op: faultID(1), Bio: 0xb1, Sector: 8, Bytes: 4096, Queue: 1500}))
+	s.E.HandleComplete(enginetest.Done(0xc, 50_000, 0))
+	o := enginetest.Fault(faultID(1), 3, 0x7f0000003000, engine.FaultFilemap|engine.FaultUnended, 1000, 900_000)
+	o.BiosQueued = 1
+	enginetest.AddRange(o, 3, 1, engine.RangeAdded)
+	s.E.HandleOp(o)
+	fs := s.Faults()
+	if len(fs) != 1 {
+		t.Fatalf("faults %+v, want the unended one", fs)
+	}
+	f := fs[0]
+	if !f.EndUnseen || f.Major || len(f.Bios) != 1 || f.DurationNs != 899_000 || !contains(f.Unavailable, "major (end not seen)") {
+		t.Errorf("fault %+v", f)
+	}
+	c := s.E.Counters()
+	p := s.E.Summary().Pids[0]
+	if c.UnattributedBios != 0 || p.Faults != 1 || p.MajorFaults != 0 || p.FaultDiskBytesRead != 4096 {
+		t.Errorf("unattributed %d; pid faults %d, major %d, fault bytes %d: want 0, 1, 0, 4096", c.UnattributedBios, p.Faults, p.MajorFaults, p.FaultDiskBytesRead)
+	}
+}

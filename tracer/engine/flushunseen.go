@@ -56,7 +56,7 @@ func (e *Engine) flushUnseen(ev *bpf.IopathFlushDoneEv) {
 // (OwnJournal: the latest call on the device) are not among them: the call
 // may have waited for an earlier commit.
 func (e *Engine) flushesUnseen(p *pendingOp) {
-	if p.rec == nil || !record.IsSync(p.rec.Syscall) {
+	if p.rec == nil || !record.SyncsDevice(p.rec) {
 		return
 	}
 	end := p.endNs()
@@ -84,7 +84,7 @@ const unavailableUnseen = "bios.complete_ns, d2c_ns, q2c_ns of bios with complet
 // io_uring_enter return before its bios end (directunseen.go bounds them
 // by the request's reap or CQE instead).
 func unseenTimes(rec *record.Syscall) {
-	end, waited := rec.TimeNs+rec.DurationNs, record.IsSync(rec.Syscall) || (rec.Direct && !isRequestSys(rec.Syscall))
+	end, waited := rec.TimeNs+rec.DurationNs, record.SyncsDevice(rec) || (rec.Direct && !isRequestSys(rec.Syscall))
 	any := false
 	for i := range rec.Bios {
 		b := &rec.Bios[i]
