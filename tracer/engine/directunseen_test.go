@@ -157,3 +157,33 @@ func TestAioReapOneOfTwoUnseen(t *testing.T) {
 		t.Errorf("request %+v: want complete_ns unavailable, bios completed at 500 and before 900", q)
 	}
 }
+
+// One request holding a direct call's bio and a buffered read's readahead
+// bio, its completion unseen: the direct call is released at its record
+// (its bio bounded by its return); the request stays in flight for the
+// other bio, which completes unseen at the address's reissue. The direct
+// call's bio is counted once, its bound not widened.
+func TestDirectUnseenInSharedRequest(t *testing.T) {
+	s := enginetest.NewStream()
+	a, b := uint64(7)<<32|1, uint64(8)<<32|1
+	s.E.HandleIssue(enginetest.Issue(1, 150, enginetest.FlRead,
+		enginetest.Own{Op: a, Bio: 0xb1, Sector: 800, Bytes: 4096, Queue: 140},
+		enginetest.Own{Op: b, Bio: 0xb2, Sector: 808, Bytes: 4096, Queue: 145}))
+	o := enginetest.Op(a, bpf.IopathOpSysSYS_PREAD64, 0, 4096, 4096, 100, 400)
+	o.F_flags, o.BiosQueued = 040000, 1
+	s.E.HandleOp(o)
+	ob := enginetest.Op(b, bpf.IopathOpSysSYS_READ, 4096, 4096, 4096, 120, 420)
+	ob.BiosQueued = 1
+	s.E.HandleOp(ob)
+	if calls := s.Syscalls(); len(calls) != 1 || calls[0].OpID != a {
+		t.Fatalf("calls %+v: want only the direct read released", calls)
+	}
+	s.E.HandleIssue(enginetest.Issue(1, 5000, enginetest.FlRead, enginetest.Own{Bio: 0xb9, Sector: 9000, Bytes: 4096, Queue: 4990}))
+	calls := s.Syscalls()
+	if len(calls) != 2 || calls[0].Bios[0].CompletedBeforeNs != 400 || calls[1].Bios[0].CompletedBeforeNs != 5000 {
+		t.Fatalf("calls %+v: want the direct bio bounded by 400, the other by the reissue (5000)", calls)
+	}
+	if n := s.E.Summary().CompletionsUnseen; n != 2 {
+		t.Errorf("completions unseen %d, want 2", n)
+	}
+}

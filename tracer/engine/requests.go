@@ -146,6 +146,9 @@ func (e *Engine) completionLost(key uint64, rq *pendingRq, reissueNs uint64) {
 // counted twice.
 func (e *Engine) completedUnseen(rq *pendingRq, beforeNs uint64) {
 	for _, b := range rq.bios {
+		if b.done && b.CompletedBeforeNs != 0 {
+			continue // already bounded, tighter, by its direct IO's end (directunseen.go)
+		}
 		b.done = true // CompleteNs stays 0: no device time
 		b.CompletedBeforeNs = beforeNs
 		if b.flags&OwnWriteback != 0 {
