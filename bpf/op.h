@@ -177,8 +177,13 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 	op->active = 1;
 	if (sys != SYS_SYNC_FILE_RANGE)
 		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
-	if (syncs_device(sys, f_flags) && dev) {
-		bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
+	/* sync(2) names no device (dev 0) but waits for every journal's
+	 * commit (ext4_sync_fs): it counts in syncs_active, so that the jbd2
+	 * hooks report the commits and their wakes (flush.c), without a
+	 * device's sync_waiters entry (the commit records stay unowned). */
+	if (syncs_device(sys, f_flags) && (dev || sys == SYS_SYNC)) {
+		if (dev)
+			bpf_map_update_elem(&sync_waiters, &dev, &op->op_id, BPF_ANY);
 		__sync_fetch_and_add(&syncs_active, 1);
 	}
 	return op;
@@ -631,8 +636,8 @@ static __always_inline void op_end_in(__s64 ret, const int access)
 		return;
 	op->active = 0;
 	op->ret = ret;
-	if (syncs_device(op->sys, op->f_flags) && op->dev) {
-		__u64 *w = bpf_map_lookup_elem(&sync_waiters, &op->dev);
+	if (syncs_device(op->sys, op->f_flags) && (op->dev || op->sys == SYS_SYNC)) {
+		__u64 *w = op->dev ? bpf_map_lookup_elem(&sync_waiters, &op->dev) : NULL;
 		if (w && *w == op->op_id)
 			bpf_map_delete_elem(&sync_waiters, &op->dev);
 		__sync_fetch_and_add(&syncs_active, -1);

@@ -29,20 +29,21 @@ const flushLoadEnv = "IOPATH_TEST_FLUSH_LOAD"
 // whose TestFlushLoadHelper has threads threads each append n times 4 KiB
 // to its own file in dir and fdatasync it (every call changes the file's
 // size, so every one needs a jbd2 commit; with several threads most wait
-// for a commit another thread's call started); with dsync, the files are
-// opened O_DSYNC and each pwrite64 syncs itself (generic_write_sync:
-// PostgreSQL's wal_sync_method=open_datasync). No python: the Debian VMs
-// have none.
-func threadSyncLoop(dir string, threads, n int, dsync bool) []string {
-	return []string{"env", fmt.Sprintf("%s=%s %d %d %t", flushLoadEnv, dir, threads, n, dsync), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
+// for a commit another thread's call started). mode says how each append
+// is made durable: "fdatasync"; "pwrite64", the files opened O_DSYNC so
+// that each pwrite64 syncs itself (generic_write_sync: PostgreSQL's
+// wal_sync_method=open_datasync); "sync", sync(2) after each append. No
+// python: the Debian VMs have none.
+func threadSyncLoop(dir string, threads, n int, mode string) []string {
+	return []string{"env", fmt.Sprintf("%s=%s %d %d %s", flushLoadEnv, dir, threads, n, mode), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
 }
 
 // TestFlushLoadHelper is the flush load when run by threadSyncLoop.
 func TestFlushLoadHelper(t *testing.T) {
 	var dir string
 	var threads, n int
-	var dsync bool
-	if _, err := fmt.Sscanf(os.Getenv(flushLoadEnv), "%s %d %d %t", &dir, &threads, &n, &dsync); err != nil {
+	var mode string
+	if _, err := fmt.Sscanf(os.Getenv(flushLoadEnv), "%s %d %d %s", &dir, &threads, &n, &mode); err != nil {
 		t.Skip("the traced command of TestTraceFlushJoins")
 	}
 	var wg sync.WaitGroup
@@ -54,7 +55,7 @@ func TestFlushLoadHelper(t *testing.T) {
 			defer wg.Done()
 			runtime.LockOSThread() // one thread per writer: its calls share a tid
 			flags := os.O_RDWR | os.O_CREATE
-			if dsync {
+			if mode == "pwrite64" {
 				flags |= unix.O_DSYNC
 			}
 			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("t%d", k)), flags, 0o644)
@@ -68,7 +69,11 @@ func TestFlushLoadHelper(t *testing.T) {
 					errs <- err
 					return
 				}
-				if dsync {
+				switch mode {
+				case "pwrite64":
+					continue
+				case "sync":
+					unix.Sync()
 					continue
 				}
 				if err := unix.Fdatasync(int(f.Fd())); err != nil {
@@ -117,16 +122,21 @@ func statFlushes(t *testing.T, name string) uint64 {
 //
 // With dsync, the same appends go to files opened O_DSYNC and sync
 // themselves: each pwrite64 record is a syncing write (dsync) with the same
-// story, device_flush included.
+// story, device_flush included. With sync, each append is followed by
+// sync(2), which waits for the journal's commit (ext4_sync_fs) of the test
+// filesystem among others: its record names that commit's flushes.
 func TestTraceFlushJoins(t *testing.T) {
 	needRoot(t)
 	for _, c := range []struct {
 		threads int
-		dsync   bool
-	}{{1, false}, {8, false}, {1, true}, {8, true}} {
-		threads, call, name := c.threads, "fdatasync", fmt.Sprintf("threads_%d", c.threads)
-		if c.dsync {
-			call, name = "pwrite64", "dsync_"+name
+		call    string
+	}{{1, "fdatasync"}, {8, "fdatasync"}, {1, "pwrite64"}, {8, "pwrite64"}, {1, "sync"}} {
+		threads, call, name := c.threads, c.call, fmt.Sprintf("threads_%d", c.threads)
+		switch call {
+		case "pwrite64":
+			name = "dsync_" + name
+		case "sync":
+			name = "sync_" + name
 		}
 		t.Run(name, func(t *testing.T) {
 			const n = 100
@@ -150,7 +160,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			var tr *traced
 			before := statFlushes(t, disk)
 			kernel := flushIssues(t, kdev, jbd2Task(t, disk), func() {
-				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n, c.dsync)...)...)
+				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n, call)...)...)
 			})
 			statDelta := statFlushes(t, disk) - before
 			var calls []record.Syscall
@@ -158,7 +168,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			for _, c := range tr.calls {
 				switch {
 				case c.Syscall != call:
-				case strings.HasPrefix(c.Path, mnt+"/"):
+				case strings.HasPrefix(c.Path, mnt+"/") || call == "sync": // sync names no file
 					if c.Dsync != (call == "pwrite64") {
 						t.Errorf("%s %s: dsync %v", c.Syscall, c.Path, c.Dsync)
 					}
@@ -194,7 +204,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			// With ext4's own word on the transaction each call needed
 			// (journal_need), no call is left without its commit's flushes
 			// nor given an earlier commit's.
-			exact := joins && tr.summary.Attach["journal_need"] != "none" && missedRuns == 0
+			exact := joins && tr.summary.Attach["journal_need"] != "none" && missedRuns == 0 && call != "sync"
 			devName := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
 			tids := map[uint32]bool{}
 			for _, c := range calls {
@@ -210,8 +220,8 @@ func TestTraceFlushJoins(t *testing.T) {
 					if b.Kind == record.BioData {
 						dataDone = max(dataDone, b.CompleteNs)
 					}
-					if b.Kind != record.BioFlush {
-						continue
+					if b.Kind != record.BioFlush || (call == "sync" && b.Dev != devName) {
+						continue // sync flushes every filesystem's device
 					}
 					flushIssue = max(flushIssue, b.IssueNs)
 					nf++

@@ -369,9 +369,21 @@ func (e *Engine) dropBios(p *pendingOp, drop func(*bioRef) bool) {
 }
 
 // joinCommit gives call p the flush requests ks of the commit it waited
-// for, in place of those of a commit it was joined to before.
+// for, in place of those of a commit of the same journal it was joined to
+// before. A journal is told by its device: sync(2) waits for every
+// journal's commit (ext4_sync_fs) and keeps one join per device. With no
+// flush of the commit known, every earlier join goes (the call waited for a
+// later commit than those).
 func (e *Engine) joinCommit(p *pendingOp, opID uint64, pid uint32, ks []flushKey) {
-	e.dropBios(p, func(b *bioRef) bool { return b.flags&ownCommitJoin != 0 })
+	var devs []string
+	for _, k := range ks {
+		if fr, ok := e.flush.reqs.reqs[k]; ok && !slices.Contains(devs, fr.bio.Dev) {
+			devs = append(devs, fr.bio.Dev)
+		}
+	}
+	e.dropBios(p, func(b *bioRef) bool {
+		return b.flags&ownCommitJoin != 0 && (len(devs) == 0 || slices.Contains(devs, b.Dev))
+	})
 	for _, k := range ks {
 		if fr, ok := e.flush.reqs.reqs[k]; ok {
 			e.giveFlush(p, opID, pid, fr, fr.bio.IssueNs, 0, ownCommitJoin)

@@ -467,3 +467,34 @@ func TestForgottenFlushCounted(t *testing.T) {
 		t.Errorf("flush bios %+v: want the one flush, completed unseen", fl)
 	}
 }
+
+// sync(2) waits for every journal's commit (ext4_sync_fs): woken by the
+// jbd2 threads of two filesystems on two devices, it keeps both commits'
+// flush requests; a later wake by the first journal replaces only that
+// journal's.
+func TestSyncJoinsEveryJournal(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	const devB, jbd2B = enginetest.Dev + 1, 901
+	op := uint64(7)<<32 | 1
+	commitRecord(s, 0, 41, 0) // device A: flushes issued at 10 and 100
+	// Device B's commit 7: its record served by one flush request (0xf2, issued at 210).
+	ev := serves(0, 0xc7, 200, 0xf2, 210, 4096, ownCommitRec, 7)
+	ev.Dev, ev.Pid, ev.Tid, ev.CommitTid = devB, jbd2B, jbd2B, 7
+	s.E.HandleFlushDone(ev)
+	end := flushEnd(0xf2, 210, 260)
+	end.Dev = devB
+	s.E.HandleFlushDone(end)
+	s.E.HandleFlushDone(commitWait(op, 41, 160))
+	wb := commitWait(op, 7, 270)
+	wb.FlushTid = jbd2B
+	s.E.HandleFlushDone(wb)
+	o := enginetest.Op(op, bpf.IopathOpSysSYS_SYNC, 0, 0, 0, 5, 300)
+	o.Fd, o.Ino, o.Dev = -1, 0, 0
+	s.E.HandleOp(o)
+	calls := released(t, s, 1)
+	fl := flushBios(calls[0])
+	if got := issues(fl); len(got) != 3 || got[0] != 10 || got[1] != 100 || got[2] != 210 {
+		t.Errorf("sync's flush bios issued at %v: want both journals' commits (10, 100 on A; 210 on B)", got)
+	}
+}
