@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/iopath/iopath/record"
 )
@@ -27,12 +28,20 @@ import (
 // when its end was proven. Bios the IO itself did not wait for are left:
 // writeback (a flush of dirty pages before the direct IO is waited for,
 // but its pages' persistence is writeback.go's story), journal bios
-// attributed to the latest call on the device, and flush requests
-// (flushunseen.go). It says whether it completed any.
+// attributed to the latest call on the device, flush requests
+// (flushunseen.go), and readahead (REQ_RAHEAD, rwbs A: no direct IO
+// bio is one). A readahead bio is a page-cache read the call need not wait
+// for: ext4 runs an O_DIRECT read of a file it cannot read directly
+// (data=journal, encrypted, verity) as a buffered read, whose async
+// readahead is left in flight; mballoc's block bitmap prefetch in a direct
+// write that allocates is never waited for. Such a bio completes, seen, after
+// the call's record (before, it was completed unseen at the call's return,
+// its request forgotten, and its real completion counted an orphan). It
+// says whether it completed any.
 func (e *Engine) directDone(p *pendingOp, beforeNs uint64) bool {
 	var ended []*bioRef
 	for _, b := range p.bios {
-		if b.done || b.IssueNs == 0 || b.IssueNs > beforeNs || b.flags&(OwnWriteback|OwnJournal|ownFlushReq) != 0 {
+		if b.done || b.IssueNs == 0 || b.IssueNs > beforeNs || b.flags&(OwnWriteback|OwnJournal|ownFlushReq) != 0 || readaheadBio(b.Rwbs) {
 			continue
 		}
 		b.done = true
@@ -96,3 +105,7 @@ func (e *Engine) dropEndedRqs(ended []*bioRef) {
 		}
 	}
 }
+
+// readaheadBio says whether a request's rwbs marks it REQ_RAHEAD (A: no op
+// letter is one, kernel.Rwbs).
+func readaheadBio(rwbs string) bool { return strings.Contains(rwbs, "A") }

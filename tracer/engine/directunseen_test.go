@@ -187,3 +187,54 @@ func TestDirectUnseenInSharedRequest(t *testing.T) {
 		t.Errorf("completions unseen %d, want 2", n)
 	}
 }
+
+// An O_DIRECT read that ext4 ran as a buffered read (data=journal: ext4
+// reads such a file through the page cache) queued an async readahead bio
+// (rwbs RA) and returned before it completed: its record proves nothing of
+// that bio. The bio keeps its real completion, seen after the record; no
+// completion is unseen, none is an orphan. Before, the record completed it
+// unseen at the call's return (a bound before its real end), forgot its
+// request, and its completion became an orphan.
+func TestDirectCallLeavesReadahead(t *testing.T) {
+	s := enginetest.NewStream()
+	a := uint64(7)<<32 | 1
+	s.E.HandleIssue(enginetest.Issue(1, 150, enginetest.FlRead|enginetest.FlRahead, enginetest.Own{Op: a, Bio: 0xb1, Sector: 16, Bytes: 16384, Queue: 140}))
+	o := enginetest.Op(a, bpf.IopathOpSysSYS_READ, 0, 4096, 4096, 100, 400)
+	o.F_flags, o.BiosQueued = 040000, 1 // O_DIRECT
+	s.E.HandleOp(o)
+	s.E.HandleComplete(enginetest.Done(1, 600, 0))
+	calls := s.Syscalls()
+	if len(calls) != 1 || len(calls[0].Bios) != 1 {
+		t.Fatalf("calls %+v", calls)
+	}
+	if bio := calls[0].Bios[0]; bio.CompleteNs != 600 || bio.CompletedBeforeNs != 0 {
+		t.Errorf("readahead bio %+v: want its completion at 600, not a bound at the call's return", bio)
+	}
+	if c := s.E.Counters(); c.CompletionsUnseen != 0 || c.OrphanCompletes != 0 {
+		t.Errorf("completions unseen %d, orphan completions %d: want 0 and 0", c.CompletionsUnseen, c.OrphanCompletes)
+	}
+}
+
+// A libaio O_DIRECT|O_DSYNC write (its part's record says dsync) whose
+// bio's completion never reached BPF: io_submit returned before the bio
+// ended, so the bio is bounded by the reap, never by io_submit's return.
+// Before, the dsync part counted as waited for, and its bio's bound was
+// tightened to the part's end (200), before the bio could have ended.
+func TestAioDsyncWriteUnseenBoundByReap(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 10)
+	o := enginetest.Op(call+1, bpf.IopathOpSysSYS_AIO_WRITE, 0, 4096, 4096, 100, 200)
+	o.F_flags, o.BiosQueued = 040000|010000, 1 // O_DIRECT|O_DSYNC
+	s.E.HandleOp(o)
+	s.E.HandleIssue(enginetest.Issue(1, 155, enginetest.FlWrite|enginetest.FlSync,
+		enginetest.Own{Op: call + 1, Bio: 0x101, Sector: 800, Bytes: 4096, Queue: 150}))
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 1, 90, 210, enginetest.Iocb{Addr: 0xa0, UserData: 7, Off: 0, Bytes: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 900, enginetest.Reaped{Addr: 0xa0, UserData: 7, Res: 4096}))
+	reqs := s.Requests()
+	if len(reqs) != 1 || len(reqs[0].Bios) != 1 {
+		t.Fatalf("requests %+v: want the request printed at its reap", reqs)
+	}
+	if bio := reqs[0].Bios[0]; bio.CompleteNs != 0 || bio.CompletedBeforeNs != 900 {
+		t.Errorf("bio %+v: want completed before the reap (900), not before io_submit's return", bio)
+	}
+}

@@ -82,9 +82,13 @@ const unavailableUnseen = "bios.complete_ns, d2c_ns, q2c_ns of bios with complet
 // returned), and says in unavailable which times are missing. An async
 // request's part is not waited for by its submission call: io_submit and
 // io_uring_enter return before its bios end (directunseen.go bounds them
-// by the request's reap or CQE instead).
+// by the request's reap or CQE instead), dsync or not: a libaio or io_uring
+// write to an O_DSYNC file has Dsync, and before, a bio of an O_DIRECT|
+// O_DSYNC one completed unseen was bounded by io_submit's return, before
+// the bio's own end.
 func unseenTimes(rec *record.Syscall) {
-	end, waited := rec.TimeNs+rec.DurationNs, record.SyncsDevice(rec) || (rec.Direct && !isRequestSys(rec.Syscall))
+	end := rec.TimeNs + rec.DurationNs
+	waited := (record.SyncsDevice(rec) || rec.Direct) && !isRequestSys(rec.Syscall)
 	any := false
 	for i := range rec.Bios {
 		b := &rec.Bios[i]
