@@ -57,6 +57,7 @@ const (
 const (
 	maxFlushReqs = 1024
 	maxCommits   = 256
+	maxJournals  = 1024
 )
 
 // flushKey names one run of a flush request: a hardware queue reuses its
@@ -77,10 +78,36 @@ type flushReqs struct {
 	order   []flushKey            // reqs, oldest first
 	commits map[uint64][]flushKey // jbd2 thread tid<<32 | its commit number -> the commit's flushes
 	corder  []uint64
-	// forgotten: per jbd2 thread, the newest commit forgotten (a journal
-	// commits its transactions in order, oldest forgotten first), to tell
-	// a commit forgotten from one never seen (forgottenCommit).
-	forgotten map[uint32]uint32
+	// journals: per jbd2 thread, what outlives its commits (journalMem).
+	journals map[uint32]*journalMem
+}
+
+// journalMem is what the engine keeps of one jbd2 thread's journal beyond
+// its commits: its device, to keep a sync(2)'s joins of other journals when
+// a commit of this one has no flush known (joinCommit); and the newest
+// commit forgotten (a journal commits its transactions in order, oldest
+// forgotten first) with its last flush's issue, to tell a commit forgotten
+// from one never seen, and one forgotten while it mattered from one
+// committed before the call that needed it began (forgottenCommit).
+type journalMem struct {
+	dev        string
+	forgot     bool
+	forgotTid  uint32
+	forgotLast uint64
+}
+
+// journal returns jbd2 thread tid's journalMem, created on first use (as
+// many as journals mounted: cleared past maxJournals, for tid reuse).
+func (fs *flushReqs) journal(tid uint32) *journalMem {
+	j := fs.journals[tid]
+	if j == nil {
+		if fs.journals == nil || len(fs.journals) >= maxJournals {
+			fs.journals = map[uint32]*journalMem{}
+		}
+		j = &journalMem{}
+		fs.journals[tid] = j
+	}
+	return j
 }
 
 // Bounded memory that forgot what a join needed (summary map_evictions,
@@ -101,10 +128,17 @@ func (e *Engine) forgetFlushReq(fr *flushReq) {
 
 // forgottenCommit says whether commit c of jbd2 thread tid, not in memory,
 // was forgotten (not merely never seen: a commit of a FUA record, or
-// before the trace).
-func (fs *flushReqs) forgottenCommit(tid, c uint32) bool {
-	newest, ok := fs.forgotten[tid]
-	return ok && int32(c-newest) <= 0
+// before the trace) while a call that began at startNs could have waited
+// for it: a commit no later than the newest forgotten has its flushes
+// issued no later than that one's, and if those were before the call
+// began, it was committed before the call (commitNeed drops such a
+// commit's flushes anyway: nothing was lost). An fdatasync of a file
+// overwritten in place needs the transaction that allocated its blocks,
+// long committed: before, each such call in a trace of over 256 commits
+// counted one.
+func (fs *flushReqs) forgottenCommit(tid, c uint32, startNs uint64) bool {
+	j := fs.journals[tid]
+	return j != nil && j.forgot && int32(c-j.forgotTid) <= 0 && j.forgotLast >= startNs
 }
 
 // flushReqOf returns the run k of a flush request, created from ev.
@@ -240,14 +274,18 @@ func (e *Engine) commitFlush(c uint64, k flushKey) {
 	if !ok {
 		if len(fs.corder) >= maxCommits {
 			old := fs.corder[0]
+			j := fs.journal(uint32(old >> 32))
+			j.forgot, j.forgotTid, j.forgotLast = true, uint32(old), 0
+			for _, k := range fs.commits[old] {
+				j.forgotLast = max(j.forgotLast, k.issueNs)
+			}
 			delete(fs.commits, old)
 			fs.corder = append(fs.corder[:0], fs.corder[1:]...)
-			if fs.forgotten == nil {
-				fs.forgotten = map[uint32]uint32{}
-			}
-			fs.forgotten[uint32(old>>32)] = uint32(old)
 		}
 		fs.corder = append(fs.corder, c)
+	}
+	if fr, ok := fs.reqs[k]; ok {
+		fs.journal(uint32(c >> 32)).dev = fr.bio.Dev
 	}
 	for _, have := range ks {
 		if have == k {
@@ -275,9 +313,9 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 		return
 	}
 	ks := e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)]
-	e.joinCommit(p, ev.OpId, ev.Pid, ks)
+	e.joinCommit(p, ev.OpId, ev.Pid, ev.FlushTid, ks)
 	if len(ks) == 0 {
-		if e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid) {
+		if e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid, 0) { // the wake came during the call
 			e.counters.CommitsForgotten++
 		}
 		return
@@ -307,7 +345,7 @@ func (e *Engine) commitWait(ev *bpf.IopathFlushDoneEv) {
 // call, that commit's end woke the call.
 func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
 	ks := e.flush.reqs.commits[commitKey(ev.FlushTid, ev.CommitTid)]
-	if len(ks) == 0 && e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid) {
+	if len(ks) == 0 && e.flush.reqs.forgottenCommit(ev.FlushTid, ev.CommitTid, ev.QueueNs) {
 		e.counters.CommitsForgotten++
 	}
 	var last uint64
@@ -327,7 +365,7 @@ func (e *Engine) commitNeed(ev *bpf.IopathFlushDoneEv) {
 	}
 	p := e.op(ev.OpId, ev.QueueNs)
 	p.commitNeeded = true
-	e.joinCommit(p, ev.OpId, ev.Pid, ks)
+	e.joinCommit(p, ev.OpId, ev.Pid, ev.FlushTid, ks)
 	e.dropOtherCommits(p, ks)
 }
 
@@ -372,17 +410,24 @@ func (e *Engine) dropBios(p *pendingOp, drop func(*bioRef) bool) {
 // for, in place of those of a commit of the same journal it was joined to
 // before. A journal is told by its device: sync(2) waits for every
 // journal's commit (ext4_sync_fs) and keeps one join per device. With no
-// flush of the commit known, every earlier join goes (the call waited for a
-// later commit than those).
-func (e *Engine) joinCommit(p *pendingOp, opID uint64, pid uint32, ks []flushKey) {
+// flush of the commit known (jbd2 thread jbd2's journal on a device with no
+// volatile cache, or its flushes forgotten), the earlier joins of that
+// journal's device go (the call waited for a later commit than those), as
+// far as one of its commits named it; those of other journals stay. Before,
+// every join went: a sync(2) woken by a journal on a write-through disk
+// after one on a write-back disk lost the latter's flushes.
+func (e *Engine) joinCommit(p *pendingOp, opID uint64, pid, jbd2 uint32, ks []flushKey) {
 	var devs []string
 	for _, k := range ks {
 		if fr, ok := e.flush.reqs.reqs[k]; ok && !slices.Contains(devs, fr.bio.Dev) {
 			devs = append(devs, fr.bio.Dev)
 		}
 	}
+	if j := e.flush.reqs.journals[jbd2]; len(devs) == 0 && j != nil && j.dev != "" {
+		devs = append(devs, j.dev)
+	}
 	e.dropBios(p, func(b *bioRef) bool {
-		return b.flags&ownCommitJoin != 0 && (len(devs) == 0 || slices.Contains(devs, b.Dev))
+		return b.flags&ownCommitJoin != 0 && slices.Contains(devs, b.Dev)
 	})
 	for _, k := range ks {
 		if fr, ok := e.flush.reqs.reqs[k]; ok {

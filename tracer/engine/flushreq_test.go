@@ -436,14 +436,84 @@ func TestForgottenCommitCounted(t *testing.T) {
 	}
 	d := uint64(9)<<32 | 1
 	dataSync(s, d, 3, 300_000)
-	s.E.HandleFlushDone(commitNeed(d, 1, 299_000, 300_100)) // forgotten: commit 257 pushed it out
-	s.E.HandleFlushDone(commitNeed(d, 900, 299_000, 300_100))
+	// Begun at 1005, before commit 1's flushes (1010, 1100): it may have
+	// waited for it.
+	s.E.HandleFlushDone(commitNeed(d, 1, 1005, 300_100)) // forgotten: commit 257 pushed it out
+	s.E.HandleFlushDone(commitNeed(d, 900, 1005, 300_100))
 	if n := s.E.Summary().MapEvictions["journal_commits"]; n != 1 {
 		t.Errorf("map_evictions.journal_commits %d, want 1", n)
 	}
-	s.E.HandleFlushDone(commitNeed(d, 2, 299_000, 300_100)) // still remembered
+	s.E.HandleFlushDone(commitNeed(d, 2, 1005, 300_100)) // still remembered
 	if n := s.E.Summary().MapEvictions["journal_commits"]; n != 1 {
 		t.Errorf("map_evictions.journal_commits %d after a remembered commit, want 1", n)
+	}
+}
+
+// A call that needs a commit forgotten long before it began (an fdatasync
+// of a file overwritten in place needs the transaction that allocated its
+// blocks) lost nothing: that commit's flushes would be dropped from its
+// record anyway (commitNeed: committed before the call). It is not counted
+// in map_evictions.journal_commits; each such call counted one before.
+func TestOldCommitNeedNotForgotten(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	for c := uint32(1); c <= 257; c++ {
+		commitRecord(s, 0, c, uint64(c)*1000)
+	}
+	for i := uint64(0); i < 3; i++ {
+		d := uint64(9)<<32 | (1 + i)
+		start := 300_000 + i*1000
+		s.E.HandleIssue(enginetest.Issue(0xa0+i, start+10, enginetest.FlWrite|enginetest.FlSync, enginetest.Own{Op: d, Bio: 0xd0 + i, Sector: 800 + 8*i, Bytes: 4096, Queue: start + 5}))
+		s.E.HandleComplete(enginetest.Done(0xa0+i, start+30, 0))
+		s.E.HandleFlushDone(commitNeed(d, 1, start, start+100)) // commit 1: flushes at 1010 and 1100
+		syncReturns(s, d, bpf.IopathOpSysSYS_FDATASYNC, start, start+200, 1)
+	}
+	released(t, s, 3)
+	if n := s.E.Summary().MapEvictions["journal_commits"]; n != 0 {
+		t.Errorf("map_evictions.journal_commits %d: want 0 (the commit each call needed ended before it began)", n)
+	}
+}
+
+// sync(2) woken first by a journal on a write-back disk (its commit's two
+// flush requests joined), then by a journal on a write-through disk (its
+// commit has no flush request: none known): the first journal's flushes
+// stay in its record. Before, a wake with no flush known dropped every
+// earlier join, of any device.
+func TestSyncKeepsJoinAfterFlushlessCommit(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	op := uint64(7)<<32 | 1
+	commitRecord(s, 0, 41, 0) // device A: flushes issued at 10 and 100
+	s.E.HandleFlushDone(commitWait(op, 41, 160))
+	wb := commitWait(op, 3, 270) // jbd2 thread 901's commit 3, on a disk that needs no flush
+	wb.FlushTid = 901
+	s.E.HandleFlushDone(wb)
+	o := enginetest.Op(op, bpf.IopathOpSysSYS_SYNC, 0, 0, 0, 5, 300)
+	o.Fd, o.Ino, o.Dev = -1, 0, 0
+	s.E.HandleOp(o)
+	calls := released(t, s, 1)
+	if got := issues(flushBios(calls[0])); len(got) != 2 || got[0] != 10 || got[1] != 100 {
+		t.Errorf("sync's flush bios issued at %v: want device A's commit's (10, 100)", got)
+	}
+	if calls[0].DeviceFlush != record.FlushDone {
+		t.Errorf("device_flush %q, want flushed", calls[0].DeviceFlush)
+	}
+}
+
+// A later wake by the same journal with no flush known (its flushes
+// forgotten) still replaces that journal's earlier join: the call waited
+// for the later commit.
+func TestFlushlessWakeReplacesSameJournal(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	op := uint64(7)<<32 | 1
+	commitRecord(s, 0, 41, 0)
+	s.E.HandleFlushDone(commitWait(op, 41, 160))
+	s.E.HandleFlushDone(commitWait(op, 42, 270)) // same jbd2 thread, no flush known
+	syncReturns(s, op, bpf.IopathOpSysSYS_FDATASYNC, 5, 300, 0)
+	calls := released(t, s, 1)
+	if got := issues(flushBios(calls[0])); len(got) != 0 {
+		t.Errorf("flush bios issued at %v: want commit 41's dropped (the call waited for 42)", got)
 	}
 }
 
