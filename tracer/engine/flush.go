@@ -181,6 +181,12 @@ func (e *Engine) deviceFlush(rec *record.Syscall, kdev uint32) record.DeviceFlus
 	if rec.Syscall == "sync_file_range" {
 		return record.FlushNotRequested
 	}
+	if !record.IsSync(rec.Syscall) && rec.ReturnedBytes == 0 && rec.Error == "" {
+		// A dsync write that wrote nothing synced nothing (the kernel
+		// calls generic_write_sync only after bytes were written): no
+		// device_flush. Before, it said unavailable on a write-back disk.
+		return ""
+	}
 	for i := range rec.Bios {
 		if rec.Bios[i].Kind == record.BioFlush && rec.Bios[i].IssueNs != 0 {
 			return record.FlushDone

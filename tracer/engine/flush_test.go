@@ -237,3 +237,26 @@ func TestFlushCompletionUnseen(t *testing.T) {
 		t.Errorf("completions unseen %d, incomplete %d %v: want 1, and the later call's flush bio never issued", sum.CompletionsUnseen, sum.IncompleteBios, sum.IncompleteCauses)
 	}
 }
+
+// A write to an O_DSYNC file that wrote nothing (0 bytes asked) synced
+// nothing: the kernel calls generic_write_sync only after bytes were
+// written. Its record says dsync and has no device_flush; one that wrote
+// has one. Before, the empty write said `unavailable` on a write-back disk
+// (a flush that may have served it unseen).
+func TestEmptyDsyncWriteNoDeviceFlush(t *testing.T) {
+	s := enginetest.NewStream()
+	s.E.WriteCache = func(uint32) string { return "write back" }
+	o := enginetest.Op(uint64(7)<<32|1, bpf.IopathOpSysSYS_PWRITE64, 0, 0, 0, 100, 200)
+	o.F_flags = 010000 // O_DSYNC
+	s.E.HandleOp(o)
+	w := enginetest.Op(uint64(7)<<32|2, bpf.IopathOpSysSYS_PWRITE64, 0, 4096, 4096, 300, 400)
+	w.F_flags = 010000
+	s.E.HandleOp(w)
+	calls := released(t, s, 2)
+	if !calls[0].Dsync || calls[0].DeviceFlush != "" {
+		t.Errorf("empty write: dsync %v, device_flush %q: want true and none given", calls[0].Dsync, calls[0].DeviceFlush)
+	}
+	if calls[1].DeviceFlush != record.FlushUnavailable {
+		t.Errorf("4 KiB write: device_flush %q, want unavailable (no flush seen)", calls[1].DeviceFlush)
+	}
+}
