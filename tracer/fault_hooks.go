@@ -38,7 +38,7 @@ func faultHooks() []Hook {
 			{mech: PerfEvent, attach: []attachment{fn(bpf.IopathProgPerfFaultMajor, akPerfEvent, perfFaultsMaj),
 				fn(bpf.IopathProgPerfFaultMinor, akPerfEvent, perfFaultsMin)}},
 		}},
-		{Name: "fault_signal", Loses: "fault records of faults that ended at a signal's delivery (no perf end event: a pass not redone for a pending signal, SIGBUS, SIGSEGV); counted in faults_unended", candidates: []candidate{
+		{Name: "fault_signal", Loses: "the end of faults that ended at a signal's delivery (no perf end event: a pass not redone for a pending signal, SIGBUS, SIGSEGV): such a fault is closed at the thread's next fault or exit (end_unseen, its signal unknown) or, found open by a system call, has no record; counted in faults_unended", candidates: []candidate{
 			{mech: TPBTF, attach: []attachment{fn(bpf.IopathProgBtfSignalDeliver, akTPBTF, "signal_deliver")}},
 			{mech: Tracepoint, attach: []attachment{fn(bpf.IopathProgTpSignalDeliver, akTracepoint, "signal/signal_deliver")}},
 		}},

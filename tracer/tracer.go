@@ -749,7 +749,9 @@ func (t *Tracer) Summary() *record.Summary {
 	s.Diagnostics = map[string]uint64{"walk_bios": c["walk_bios"], "walk_folios": c["walk_folios"], "walk_matched": c["walk_matched"],
 		// Records whose omitted path was never received (its record was lost).
 		"paths_missing": t.dec.MissingPaths,
-		// Faults whose end was never seen (they failed: SIGBUS, SIGSEGV): not records.
+		// Faults whose end was never seen: records with end_unseen when
+		// closed at the thread's next fault or exit, none when a system
+		// call's start found them open (bpf/fault.c fault_unended).
 		"faults_unended": c["faults_unended"],
 		// User faults, on any mapping (anonymous too), whose mapping
 		// bpf_find_vma could not look up (another thread held the mmap
