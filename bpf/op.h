@@ -81,6 +81,11 @@ static __always_inline bool is_write_sys(__u32 sys)
 
 #define O_DSYNC_FLAG 010000    /* O_DSYNC; O_SYNC is __O_SYNC | O_DSYNC */
 #define O_SYNC_FLAG 04000000   /* __O_SYNC: the inode's metadata too */
+#define RWF_DSYNC_FLAG 2       /* pwritev2 flags: RWF_DSYNC, RWF_SYNC (include/uapi/linux/fs.h) */
+#define RWF_SYNC_FLAG 4
+#define S_SYNC_FLAG 1          /* inode->i_flags S_SYNC (chattr +S) */
+#define SB_SYNCHRONOUS_FLAG 16 /* sb->s_flags SB_SYNCHRONOUS (mount -o sync) */
+#define BDEVFS_MAGIC 0x62646576
 
 /* syncs_device: a call that makes its data durable before it returns,
  * and so may wait for a jbd2 commit and a device flush: the fsync family,
@@ -158,6 +163,11 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 	 * fault_unended): counted, its record lost with its slot's state. */
 	if (op->active && op->sys == SYS_FAULT && sys != SYS_FAULT)
 		count_event(CNT_FAULT_UNENDED);
+	/* pwritev2's RWF_DSYNC / RWF_SYNC (its entry hook put its flags in
+	 * sys_flags): the write syncs itself, as on an O_DSYNC / O_SYNC file
+	 * (kiocb_set_rw_flags sets IOCB_DSYNC / IOCB_SYNC). */
+	if (sys == SYS_PWRITEV2 && (op->sys_flags & (RWF_DSYNC_FLAG | RWF_SYNC_FLAG)))
+		f_flags |= O_DSYNC_FLAG | ((op->sys_flags & RWF_SYNC_FLAG) ? O_SYNC_FLAG : 0);
 	op->type = EV_OP;
 	op->sys = sys;
 	op->pid = tgid;
@@ -176,7 +186,7 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 	op->touched = 0;
 	op->active = 1;
 	if (sys != SYS_SYNC_FILE_RANGE)
-		op->sys_flags = 0; /* sync_file_range's are set by its entry hook */
+		op->sys_flags = 0; /* sync_file_range's are set by its entry hook (pwritev2's: read above) */
 	/* sync(2) names no device (dev 0) but waits for every journal's
 	 * commit (ext4_sync_fs): it counts in syncs_active, so that the jbd2
 	 * hooks report the commits and their wakes (flush.c), without a
@@ -226,6 +236,13 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 				op->c_dev = BPF_CORE_READ(inode, i_sb, s_dev);
 				op->c_magic = BPF_CORE_READ(inode, i_sb, s_magic);
 			}
+			/* A block device node (/dev/loop1): its IO is the device's,
+			 * not that of the filesystem holding the node (devtmpfs,
+			 * which would read as tmpfs: "never written back"). */
+			if ((op->c_mode & S_IFMT) == S_IFBLK) {
+				op->c_dev = access == FILE_BTF ? inode->i_rdev : BPF_CORE_READ(inode, i_rdev);
+				op->c_magic = BDEVFS_MAGIC;
+			}
 		}
 		/* Directories only for the fsync family: a database's fsync of
 		 * its directory makes a create or rename durable. */
@@ -242,6 +259,21 @@ static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct f
 			f_flags = BPF_CORE_READ(file, f_flags);
 			if (offset < 0)
 				offset = BPF_CORE_READ(file, f_pos);
+		}
+		/* A synchronous inode or mount (chattr +S, mount -o sync:
+		 * IS_SYNC) makes every write sync itself as O_SYNC would
+		 * (iocb_flags: IOCB_DSYNC | IOCB_SYNC). */
+		if (is_write_sys(sys) && !(f_flags & O_SYNC_FLAG)) {
+			__u32 i_flags, s_flags;
+			if (access == FILE_BTF) {
+				i_flags = inode->i_flags;
+				s_flags = inode->i_sb->s_flags;
+			} else {
+				i_flags = BPF_CORE_READ(inode, i_flags);
+				s_flags = BPF_CORE_READ(inode, i_sb, s_flags);
+			}
+			if ((i_flags & S_SYNC_FLAG) || (s_flags & SB_SYNCHRONOUS_FLAG))
+				f_flags |= O_DSYNC_FLAG | O_SYNC_FLAG;
 		}
 		/* O_APPEND: the kernel writes at the end of the file
 		 * (generic_write_checks), whatever f_pos says, and on Linux

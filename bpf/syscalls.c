@@ -95,10 +95,14 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	case SYS_WRITEV:
 		count = iov_total((void *)a1, a2);
 		break;
+	case SYS_PWRITEV2: /* (fd, iov, iovcnt, pos_l, pos_h, flags) */
+		op->sys_flags = regs->r9; /* RWF_*: read by op_start (RWF_DSYNC, RWF_SYNC) */
+		off = a3;
+		count = iov_total((void *)a1, a2);
+		break;
 	case SYS_PREADV:
 	case SYS_PWRITEV:
 	case SYS_PREADV2:
-	case SYS_PWRITEV2:
 		off = a3;
 		count = iov_total((void *)a1, a2);
 		break;

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 )
 
@@ -30,10 +31,12 @@ const flushLoadEnv = "IOPATH_TEST_FLUSH_LOAD"
 // to its own file in dir and fdatasync it (every call changes the file's
 // size, so every one needs a jbd2 commit; with several threads most wait
 // for a commit another thread's call started). mode says how each append
-// is made durable: "fdatasync"; "pwrite64", the files opened O_DSYNC so
-// that each pwrite64 syncs itself (generic_write_sync: PostgreSQL's
-// wal_sync_method=open_datasync); "sync", sync(2) after each append. No
-// python: the Debian VMs have none.
+// is made durable: "fdatasync"; "dsync", the files opened O_DSYNC so that
+// each pwrite64 syncs itself (generic_write_sync: PostgreSQL's
+// wal_sync_method=open_datasync); "inode", the files marked synchronous
+// (chattr +S: FS_SYNC_FL), so each pwrite64 syncs itself as O_SYNC; "rwf",
+// pwritev2 with RWF_DSYNC; "sync", sync(2) after each append. No python:
+// the Debian VMs have none.
 func threadSyncLoop(dir string, threads, n int, mode string) []string {
 	return []string{"env", fmt.Sprintf("%s=%s %d %d %s", flushLoadEnv, dir, threads, n, mode), os.Args[0], "-test.run=^TestFlushLoadHelper$"}
 }
@@ -55,7 +58,7 @@ func TestFlushLoadHelper(t *testing.T) {
 			defer wg.Done()
 			runtime.LockOSThread() // one thread per writer: its calls share a tid
 			flags := os.O_RDWR | os.O_CREATE
-			if mode == "pwrite64" {
+			if mode == "dsync" {
 				flags |= unix.O_DSYNC
 			}
 			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("t%d", k)), flags, 0o644)
@@ -64,13 +67,30 @@ func TestFlushLoadHelper(t *testing.T) {
 				return
 			}
 			defer f.Close()
+			if mode == "inode" {
+				const fsSyncFl = 0x8 // FS_SYNC_FL (include/uapi/linux/fs.h)
+				attr, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+				if err == nil {
+					err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(attr|fsSyncFl))
+				}
+				if err != nil {
+					errs <- fmt.Errorf("chattr +S: %w", err)
+					return
+				}
+			}
 			for i := 0; i < n; i++ {
-				if _, err := f.WriteAt(buf, int64(i)*4096); err != nil {
+				var err error
+				if mode == "rwf" {
+					_, err = unix.Pwritev2(int(f.Fd()), [][]byte{buf}, int64(i)*4096, unix.RWF_DSYNC)
+				} else {
+					_, err = f.WriteAt(buf, int64(i)*4096)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}
 				switch mode {
-				case "pwrite64":
+				case "dsync", "inode", "rwf":
 					continue
 				case "sync":
 					unix.Sync()
@@ -127,17 +147,17 @@ func statFlushes(t *testing.T, name string) uint64 {
 // filesystem among others: its record names that commit's flushes.
 func TestTraceFlushJoins(t *testing.T) {
 	needRoot(t)
+	// mode: threadSyncLoop's; call: the system call whose records sync.
 	for _, c := range []struct {
-		threads int
-		call    string
-	}{{1, "fdatasync"}, {8, "fdatasync"}, {1, "pwrite64"}, {8, "pwrite64"}, {1, "sync"}} {
+		threads    int
+		mode, call string
+	}{{1, "fdatasync", "fdatasync"}, {8, "fdatasync", "fdatasync"}, {1, "dsync", "pwrite64"}, {8, "dsync", "pwrite64"},
+		{1, "inode", "pwrite64"}, {1, "rwf", "pwritev2"}, {1, "sync", "sync"}} {
 		threads, call, name := c.threads, c.call, fmt.Sprintf("threads_%d", c.threads)
-		switch call {
-		case "pwrite64":
-			name = "dsync_" + name
-		case "sync":
-			name = "sync_" + name
+		if c.mode != "fdatasync" {
+			name = c.mode + "_" + name
 		}
+		dsync := call == "pwrite64" || call == "pwritev2"
 		t.Run(name, func(t *testing.T) {
 			const n = 100
 			mnt := flushFS(t)
@@ -160,7 +180,7 @@ func TestTraceFlushJoins(t *testing.T) {
 			var tr *traced
 			before := statFlushes(t, disk)
 			kernel := flushIssues(t, kdev, jbd2Task(t, disk), func() {
-				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n, call)...)...)
+				tr = traceCmd(t, append([]string{"--"}, threadSyncLoop(mnt, threads, n, c.mode)...)...)
 			})
 			statDelta := statFlushes(t, disk) - before
 			var calls []record.Syscall
@@ -169,7 +189,7 @@ func TestTraceFlushJoins(t *testing.T) {
 				switch {
 				case c.Syscall != call:
 				case strings.HasPrefix(c.Path, mnt+"/") || call == "sync": // sync names no file
-					if c.Dsync != (call == "pwrite64") {
+					if c.Dsync != dsync {
 						t.Errorf("%s %s: dsync %v", c.Syscall, c.Path, c.Dsync)
 					}
 					calls = append(calls, c)
@@ -459,5 +479,39 @@ func TestTraceDiscardUnattributed(t *testing.T) {
 	}
 	if written >= size+discarded {
 		t.Errorf("disk bytes written %d include the %d discarded", written, discarded)
+	}
+}
+
+// Writes to a block device node opened O_DSYNC (the breaker's case: a
+// database on a raw device): the records are the device's, not those of
+// the filesystem holding the node (devtmpfs, which read as tmpfs: "never
+// written back", memory_only, device_flush no_block_device on a
+// write-through disk), and each write names its device flush (a loop
+// device has a volatile cache).
+func TestTraceBlockDeviceNodeDsync(t *testing.T) {
+	needRoot(t)
+	img := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(img, make([]byte, 8<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev, major, minor := testutil.LoopDev(t, img)
+	tr := traceCmd(t, "--", "dd", "if=/dev/zero", "of="+dev, "bs=4k", "count=20", "oflag=dsync", "status=none")
+	want := fmt.Sprintf("%d:%d", major, minor)
+	wc := strings.TrimSpace(readFile(t, fmt.Sprintf("/sys/dev/block/%s/queue/write_cache", want)))
+	n := 0
+	for _, c := range tr.calls {
+		if c.Path != dev || c.Syscall != "write" {
+			continue
+		}
+		n++
+		if c.Dev != want || c.FS != "bdev" || c.MemoryOnly || !c.Dsync {
+			t.Errorf("write to %s: dev %s fs %s memory_only %v dsync %v; want dev %s, fs bdev, dsync", dev, c.Dev, c.FS, c.MemoryOnly, c.Dsync, want)
+		}
+		if wc == "write back" && c.DeviceFlush != record.FlushDone {
+			t.Errorf("write to %s: device_flush %q, want flushed (write_cache %s)", dev, c.DeviceFlush, wc)
+		}
+	}
+	if n != 20 {
+		t.Errorf("%d write records of %s, want 20", n, dev)
 	}
 }
