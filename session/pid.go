@@ -139,10 +139,18 @@ func statFields(path string) ([]string, bool) {
 	return strings.Fields(string(st)[i+1:]), true
 }
 
-// CheckComm refuses a --comm that names only kernel threads (kthreadd,
+// CheckComm refuses a --comm no task can have, longer than the kernel's
+// 15 bytes (TASK_COMM_LEN 16 with its NUL: a longer name is cut, so it
+// would never match), and one that names only kernel threads (kthreadd,
 // kworker/0:1): they make no system calls, so the trace would be empty. A
-// name no task has yet is accepted: the process may start later.
+// name no task has yet is accepted: the process may start later. Checked
+// with the other flags, before anything loads (before, the tracer refused
+// a long one while loading, as a BPF load failure, and dropped the probe
+// cache).
 func CheckComm(comm string) error {
+	if len(comm) > 15 {
+		return fmt.Errorf("--comm %q is longer than the kernel's 15-byte task name, which cuts longer names: give its first 15 bytes, --comm %q", comm, comm[:15])
+	}
 	if err := CheckPidNamespace(); err != nil {
 		return err
 	}

@@ -437,6 +437,22 @@ func TestTraceBadInput(t *testing.T) {
 	checkRefused(t, tmp, "nothing to trace", "trace")
 	checkRefused(t, tmp, "tmpfs, which has no block device", "demo", "read-1byte", "--dir", "/dev/shm")
 	checkRefused(t, tmp, "--wait-writeback needs a command", "trace", "-p", fmt.Sprint(os.Getpid()), "--wait-writeback", "5s")
+	// A --comm no task can have is a flag error, refused before anything
+	// loads, and leaves the probe cache alone (the new user's run: it was
+	// refused while loading, as a BPF load failure, and the cache dropped).
+	cache, _ := filepath.Glob("/run/iopath/probe-*.json")
+	for _, cmd := range []string{"trace", "top", "serve"} {
+		args := []string{cmd, "--comm", "abcdefghijklmnopq"}
+		if cmd == "trace" {
+			args = append(args, "--", "true")
+		}
+		checkRefused(t, tmp, `longer than the kernel's 15-byte task name, which cuts longer names: give its first 15 bytes, --comm "abcdefghijklmno"`, args...)
+	}
+	for _, f := range cache {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the probe cache %s is gone after a refused --comm: %v", f, err)
+		}
+	}
 	if left := leftBehind(t, before); len(left) != 0 {
 		t.Errorf("BPF programs left behind:\n%s", strings.Join(left, "\n"))
 	}
