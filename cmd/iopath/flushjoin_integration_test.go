@@ -331,7 +331,12 @@ func TestTraceFlushJoins(t *testing.T) {
 			// A flush request no call names must be one of a commit whose
 			// end released no traced call (unwakedCommits: the call that
 			// needed it raced the commit; 2 of 421 once, 6.1 VM under TCG).
-			if (joins || (threads == 1 && call != "sync")) && missedRuns == 0 && len(inSpan) != len(window) {
+			// sync(2) is not checked for every flush request of the span:
+			// it makes every filesystem flush, and in the VMs the test's
+			// filesystem shares its disk with others (6.1: 6 of 234 not
+			// named, 4 of them of commits no call waited for); each sync
+			// must still name the test device's flushes (above).
+			if (joins || threads == 1) && call != "sync" && missedRuns == 0 && len(inSpan) != len(window) {
 				unnamed, unwaked := unnamedFlushes(window, inSpan), unwakedCommits(tids)
 				var raced int
 				for _, ns := range unnamed {
@@ -499,12 +504,19 @@ func TestTraceBlockDeviceNodeDsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev, major, minor := testutil.LoopDev(t, img)
-	tr := traceCmd(t, "--", "dd", "if=/dev/zero", "of="+dev, "bs=4k", "count=20", "oflag=dsync", "status=none")
+	// The test binary writes (TestBdevWriteHelper): the VMs' dd has no oflag=dsync.
+	tr := traceCmd(t, "--", "env", bdevWriteEnv+"="+dev, os.Args[0], "-test.run=^TestBdevWriteHelper$")
 	want := fmt.Sprintf("%d:%d", major, minor)
 	wc := strings.TrimSpace(readFile(t, fmt.Sprintf("/sys/dev/block/%s/queue/write_cache", want)))
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
+	var seen []string
 	for _, c := range tr.calls {
-		if c.Path != dev || c.Syscall != "write" {
+		seen = append(seen, fmt.Sprintf("%s %q dev %s fs %s ino %d", c.Syscall, c.Path, c.Dev, c.FS, c.Ino))
+		if c.Ino != st.Ino || c.Syscall != "write" {
 			continue
 		}
 		n++
@@ -516,6 +528,29 @@ func TestTraceBlockDeviceNodeDsync(t *testing.T) {
 		}
 	}
 	if n != 20 {
-		t.Errorf("%d write records of %s, want 20", n, dev)
+		t.Errorf("%d write records of %s (ino %d), want 20; exit %d, stderr %q; records: %v", n, dev, st.Ino, tr.code, tr.stderr, seen)
+	}
+}
+
+// bdevWriteEnv names the device node TestBdevWriteHelper writes to.
+const bdevWriteEnv = "IOPATH_TEST_BDEV_WRITE"
+
+// TestBdevWriteHelper is the traced command of TestTraceBlockDeviceNodeDsync:
+// 20 writes of 4 KiB to the node opened O_DSYNC.
+func TestBdevWriteHelper(t *testing.T) {
+	dev := os.Getenv(bdevWriteEnv)
+	if dev == "" {
+		t.Skip("the traced command of TestTraceBlockDeviceNodeDsync")
+	}
+	f, err := os.OpenFile(dev, os.O_WRONLY|unix.O_DSYNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := range 20 {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
 	}
 }
