@@ -273,7 +273,13 @@ func TestTraceFlushJoins(t *testing.T) {
 				// says `unavailable`, truthfully. Seen once: 1 of 800 calls,
 				// 8 threads, 6.1 VM under TCG (2026-12-06). Counted, bounded
 				// below (1 %); never `none`.
-				if threads > 1 && joins && !exact && nf == 0 && c.DeviceFlush == record.FlushUnavailable {
+				// A sync(2) races the same way with the journal's own
+				// commit (or its previous call's): it finds the transaction
+				// committed, sleeps on no commit, and says none (no flush
+				// attributed: its documented meaning). Seen once: 1 of 100,
+				// 6.1 VM under TCG (2026-12-07).
+				racedSync := call == "sync" && c.DeviceFlush == record.FlushNone
+				if (threads > 1 || racedSync) && joins && !exact && nf == 0 && (c.DeviceFlush == record.FlushUnavailable || racedSync) {
 					racedWait++
 					raced = append(raced, fmt.Sprintf("tid %d %d–%d", c.Tid, c.TimeNs, c.TimeNs+c.DurationNs))
 					continue
@@ -283,9 +289,9 @@ func TestTraceFlushJoins(t *testing.T) {
 				}
 			}
 			if racedWait > len(calls)/100 {
-				t.Errorf("%d of %d calls `unavailable` (a commit that ended before they waited): more than 1 %%", racedWait, len(calls))
+				t.Errorf("%d of %d calls without their commit's flushes (a commit that ended before they waited): more than 1 %%", racedWait, len(calls))
 			} else if racedWait > 0 {
-				t.Logf("%d of %d calls `unavailable`: their commit ended before they waited for it (no wake to join): %v", racedWait, len(calls), raced)
+				t.Logf("%d of %d calls without their commit's flushes (`unavailable`, sync: `none`): their commit ended before they waited for it (no wake to join): %v", racedWait, len(calls), raced)
 			}
 			// Other calls cause flushes too: a pwrite that waits for journal
 			// space checkpoints and rewrites the journal superblock (FUA:
