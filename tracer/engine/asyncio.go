@@ -335,7 +335,7 @@ func (e *Engine) HandleAioReap(ev *bpf.IopathAioReapEv) {
 		}
 		if r := e.async.reqs[id]; r != nil {
 			e.reapInto(r, io, ev.Ts)
-			e.requestDone(id, ev.Ts) // directunseen.go: may print r
+			e.requestDone(id, ev.Ts, r) // directunseen.go: may print r
 			if e.async.reqs[id] == r {
 				e.tryRequest(id, r)
 			}
@@ -629,7 +629,7 @@ func (e *Engine) HandleUringComplete(ev *bpf.IopathUringCompleteEv) {
 	if ev.Res < 0 {
 		r.req.Result = record.Result{Error: errnoName(-ev.Res), Known: true}
 	}
-	e.requestDone(ev.OpId, ev.Ts) // directunseen.go: may print r
+	e.requestDone(ev.OpId, ev.Ts, r) // directunseen.go: may print r
 	if e.async.reqs[ev.OpId] == r {
 		e.tryRequest(ev.OpId, r)
 	}

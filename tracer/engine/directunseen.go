@@ -71,9 +71,15 @@ func (e *Engine) directCallDone(p *pendingOp) {
 // parts other threads ran (asyncio.go segReq). A part released by it hands
 // itself to the request (requestPart), which may then be printed: the
 // caller must not print r again.
-func (e *Engine) requestDone(id, ts uint64) {
+func (e *Engine) requestDone(id, ts uint64, r *asyncReq) {
 	if p, ok := e.ops[id]; ok && p.rec != nil && p.rec.Direct && e.directDone(p, ts) {
 		e.tryRelease(id, p)
+	}
+	// Only an io_uring request with parts not yet received has parts of
+	// other threads in flight: the scan of segReq is skipped for every
+	// libaio reap and every complete io_uring request (per CQE otherwise).
+	if !r.uring || r.got >= r.want {
+		return
 	}
 	for part, req := range e.async.segReq {
 		if req != id {

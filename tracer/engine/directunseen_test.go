@@ -238,3 +238,24 @@ func TestAioDsyncWriteUnseenBoundByReap(t *testing.T) {
 		t.Errorf("bio %+v: want completed before the reap (900), not before io_submit's return", bio)
 	}
 }
+
+// The same for a direct read an io-wq worker ran (its part is an op of its
+// own naming the request): the CQE completes the worker's bio too.
+func TestUringWorkerCQECompletionUnseen(t *testing.T) {
+	s := enginetest.NewStream()
+	call, id := uint64(100<<32|9), uint64(100<<32|10)
+	s.E.HandleUringSubmit(uringSubmit(id, 0xf00, call, 0, 100))
+	s.E.HandleUringEnter(enginetest.UringEnter(call, 1, 1, 0, 0, 90, 160))
+	worker := enginetest.Op(200<<32|1, bpf.IopathOpSysSYS_URING_READ, 0, 4096, 4096, 170, 260)
+	worker.Tid, worker.ReqId, worker.F_flags, worker.BiosQueued = 200, id, 040000, 1
+	s.E.HandleIssue(dio(1, worker.OpId, 16, 180))
+	s.E.HandleOp(worker)
+	s.E.HandleUringComplete(uringComplete(id, 0xf00, 1, 4096, 400))
+	reqs := s.Requests()
+	if len(reqs) != 1 || len(reqs[0].Bios) != 1 {
+		t.Fatalf("requests %+v: want the request printed at its CQE", reqs)
+	}
+	if q := reqs[0]; q.CompleteNs != 400 || q.Bios[0].CompletedBeforeNs != 400 || q.WorkerTid != 200 {
+		t.Errorf("request %+v", q)
+	}
+}
