@@ -148,8 +148,8 @@ func statFields(path string) ([]string, bool) {
 // a long one while loading, as a BPF load failure, and dropped the probe
 // cache).
 func CheckComm(comm string) error {
-	if len(comm) > 15 {
-		return fmt.Errorf("--comm %q is longer than the kernel's 15-byte task name, which cuts longer names: give its first 15 bytes, --comm %q", comm, comm[:15])
+	if err := tracer.CommLength(comm); err != nil {
+		return err
 	}
 	if err := CheckPidNamespace(); err != nil {
 		return err

@@ -123,6 +123,15 @@ func Probe(force map[string]Mechanism) ([]HookStatus, error) {
 	return st, nil
 }
 
+// CommLength refuses a --comm longer than the kernel's 15-byte task name
+// (TASK_COMM_LEN 16 with its NUL): a longer name is cut, so none matches.
+func CommLength(comm string) error {
+	if len(comm) > 15 {
+		return fmt.Errorf("--comm %q is longer than the kernel's 15-byte task name, which cuts longer names: give its first 15 bytes, --comm %q", comm, comm[:15])
+	}
+	return nil
+}
+
 // New probes the kernel, loads the chosen programs and attaches them. out
 // receives records (*record.Syscall, *record.Writeback, *record.Persisted) from Run. On error
 // nothing stays loaded or attached.
@@ -131,6 +140,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, err
 	}
 	if err := checkEnv(); err != nil {
+		return nil, err
+	}
+	// Options no kernel can serve are refused before any hook is chosen:
+	// an error while loading blames the probe cache, and drops it.
+	if err := CommLength(opts.Comm); err != nil {
 		return nil, err
 	}
 	ph := newPhases() // load.go: IOPATH_LOAD_TIMES
@@ -415,9 +429,6 @@ func configure(spec *ebpf.CollectionSpec, opts Options, sysMask uint64) error {
 		{vars.RawSysMask, sysMask}, {vars.RqfFlushSeqBit, flushSeq}, {vars.AggOn, b(opts.Agg || opts.AggOnly)},
 		{vars.AggOnly, b(opts.AggOnly)}, {vars.TraceAll, b(opts.AllProcesses)}}
 	if opts.Comm != "" {
-		if len(opts.Comm) > 15 {
-			return fmt.Errorf("--comm %q is longer than the kernel's 15-byte comm: use its first 15 bytes", opts.Comm)
-		}
 		var c [16]byte
 		copy(c[:], opts.Comm)
 		lo, hi, mlo, mhi := commWords(opts.Comm)
