@@ -358,15 +358,27 @@ static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 
 /* Direct IO's begin (iomap filesystems): the marker of the iocb whose
  * kiocb this is. trace_iomap_dio_rw_begin(iocb, iter, dio_flags, done_before). */
-SEC("tp_btf/iomap_dio_rw_begin")
-int BPF_PROG(aio_dio_begin, struct kiocb *iocb)
+static __always_inline int dio_begin(struct kiocb *iocb, const int copy)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (!op || !op->aio_nr)
+	if (!op || !op->aio_nr || !take_turn(SPARED_AIO_DIO, copy))
 		return 0;
 	struct inode *inode = BPF_CORE_READ(iocb, ki_filp, f_inode);
 	aio_mark_at(op, BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), BPF_CORE_READ(iocb, ki_pos), true);
 	return 0;
+}
+
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(aio_dio_begin, struct kiocb *iocb)
+{
+	return dio_begin(iocb, PRIMARY);
+}
+
+/* Its spare (bpf/spare.h). */
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(aio_dio_begin_spare, struct kiocb *iocb)
+{
+	return dio_begin(iocb, SPARE);
 }
 
 /* Where a function hook reaches io_submit_one(ctx, user_iocb, compat)

@@ -237,12 +237,19 @@ static __always_inline __u32 bio_dev(struct bio *bio)
 	       ((__u32)BPF_CORE_READ(disk, first_minor) + BPF_CORE_READ(old, bi_partno));
 }
 
-static __always_inline int bio_queue(struct bio *bio);
+static __always_inline int bio_queue(struct bio *bio, const int copy);
 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_block_bio_queue, struct bio *bio)
 {
-	return bio_queue(bio);
+	return bio_queue(bio, PRIMARY);
+}
+
+/* Its spare (bpf/spare.h): 7.2 skipped it for bios of traced threads. */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_block_bio_queue_spare, struct bio *bio)
+{
+	return bio_queue(bio, SPARE);
 }
 
 /* block_bio_queue(q, bio) before 5.11 (tracer/hooks.go picks the program by
@@ -250,11 +257,13 @@ int BPF_PROG(tp_block_bio_queue, struct bio *bio)
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_block_bio_queue_q, struct request_queue *q, struct bio *bio)
 {
-	return bio_queue(bio);
+	return bio_queue(bio, PRIMARY);
 }
 
-static __always_inline int bio_queue(struct bio *bio)
+static __always_inline int bio_queue(struct bio *bio, const int copy)
 {
+	if (!take_turn(SPARED_BIO_QUEUE, copy))
+		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct op *op = current_op();
@@ -413,12 +422,19 @@ static __always_inline __u32 rq_dev(struct request *rq)
 	return disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor) : 0;
 }
 
-static __always_inline int rq_issue(struct request *rq);
+static __always_inline int rq_issue(struct request *rq, const int copy);
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue, struct request *rq)
 {
-	return rq_issue(rq);
+	return rq_issue(rq, PRIMARY);
+}
+
+/* Its spare (bpf/spare.h). */
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_block_rq_issue_spare, struct request *rq)
+{
+	return rq_issue(rq, SPARE);
 }
 
 /* block_rq_issue(q, rq) before 5.11 and in 5.10 stable before 5.10.137
@@ -426,11 +442,13 @@ int BPF_PROG(tp_block_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue_q, struct request_queue *q, struct request *rq)
 {
-	return rq_issue(rq);
+	return rq_issue(rq, PRIMARY);
 }
 
-static __always_inline int rq_issue(struct request *rq)
+static __always_inline int rq_issue(struct request *rq, const int copy)
 {
+	if (!take_turn(SPARED_RQ_ISSUE, copy))
+		return 0;
 	struct rq_issue_ev *ev = scratch(&rq_scratch, &rq_issue_zero);
 	if (!ev)
 		return 0;

@@ -68,6 +68,17 @@ enum ev_type {
 	EV_URING_ENTER,   /* struct uring_enter_ev (uring.c): an io_uring_enter call at its exit */
 };
 
+/* Programs with a spare copy (bpf/spare.h), the index of their run counts. */
+enum spared {
+	SPARED_SYS_ENTER = 0, /* raw_sys_enter */
+	SPARED_SYS_EXIT,      /* raw_sys_exit */
+	SPARED_BIO_QUEUE,     /* tp_block_bio_queue */
+	SPARED_RQ_ISSUE,      /* tp_block_rq_issue */
+	SPARED_AIO_DIO,       /* aio_dio_begin */
+	SPARED_URING_DIO,     /* uring_dio_begin */
+	SPARED_MAX,
+};
+
 /* Counters in the `counters` per-CPU array; summed by userspace. */
 enum counter {
 	CNT_RINGBUF_LOST = 0,   /* ring buffer full: an event was dropped */
@@ -100,6 +111,15 @@ enum counter {
 	                         * counted in hit_other like a full map's */
 	CNT_FAULT_VMA_RECOVERED, /* of CNT_FAULT_VMA_BUSY: faults opened later, at mm_filemap_fault (6.11+), from
 	                          * the page cache's inode: traced, without a path */
+	/* bpf/spare.h: events a spare program handled because the kernel
+	 * skipped its primary's run (a thread preempted inside the primary on
+	 * that CPU), one counter per spared program, in enum spared order */
+	CNT_SPARE_SYS_ENTER,
+	CNT_SPARE_SYS_EXIT,
+	CNT_SPARE_BIO_QUEUE,
+	CNT_SPARE_RQ_ISSUE,
+	CNT_SPARE_AIO_DIO,
+	CNT_SPARE_URING_DIO,
 	CNT_MAX,
 };
 

@@ -212,7 +212,13 @@ const (
 	IopathCounterCNT_FAULT_VMA_BUSY      IopathCounter = 22
 	IopathCounterCNT_OPS_NOMEM           IopathCounter = 23
 	IopathCounterCNT_FAULT_VMA_RECOVERED IopathCounter = 24
-	IopathCounterCNT_MAX                 IopathCounter = 25
+	IopathCounterCNT_SPARE_SYS_ENTER     IopathCounter = 25
+	IopathCounterCNT_SPARE_SYS_EXIT      IopathCounter = 26
+	IopathCounterCNT_SPARE_BIO_QUEUE     IopathCounter = 27
+	IopathCounterCNT_SPARE_RQ_ISSUE      IopathCounter = 28
+	IopathCounterCNT_SPARE_AIO_DIO       IopathCounter = 29
+	IopathCounterCNT_SPARE_URING_DIO     IopathCounter = 30
+	IopathCounterCNT_MAX                 IopathCounter = 31
 )
 
 type IopathDirtyGoneEv struct {
@@ -582,6 +588,11 @@ type IopathRqIssueEv struct {
 	Own       [32]IopathIssueOwn
 }
 
+type IopathSpareTurns struct {
+	_    structs.HostLayout
+	Runs [12]uint32
+}
+
 type IopathStatKey struct {
 	_     structs.HostLayout
 	Ino   uint64
@@ -781,6 +792,7 @@ const (
 	IopathMapInflight                     = "inflight"
 	IopathMapJbd2Commits                  = "jbd2_commits"
 	IopathMapRqScratch                    = "rq_scratch"
+	IopathMapSpareTurns                   = "spare_turns"
 	IopathMapSyncWaiters                  = "sync_waiters"
 	IopathMapTargets                      = "targets"
 	IopathMapTaskOps                      = "task_ops"
@@ -788,6 +800,7 @@ const (
 	IopathMapUringReqs                    = "uring_reqs"
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgAioDioBegin                 = "aio_dio_begin"
+	IopathProgAioDioBeginSpare            = "aio_dio_begin_spare"
 	IopathProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -832,14 +845,18 @@ const (
 	IopathProgPerfFaultMinor              = "perf_fault_minor"
 	IopathProgRawSysEnter                 = "raw_sys_enter"
 	IopathProgRawSysEnterProbe            = "raw_sys_enter_probe"
+	IopathProgRawSysEnterSpare            = "raw_sys_enter_spare"
 	IopathProgRawSysExit                  = "raw_sys_exit"
 	IopathProgRawSysExitProbe             = "raw_sys_exit_probe"
+	IopathProgRawSysExitSpare             = "raw_sys_exit_spare"
 	IopathProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
+	IopathProgTpBlockBioQueueSpare        = "tp_block_bio_queue_spare"
 	IopathProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathProgTpBlockRqIssue              = "tp_block_rq_issue"
 	IopathProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
+	IopathProgTpBlockRqIssueSpare         = "tp_block_rq_issue_spare"
 	IopathProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathProgTpBlockSplit                = "tp_block_split"
 	IopathProgTpBlockSplitQ               = "tp_block_split_q"
@@ -889,6 +906,7 @@ const (
 	IopathProgUringComplete               = "uring_complete"
 	IopathProgUringCompleteFields         = "uring_complete_fields"
 	IopathProgUringDioBegin               = "uring_dio_begin"
+	IopathProgUringDioBeginSpare          = "uring_dio_begin_spare"
 	IopathProgUringFileGet                = "uring_file_get"
 	IopathProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathProgUringQueueAsyncWork         = "uring_queue_async_work"
@@ -909,6 +927,7 @@ const (
 	IopathVarRenameGen                    = "rename_gen"
 	IopathVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathVarSelfTgid                     = "self_tgid"
+	IopathVarSparesOn                     = "spares_on"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
 	IopathVarTargetCommHi                 = "target_comm_hi"
@@ -968,6 +987,7 @@ type IopathSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathProgramSpecs struct {
 	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
+	AioDioBeginSpare            *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -1012,14 +1032,18 @@ type IopathProgramSpecs struct {
 	PerfFaultMinor              *ebpf.ProgramSpec `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
+	RawSysEnterSpare            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_spare"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	RawSysExitProbe             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_probe"`
+	RawSysExitSpare             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_spare"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
+	TpBlockBioQueueSpare        *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
+	TpBlockRqIssueSpare         *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
@@ -1069,6 +1093,7 @@ type IopathProgramSpecs struct {
 	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
 	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringDioBeginSpare          *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
@@ -1103,6 +1128,7 @@ type IopathMapSpecs struct {
 	Inflight    *ebpf.MapSpec `ebpf:"inflight"`
 	Jbd2Commits *ebpf.MapSpec `ebpf:"jbd2_commits"`
 	RqScratch   *ebpf.MapSpec `ebpf:"rq_scratch"`
+	SpareTurns  *ebpf.MapSpec `ebpf:"spare_turns"`
 	SyncWaiters *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets     *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps     *ebpf.MapSpec `ebpf:"task_ops"`
@@ -1128,6 +1154,7 @@ type IopathVariableSpecs struct {
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SparesOn           *ebpf.VariableSpec `ebpf:"spares_on"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
 	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
@@ -1185,6 +1212,7 @@ type IopathMaps struct {
 	Inflight    *ebpf.Map `ebpf:"inflight"`
 	Jbd2Commits *ebpf.Map `ebpf:"jbd2_commits"`
 	RqScratch   *ebpf.Map `ebpf:"rq_scratch"`
+	SpareTurns  *ebpf.Map `ebpf:"spare_turns"`
 	SyncWaiters *ebpf.Map `ebpf:"sync_waiters"`
 	Targets     *ebpf.Map `ebpf:"targets"`
 	TaskOps     *ebpf.Map `ebpf:"task_ops"`
@@ -1216,6 +1244,7 @@ func (m *IopathMaps) Close() error {
 		m.Inflight,
 		m.Jbd2Commits,
 		m.RqScratch,
+		m.SpareTurns,
 		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
@@ -1242,6 +1271,7 @@ type IopathVariables struct {
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SparesOn           *ebpf.Variable `ebpf:"spares_on"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
 	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
@@ -1263,6 +1293,7 @@ type IopathVariables struct {
 // It can be passed to LoadIopathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathPrograms struct {
 	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
+	AioDioBeginSpare            *ebpf.Program `ebpf:"aio_dio_begin_spare"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -1307,14 +1338,18 @@ type IopathPrograms struct {
 	PerfFaultMinor              *ebpf.Program `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
+	RawSysEnterSpare            *ebpf.Program `ebpf:"raw_sys_enter_spare"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	RawSysExitProbe             *ebpf.Program `ebpf:"raw_sys_exit_probe"`
+	RawSysExitSpare             *ebpf.Program `ebpf:"raw_sys_exit_spare"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
+	TpBlockBioQueueSpare        *ebpf.Program `ebpf:"tp_block_bio_queue_spare"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
+	TpBlockRqIssueSpare         *ebpf.Program `ebpf:"tp_block_rq_issue_spare"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
@@ -1364,6 +1399,7 @@ type IopathPrograms struct {
 	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
 	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringDioBeginSpare          *ebpf.Program `ebpf:"uring_dio_begin_spare"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
@@ -1376,6 +1412,7 @@ type IopathPrograms struct {
 func (p *IopathPrograms) Close() error {
 	return _IopathClose(
 		p.AioDioBegin,
+		p.AioDioBeginSpare,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -1420,14 +1457,18 @@ func (p *IopathPrograms) Close() error {
 		p.PerfFaultMinor,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
+		p.RawSysEnterSpare,
 		p.RawSysExit,
 		p.RawSysExitProbe,
+		p.RawSysExitSpare,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
+		p.TpBlockBioQueueSpare,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
 		p.TpBlockRqIssueQ,
+		p.TpBlockRqIssueSpare,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
@@ -1477,6 +1518,7 @@ func (p *IopathPrograms) Close() error {
 		p.UringComplete,
 		p.UringCompleteFields,
 		p.UringDioBegin,
+		p.UringDioBeginSpare,
 		p.UringFileGet,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,

@@ -298,6 +298,11 @@ type IopathCompatRqIssueEv struct {
 	}
 }
 
+type IopathCompatSpareTurns struct {
+	_    structs.HostLayout
+	Runs [12]uint32
+}
+
 type IopathCompatStatKey struct {
 	_     structs.HostLayout
 	Ino   uint64
@@ -391,6 +396,7 @@ const (
 	IopathCompatMapInflight                     = "inflight"
 	IopathCompatMapJbd2Commits                  = "jbd2_commits"
 	IopathCompatMapRqScratch                    = "rq_scratch"
+	IopathCompatMapSpareTurns                   = "spare_turns"
 	IopathCompatMapSyncWaiters                  = "sync_waiters"
 	IopathCompatMapTargets                      = "targets"
 	IopathCompatMapTaskOps                      = "task_ops"
@@ -398,6 +404,7 @@ const (
 	IopathCompatMapUringReqs                    = "uring_reqs"
 	IopathCompatMapWbScratch                    = "wb_scratch"
 	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
+	IopathCompatProgAioDioBeginSpare            = "aio_dio_begin_spare"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -442,14 +449,18 @@ const (
 	IopathCompatProgPerfFaultMinor              = "perf_fault_minor"
 	IopathCompatProgRawSysEnter                 = "raw_sys_enter"
 	IopathCompatProgRawSysEnterProbe            = "raw_sys_enter_probe"
+	IopathCompatProgRawSysEnterSpare            = "raw_sys_enter_spare"
 	IopathCompatProgRawSysExit                  = "raw_sys_exit"
 	IopathCompatProgRawSysExitProbe             = "raw_sys_exit_probe"
+	IopathCompatProgRawSysExitSpare             = "raw_sys_exit_spare"
 	IopathCompatProgTpBalanceDirtyPages         = "tp_balance_dirty_pages"
 	IopathCompatProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathCompatProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
+	IopathCompatProgTpBlockBioQueueSpare        = "tp_block_bio_queue_spare"
 	IopathCompatProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathCompatProgTpBlockRqIssue              = "tp_block_rq_issue"
 	IopathCompatProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
+	IopathCompatProgTpBlockRqIssueSpare         = "tp_block_rq_issue_spare"
 	IopathCompatProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathCompatProgTpBlockSplit                = "tp_block_split"
 	IopathCompatProgTpBlockSplitQ               = "tp_block_split_q"
@@ -499,6 +510,7 @@ const (
 	IopathCompatProgUringComplete               = "uring_complete"
 	IopathCompatProgUringCompleteFields         = "uring_complete_fields"
 	IopathCompatProgUringDioBegin               = "uring_dio_begin"
+	IopathCompatProgUringDioBeginSpare          = "uring_dio_begin_spare"
 	IopathCompatProgUringFileGet                = "uring_file_get"
 	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
@@ -520,6 +532,7 @@ const (
 	IopathCompatVarRenameGen                    = "rename_gen"
 	IopathCompatVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathCompatVarSelfTgid                     = "self_tgid"
+	IopathCompatVarSparesOn                     = "spares_on"
 	IopathCompatVarSyncsActive                  = "syncs_active"
 	IopathCompatVarTargetComm                   = "target_comm"
 	IopathCompatVarTargetCommHi                 = "target_comm_hi"
@@ -579,6 +592,7 @@ type IopathCompatSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type IopathCompatProgramSpecs struct {
 	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
+	AioDioBeginSpare            *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -623,14 +637,18 @@ type IopathCompatProgramSpecs struct {
 	PerfFaultMinor              *ebpf.ProgramSpec `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_probe"`
+	RawSysEnterSpare            *ebpf.ProgramSpec `ebpf:"raw_sys_enter_spare"`
 	RawSysExit                  *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	RawSysExitProbe             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_probe"`
+	RawSysExitSpare             *ebpf.ProgramSpec `ebpf:"raw_sys_exit_spare"`
 	TpBalanceDirtyPages         *ebpf.ProgramSpec `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
+	TpBlockBioQueueSpare        *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
+	TpBlockRqIssueSpare         *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
@@ -680,6 +698,7 @@ type IopathCompatProgramSpecs struct {
 	UringComplete               *ebpf.ProgramSpec `ebpf:"uring_complete"`
 	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
+	UringDioBeginSpare          *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
@@ -715,6 +734,7 @@ type IopathCompatMapSpecs struct {
 	Inflight      *ebpf.MapSpec `ebpf:"inflight"`
 	Jbd2Commits   *ebpf.MapSpec `ebpf:"jbd2_commits"`
 	RqScratch     *ebpf.MapSpec `ebpf:"rq_scratch"`
+	SpareTurns    *ebpf.MapSpec `ebpf:"spare_turns"`
 	SyncWaiters   *ebpf.MapSpec `ebpf:"sync_waiters"`
 	Targets       *ebpf.MapSpec `ebpf:"targets"`
 	TaskOps       *ebpf.MapSpec `ebpf:"task_ops"`
@@ -741,6 +761,7 @@ type IopathCompatVariableSpecs struct {
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SparesOn           *ebpf.VariableSpec `ebpf:"spares_on"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
 	TargetCommHi       *ebpf.VariableSpec `ebpf:"target_comm_hi"`
@@ -799,6 +820,7 @@ type IopathCompatMaps struct {
 	Inflight      *ebpf.Map `ebpf:"inflight"`
 	Jbd2Commits   *ebpf.Map `ebpf:"jbd2_commits"`
 	RqScratch     *ebpf.Map `ebpf:"rq_scratch"`
+	SpareTurns    *ebpf.Map `ebpf:"spare_turns"`
 	SyncWaiters   *ebpf.Map `ebpf:"sync_waiters"`
 	Targets       *ebpf.Map `ebpf:"targets"`
 	TaskOps       *ebpf.Map `ebpf:"task_ops"`
@@ -831,6 +853,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Inflight,
 		m.Jbd2Commits,
 		m.RqScratch,
+		m.SpareTurns,
 		m.SyncWaiters,
 		m.Targets,
 		m.TaskOps,
@@ -858,6 +881,7 @@ type IopathCompatVariables struct {
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SparesOn           *ebpf.Variable `ebpf:"spares_on"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
 	TargetCommHi       *ebpf.Variable `ebpf:"target_comm_hi"`
@@ -879,6 +903,7 @@ type IopathCompatVariables struct {
 // It can be passed to LoadIopathCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IopathCompatPrograms struct {
 	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
+	AioDioBeginSpare            *ebpf.Program `ebpf:"aio_dio_begin_spare"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -923,14 +948,18 @@ type IopathCompatPrograms struct {
 	PerfFaultMinor              *ebpf.Program `ebpf:"perf_fault_minor"`
 	RawSysEnter                 *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysEnterProbe            *ebpf.Program `ebpf:"raw_sys_enter_probe"`
+	RawSysEnterSpare            *ebpf.Program `ebpf:"raw_sys_enter_spare"`
 	RawSysExit                  *ebpf.Program `ebpf:"raw_sys_exit"`
 	RawSysExitProbe             *ebpf.Program `ebpf:"raw_sys_exit_probe"`
+	RawSysExitSpare             *ebpf.Program `ebpf:"raw_sys_exit_spare"`
 	TpBalanceDirtyPages         *ebpf.Program `ebpf:"tp_balance_dirty_pages"`
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
+	TpBlockBioQueueSpare        *ebpf.Program `ebpf:"tp_block_bio_queue_spare"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
+	TpBlockRqIssueSpare         *ebpf.Program `ebpf:"tp_block_rq_issue_spare"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
@@ -980,6 +1009,7 @@ type IopathCompatPrograms struct {
 	UringComplete               *ebpf.Program `ebpf:"uring_complete"`
 	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
+	UringDioBeginSpare          *ebpf.Program `ebpf:"uring_dio_begin_spare"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
@@ -992,6 +1022,7 @@ type IopathCompatPrograms struct {
 func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
 		p.AioDioBegin,
+		p.AioDioBeginSpare,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -1036,14 +1067,18 @@ func (p *IopathCompatPrograms) Close() error {
 		p.PerfFaultMinor,
 		p.RawSysEnter,
 		p.RawSysEnterProbe,
+		p.RawSysEnterSpare,
 		p.RawSysExit,
 		p.RawSysExitProbe,
+		p.RawSysExitSpare,
 		p.TpBalanceDirtyPages,
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
+		p.TpBlockBioQueueSpare,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
 		p.TpBlockRqIssueQ,
+		p.TpBlockRqIssueSpare,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
@@ -1093,6 +1128,7 @@ func (p *IopathCompatPrograms) Close() error {
 		p.UringComplete,
 		p.UringCompleteFields,
 		p.UringDioBegin,
+		p.UringDioBeginSpare,
 		p.UringFileGet,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,

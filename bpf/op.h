@@ -9,6 +9,7 @@
 
 #include "helpers.h"
 #include "compat.h" /* FETCH_INC, LOOP: the compat build for 5.10+ (issue 16) */
+#include "spare.h"  /* take_turn: programs with a spare copy */
 
 #define S_IFMT 00170000
 #define S_IFREG 0100000

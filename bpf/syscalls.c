@@ -62,7 +62,11 @@ static __always_inline __s64 user_off(const void *p)
 	return off;
 }
 
-static __always_inline int sys_enter(struct pt_regs *regs, long id, const int access)
+/* raw_sys_enter and raw_sys_exit have spares (bpf/spare.h): a thread
+ * preempted inside one (7.2) made the kernel skip it for every other
+ * thread's system call on that CPU. */
+
+static __always_inline int sys_enter(struct pt_regs *regs, long id, const int access, const int copy)
 {
 	__u32 sys = sys_from_nr(id);
 	if (!sys || sys == SYS_RENAME || !(raw_sys_mask & (1ULL << sys)))
@@ -70,7 +74,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	/* Untraced processes stop here, before any fd lookup. */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct op *op = op_slot((__u32)pid_tgid, pid_tgid >> 32);
-	if (!op)
+	if (!op || !take_turn(SPARED_SYS_ENTER, copy))
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls.
 	 * The switch only picks the arguments, so that op_begin_in is
@@ -178,24 +182,38 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 SEC("tp_btf/sys_enter")
 int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
 {
-	return sys_enter(regs, id, FILE_BTF);
+	return sys_enter(regs, id, FILE_BTF, PRIMARY);
 }
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(raw_sys_enter_probe, struct pt_regs *regs, long id)
 {
-	return sys_enter(regs, id, FILE_PROBE);
+	return sys_enter(regs, id, FILE_PROBE, PRIMARY);
 }
 
-static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int access)
+/* Where spares are needed the kernel has bpf_rdonly_cast (7.2): no probe
+ * build of them. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(raw_sys_enter_spare, struct pt_regs *regs, long id)
+{
+	return sys_enter(regs, id, FILE_BTF, SPARE);
+}
+
+static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int access, const int copy)
 {
 	__u32 sys = sys_from_nr(regs->orig_ax);
 	if (!sys || !(raw_sys_mask & (1ULL << sys)))
 		return 0;
 	if (sys == SYS_RENAME) { /* any process's: a traced file's directory may be renamed by anyone */
-		renamed(ret);
+		if (copy == PRIMARY)
+			renamed(ret); /* no thread state to take turns on: not spared */
 		return 0;
 	}
+	/* Every exit below needs the thread's state: an untraced thread stops
+	 * here before taking turns (no spare_turns entry for it). */
+	if ((copy == SPARE || spares_on) &&
+	    (!op_of((__u32)bpf_get_current_pid_tgid()) || !take_turn(SPARED_SYS_EXIT, copy)))
+		return 0;
 	if (sys == SYS_IO_SUBMIT) { /* issue 13 (bpf/aio.c) */
 		aio_submit_exit(regs, ret);
 		return 0;
@@ -219,11 +237,17 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 SEC("tp_btf/sys_exit")
 int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
 {
-	return sys_exit(regs, ret, FILE_BTF);
+	return sys_exit(regs, ret, FILE_BTF, PRIMARY);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(raw_sys_exit_probe, struct pt_regs *regs, long ret)
 {
-	return sys_exit(regs, ret, FILE_PROBE);
+	return sys_exit(regs, ret, FILE_PROBE, PRIMARY);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(raw_sys_exit_spare, struct pt_regs *regs, long ret)
+{
+	return sys_exit(regs, ret, FILE_BTF, SPARE);
 }

@@ -420,12 +420,26 @@ static __always_inline void uring_issued_inline(struct op *op, struct kiocb *ioc
 	uring_name(op, key);
 }
 
+static __always_inline int uring_dio(struct kiocb *iocb, const int copy);
+
 SEC("tp_btf/iomap_dio_rw_begin")
 int BPF_PROG(uring_dio_begin, struct kiocb *iocb)
 {
+	return uring_dio(iocb, PRIMARY);
+}
+
+/* Its spare (bpf/spare.h). */
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(uring_dio_begin_spare, struct kiocb *iocb)
+{
+	return uring_dio(iocb, SPARE);
+}
+
+static __always_inline int uring_dio(struct kiocb *iocb, const int copy)
+{
 	__u64 key = (__u64)iocb;
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
-	if (!v)
+	if (!v || !take_turn(SPARED_URING_DIO, copy))
 		return 0;
 	struct op *cur = op_of((__u32)bpf_get_current_pid_tgid());
 	if (cur && !cur->uring_thread) {

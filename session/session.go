@@ -78,6 +78,7 @@ func Open(sig *Signals, o Options) (*Session, error) {
 	}
 	s.T = t
 	t.Idle = o.Idle
+	t.Notes = o.Notes
 	if o.Attached != nil {
 		o.Attached(t)
 	}

@@ -43,11 +43,14 @@ func (t *Tracer) ProgramMisses() (map[string]uint64, bool) {
 	if !countsMisses() {
 		return out, false
 	}
+	t.spares.mu.Lock() // spare.go adds programs while Run runs
+	defer t.spares.mu.Unlock()
 	for name, p := range t.coll.Programs {
 		if st, err := p.Stats(); err == nil {
 			out[name] = st.RecursionMisses
 		}
 	}
+	t.adjustForSpares(out) // spare.go: skips a spare made up for are not lost
 	return out, true
 }
 

@@ -54,12 +54,14 @@ type Options struct {
 	Stop <-chan struct{}
 
 	rejectProgs []string // tests: programs replaced by one the verifier refuses
+	noopProgs   []string // tests: programs replaced by one that does nothing (a primary whose every run is skipped)
 }
 
 // Tracer owns the loaded BPF objects, their links and the ring buffer.
 type Tracer struct {
 	K      *kernel.Kernel
 	Hooks  []HookStatus
+	spares spareSet // spare.go
 	Engine *engine.Engine
 	// Compat, when set, says why the compat BPF build was loaded (compat.go).
 	Compat []string
@@ -68,6 +70,9 @@ type Tracer struct {
 	// to flush buffered output. It returns when it wants to be called again
 	// if no record comes before (zero: whenever; Run waits at most 100 ms).
 	Idle func() time.Time
+	// Notes, if set, gets iopath's lines about the run (stderr): the spare
+	// programs attaching (spare.go).
+	Notes io.Writer
 
 	coll       *ebpf.Collection
 	targets    *ebpf.Map
@@ -212,7 +217,11 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		// IOPATH_NO_KFUNCS=1 picks this variant anywhere (tests).
 		spec.Programs[bpf.IopathProgRawSysEnter] = spec.Programs[bpf.IopathProgRawSysEnterProbe]
 		spec.Programs[bpf.IopathProgRawSysExit] = spec.Programs[bpf.IopathProgRawSysExitProbe]
+		// Their spares are BTF builds only (spare.go).
+		delete(spec.Programs, bpf.IopathProgRawSysEnterSpare)
+		delete(spec.Programs, bpf.IopathProgRawSysExitSpare)
 	}
+	t.takeSpares(spec, cache) // spare.go: loaded when needed
 	for {
 		t.coll, err = loadChosen(spec, chosen, opts, cache)
 		var pe *progErrors
@@ -235,6 +244,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		return nil, pr.disk.suspect(fmt.Errorf("loading BPF programs: %w", err))
 	}
 	ph.done("loading maps and programs")
+	t.spares.loaded = t.spareable() // spare.go
 	t.targets = t.coll.Maps[bpf.IopathMapTargets]
 	t.events = t.coll.Maps[bpf.IopathMapEvents]
 	t.counter = t.coll.Maps[bpf.IopathMapCounters]
@@ -266,6 +276,9 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 			}
 			t.links = append(t.links, ls...)
 		}
+	}
+	if err := t.sparesAtStart(); err != nil { // spare.go
+		return nil, fmt.Errorf("attaching the spare programs: %w", err)
 	}
 	ph.done("attaching")
 	rd, err := ringbuf.NewReader(t.events)
@@ -329,6 +342,11 @@ func loadChosen(spec *ebpf.CollectionSpec, chosen map[string]candidate, opts Opt
 		if p := spec.Programs[name]; p != nil {
 			// Tests: a program any verifier refuses (R2 read before any write).
 			p.Instructions = asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}
+		}
+	}
+	for _, name := range opts.noopProgs {
+		if p := spec.Programs[name]; p != nil {
+			p.Instructions = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 		}
 	}
 	return loadCollection(spec, cache, opts.Stop) // load.go: programs in parallel
@@ -580,6 +598,15 @@ func (t *Tracer) Run(ctx context.Context, settle time.Duration) error {
 		t.rd.SetDeadline(time.Unix(1, 0)) // never block in the reader: t.rw waits
 	}
 	timedOut := false
+	stopSpares, sparesDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sparesDone)
+		t.watchSpares(stopSpares, t.Notes) // spare.go
+	}()
+	defer func() {
+		close(stopSpares)
+		<-sparesDone
+	}()
 	for {
 		// The deadline only matters when ReadInto has to wait, which it
 		// does only once the ring is empty: with records left (Remaining,
@@ -686,6 +713,9 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
 	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
 	bpf.IopathCounterCNT_FAULT_VMA_RECOVERED: "faults_vma_recovered",
+	bpf.IopathCounterCNT_SPARE_SYS_ENTER:     "spare_sys_enter", bpf.IopathCounterCNT_SPARE_SYS_EXIT: "spare_sys_exit",
+	bpf.IopathCounterCNT_SPARE_BIO_QUEUE: "spare_bio_queue", bpf.IopathCounterCNT_SPARE_RQ_ISSUE: "spare_rq_issue",
+	bpf.IopathCounterCNT_SPARE_AIO_DIO: "spare_aio_dio", bpf.IopathCounterCNT_SPARE_URING_DIO: "spare_uring_dio",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -770,6 +800,10 @@ func (t *Tracer) Summary() *record.Summary {
 		// from the page cache's inode. The rest read no file through
 		// filemap_fault (render.vmaBusyText says what that means).
 		"faults_vma_busy": c["faults_vma_busy"], "faults_vma_recovered": c["faults_vma_recovered"],
+		// Events the spare programs handled in place of a skipped
+		// primary run (spare.go), per spared program.
+		"spare_sys_enter": c["spare_sys_enter"], "spare_sys_exit": c["spare_sys_exit"], "spare_bio_queue": c["spare_bio_queue"],
+		"spare_rq_issue": c["spare_rq_issue"], "spare_aio_dio": c["spare_aio_dio"], "spare_uring_dio": c["spare_uring_dio"],
 		// Requests held at the end (engine/endunseen.go): completed unseen
 		// beyond their disk's own count of requests in flight, and the
 		// ones still held after that (in flight, for all iopath can tell).
@@ -849,6 +883,8 @@ func (t *Tracer) Close() error {
 	}
 	// Detaching waits for an RCU grace period per link (tens of ms each);
 	// closing them concurrently lets those waits overlap.
+	t.spares.mu.Lock() // no spare attaching meanwhile (spare.go)
+	defer t.spares.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, l := range t.links {
 		wg.Add(1)

@@ -79,8 +79,8 @@ func logLosses(t *testing.T, s *record.Summary) {
 			missed[k] = v
 		}
 	}
-	t.Logf("missed runs %v; incomplete bios %d %v; unattributed %d %v; map evictions %v", missed, s.IncompleteBios, s.IncompleteCauses,
-		s.UnattributedBios, s.UnattributedCauses, s.MapEvictions)
+	t.Logf("missed runs %v; incomplete bios %d %v; unattributed %d %v; map evictions %v; spares %q, spare_sys_enter %d spare_sys_exit %d spare_bio_queue %d spare_rq_issue %d", missed, s.IncompleteBios, s.IncompleteCauses,
+		s.UnattributedBios, s.UnattributedCauses, s.MapEvictions, s.Attach["spares"], s.Diagnostics["spare_sys_enter"], s.Diagnostics["spare_sys_exit"], s.Diagnostics["spare_bio_queue"], s.Diagnostics["spare_rq_issue"])
 }
 
 // `trace --workload … --numjobs 2` (processes): the workload record's disk

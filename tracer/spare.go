@@ -1,0 +1,301 @@
+package tracer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/iopath/iopath/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Spare system-call programs (bpf/syscalls.c, "Spare programs"). Where the
+// kernel runs system-call tracepoint programs preemptibly (Debian's 7.2,
+// PREEMPT_LAZY), a thread preempted inside raw_sys_exit makes the kernel
+// skip that program for every other thread's system call on that CPU until
+// it runs again: a call without its record, an io_submit without its
+// iocbs. The spares are the same bodies as other programs, attached after
+// the primaries once the kernel has skipped a primary's run; they act only
+// for an event whose primary run was skipped. No kernel version or config
+// says whether the programs run preemptibly (7.2 removed the
+// preempt_disable 6.14 put around them): the skipped runs themselves do.
+//
+// When: at start where the kernel's preemption model lets a thread be
+// preempted in kernel code (full, lazy, rt: preemptModel), else at the first
+// skipped run (a 200 ms poll of the primaries' recursion_misses; the runs
+// skipped before stay lost and are reported in missed_runs). Until then
+// nothing is spent on them: they are not even loaded (~140 ms of verifier
+// time for the six here), and the primaries count their runs only from
+// spares_on. IOPATH_SPARES=now attaches them at start anyway, =off never.
+// Measured in the 1-vCPU 7.2 VM (2026-12-07), TestTraceWorkloadJobProcesses
+// (2 libaio job processes, 1000 O_DIRECT reads): attached at the first
+// skip, they came too late for its 2 s (46-133 bios never seen issued, 3
+// runs); attached at start, 0, with spare_rq_issue 56, spare_bio_queue 5,
+// spare_sys_exit 25, spare_sys_enter 10.
+
+// SpareHook names the spares' line in the attach report (summary and doctor).
+const SpareHook = "spares"
+
+// spareEvery is how often Run's watcher reads the primaries' skipped runs.
+const spareEvery = 200 * time.Millisecond
+
+// spareOf is a program with a spare copy: the primary, its spare, the
+// counter of the spare's runs in the primary's place, and the event.
+type spareOf struct {
+	primary, spare string
+	counter        bpf.IopathCounter
+	event          string
+}
+
+// spared lists them (bpf/spare.h, enum spared): the programs 7.2 was seen to
+// skip for traced threads' events.
+var spared = []spareOf{
+	{bpf.IopathProgRawSysEnter, bpf.IopathProgRawSysEnterSpare, bpf.IopathCounterCNT_SPARE_SYS_ENTER, "sys_enter"},
+	{bpf.IopathProgRawSysExit, bpf.IopathProgRawSysExitSpare, bpf.IopathCounterCNT_SPARE_SYS_EXIT, "sys_exit"},
+	{bpf.IopathProgTpBlockBioQueue, bpf.IopathProgTpBlockBioQueueSpare, bpf.IopathCounterCNT_SPARE_BIO_QUEUE, "block_bio_queue"},
+	{bpf.IopathProgTpBlockRqIssue, bpf.IopathProgTpBlockRqIssueSpare, bpf.IopathCounterCNT_SPARE_RQ_ISSUE, "block_rq_issue"},
+	{bpf.IopathProgAioDioBegin, bpf.IopathProgAioDioBeginSpare, bpf.IopathCounterCNT_SPARE_AIO_DIO, "iomap_dio_rw_begin"},
+	{bpf.IopathProgUringDioBegin, bpf.IopathProgUringDioBeginSpare, bpf.IopathCounterCNT_SPARE_URING_DIO, "iomap_dio_rw_begin"},
+}
+
+type spareSet struct {
+	// spec holds the spare programs, taken out of the load: each costs
+	// as much verifier time as its primary (all six: ~140 ms of start-up
+	// here), spent only when the kernel has skipped a run.
+	spec     *ebpf.CollectionSpec
+	cache    *btf.Cache
+	loaded   []spareOf  // pairs whose primary is loaded (and spare not yet)
+	mu       sync.Mutex // attaching against Close
+	attached bool
+}
+
+// takeSpares moves the spare programs out of spec into t.spares.spec.
+func (t *Tracer) takeSpares(spec *ebpf.CollectionSpec, cache *btf.Cache) {
+	t.spares.spec = &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}, ByteOrder: spec.ByteOrder}
+	t.spares.cache = cache
+	for _, s := range spared {
+		if p := spec.Programs[s.spare]; p != nil {
+			t.spares.spec.Programs[s.spare] = p
+			delete(spec.Programs, s.spare)
+		}
+	}
+}
+
+// spareable lists the pairs whose primary is loaded in coll and whose
+// spare can be loaded.
+func (t *Tracer) spareable() []spareOf {
+	var out []spareOf
+	for _, s := range spared {
+		if t.coll.Programs[s.primary] != nil && t.spares.spec != nil && t.spares.spec.Programs[s.spare] != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// watchSpares polls the primaries' skipped runs every spareEvery until
+// stop is closed, and attaches the spares at the first. notes gets one line
+// when they attach.
+func (t *Tracer) watchSpares(stop <-chan struct{}, notes io.Writer) {
+	if len(t.spares.loaded) == 0 || !countsMisses() {
+		return
+	}
+	tick := time.NewTicker(spareEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		skipped, which := t.primarySkips()
+		if skipped == 0 {
+			continue
+		}
+		if err := t.attachSpares(fmt.Sprintf("after the kernel skipped %d runs of %s", skipped, which)); err != nil {
+			if notes != nil {
+				fmt.Fprintf(notes, "iopath: the kernel skipped %d runs of %s and the spare programs did not attach: %v (what those runs would have seen is lost, counted in missed_runs)\n", skipped, which, err)
+			}
+			return
+		}
+		if notes != nil {
+			fmt.Fprintf(notes, "iopath: the kernel skipped %d runs of %s (a thread preempted inside a program holds it on its CPU): spare programs attached (attach: %s)\n", skipped, which, SpareHook)
+		}
+		return
+	}
+}
+
+// primarySkips sums the runs of the spared primaries the kernel skipped
+// so far, and names the programs.
+func (t *Tracer) primarySkips() (uint64, string) {
+	var n uint64
+	var names []string
+	for _, s := range t.spares.loaded {
+		if st, err := t.coll.Programs[s.primary].Stats(); err == nil && st.RecursionMisses > 0 {
+			n += st.RecursionMisses
+			names = append(names, s.primary)
+		}
+	}
+	return n, strings.Join(names, ", ")
+}
+
+// attachSpares loads the spares, turns the primaries' counting on, then
+// attaches the spares (in that order: a spare's first run then finds the
+// primary's count of the same event, never a count that started after it).
+func (t *Tracer) attachSpares(why string) error {
+	t.spares.mu.Lock()
+	defer t.spares.mu.Unlock()
+	if t.spares.attached || t.coll == nil {
+		return nil
+	}
+	for _, s := range t.spares.loaded {
+		p, err := loadProgram(t.spares.spec, s.spare, t.coll.Maps, t.spares.cache) // load.go
+		if err != nil {
+			return fmt.Errorf("loading %s: %w", s.spare, err)
+		}
+		t.coll.Programs[s.spare] = p // closed with the others
+	}
+	if err := t.coll.Variables[bpf.IopathVarSparesOn].Set(uint32(1)); err != nil {
+		return fmt.Errorf("setting spares_on: %w", err)
+	}
+	var targets []string
+	for _, s := range t.spares.loaded {
+		l, err := attachOne(attachment{kind: akTPBTF}, t.coll.Programs[s.spare])
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.spare, err)
+		}
+		t.links = append(t.links, l)
+		targets = append(targets, s.event)
+	}
+	t.spares.attached = true
+	t.Hooks = append(t.Hooks, HookStatus{Hook: SpareHook, Mechanism: TPBTF, Targets: targets,
+		Variant: "attached " + why})
+	return nil
+}
+
+// adjustForSpares turns per-program skipped runs into lost ones: a
+// primary's skips less the runs its spare did in its place; the spares'
+// own skips are left out (a spare skipped while its primary ran lost
+// nothing; one skipped with its primary is among the primary's skips).
+func (t *Tracer) adjustForSpares(misses map[string]uint64) {
+	c := t.Counters()
+	for _, s := range spared {
+		delete(misses, s.spare)
+		if n, ok := misses[s.primary]; ok && t.spares.attached {
+			misses[s.primary] = n - min(n, c[counterNames[s.counter]])
+		}
+	}
+}
+
+// sparesAtStart attaches the spares in New where the kernel preempts kernel
+// code (or IOPATH_SPARES=now); IOPATH_SPARES=off keeps them out entirely.
+func (t *Tracer) sparesAtStart() error {
+	switch os.Getenv("IOPATH_SPARES") {
+	case "off":
+		t.spares.loaded = nil
+		return nil
+	case "now":
+		return t.attachSpares("at start (IOPATH_SPARES=now)")
+	}
+	model, source := preemptModel()
+	if !preempts(model) || len(t.spares.loaded) == 0 {
+		return nil
+	}
+	return t.attachSpares(fmt.Sprintf("at start: the kernel's preemption model is %s (%s)", model, source))
+}
+
+// preempts says whether a preemption model lets the scheduler preempt a
+// thread in kernel code (inside a tracing program's run).
+func preempts(model string) bool {
+	return model == "full" || model == "lazy" || model == "rt"
+}
+
+// preemptModel returns the running kernel's preemption model (none,
+// voluntary, full, lazy, rt) and where it was read, or "" when nothing
+// says: the current mode of a PREEMPT_DYNAMIC kernel in debugfs
+// (sched/preempt marks it in parentheses), else a preempt= boot parameter,
+// else the kernel's configuration (/proc/config.gz, /boot/config-RELEASE).
+func preemptModel() (model, source string) {
+	const dyn = "/sys/kernel/debug/sched/preempt"
+	if b, err := os.ReadFile(dyn); err == nil {
+		if m := dynamicModel(string(b)); m != "" {
+			return m, dyn
+		}
+	}
+	if b, err := os.ReadFile("/proc/cmdline"); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if m, ok := strings.CutPrefix(f, "preempt="); ok {
+				return m, "/proc/cmdline"
+			}
+		}
+	}
+	cfg, source := kernelConfig()
+	if m := configModel(cfg); m != "" {
+		return m, source
+	}
+	return "", ""
+}
+
+// dynamicModel reads debugfs sched/preempt ("none voluntary full (lazy)"):
+// the mode in parentheses.
+func dynamicModel(text string) string {
+	_, after, ok := strings.Cut(text, "(")
+	if !ok {
+		return ""
+	}
+	m, _, _ := strings.Cut(after, ")")
+	return m
+}
+
+// configModel is the model a kernel configuration builds (the default mode
+// of a PREEMPT_DYNAMIC one).
+func configModel(cfg map[string]string) string {
+	for _, c := range []struct{ option, model string }{
+		{"CONFIG_PREEMPT_RT", "rt"}, {"CONFIG_PREEMPT_LAZY", "lazy"}, {"CONFIG_PREEMPT", "full"},
+		{"CONFIG_PREEMPT_VOLUNTARY", "voluntary"}, {"CONFIG_PREEMPT_NONE", "none"},
+	} {
+		if cfg[c.option] == "y" {
+			return c.model
+		}
+	}
+	return ""
+}
+
+// kernelConfig reads the running kernel's build configuration, as options
+// set (name → value), and says from where.
+func kernelConfig() (map[string]string, string) {
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	release := unix.ByteSliceToString(uts.Release[:])
+	for _, p := range []string{"/proc/config.gz", "/boot/config-" + release} {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		defer f.Close()
+		var r io.Reader = f
+		if strings.HasSuffix(p, ".gz") {
+			z, err := gzip.NewReader(f)
+			if err != nil {
+				continue
+			}
+			r = z
+		}
+		out := map[string]string{}
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.HasPrefix(k, "CONFIG_") {
+				out[k] = v
+			}
+		}
+		return out, p
+	}
+	return nil, ""
+}
