@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -54,8 +55,10 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			if len(tr.spares.loaded) == 0 {
-				t.Skip("no spare programs on this kernel (no bpf_rdonly_cast)")
+			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return s.spare == bpf.IopathProgRawSysExitSpare }) {
+				// Before 6.2 (the 6.1 VM) raw_sys_* are their probe builds,
+				// which have no spares.
+				t.Skip("no spares of raw_sys_enter/raw_sys_exit on this kernel (no bpf_rdonly_cast)")
 			}
 			if err := tr.attachSpares("in the test"); err != nil {
 				t.Fatal(err)
