@@ -12,6 +12,11 @@ import (
 // kernel cannot give, and which --force-mechanism wishes were not granted.
 func SayAttached(errw io.Writer, hooks []tracer.HookStatus, force map[string]tracer.Mechanism) {
 	fmt.Fprintln(errw, attachLine(hooks))
+	for _, h := range hooks {
+		if h.Hook == tracer.SpareHook { // tracer/spare.go: why they attached at start
+			fmt.Fprintln(errw, "iopath: spare programs "+h.Variant)
+		}
+	}
 	for _, w := range forceWarnings(force, hooks) {
 		fmt.Fprintln(errw, "iopath:", w)
 	}

@@ -27,8 +27,10 @@ func checkEnv() error {
 	if _, err := probeCacheEnv(); err != nil {
 		return err
 	}
-	_, err := hitStatsEntries()
-	return err
+	if _, err := hitStatsEntries(); err != nil {
+		return err
+	}
+	return checkSparesEnv() // spare.go
 }
 
 // probeCacheEnv is the probe cache's directory from IOPATH_PROBE_CACHE:

@@ -197,7 +197,7 @@ func (t *Tracer) adjustForSpares(misses map[string]uint64) {
 // sparesAtStart attaches the spares in New where the kernel preempts kernel
 // code (or IOPATH_SPARES=now); IOPATH_SPARES=off keeps them out entirely.
 func (t *Tracer) sparesAtStart() error {
-	switch os.Getenv("IOPATH_SPARES") {
+	switch os.Getenv(SparesEnv) {
 	case "off":
 		t.spares.loaded = nil
 		return nil
@@ -209,6 +209,21 @@ func (t *Tracer) sparesAtStart() error {
 		return nil
 	}
 	return t.attachSpares(fmt.Sprintf("at start: the kernel's preemption model is %s (%s)", model, source))
+}
+
+// SparesEnv is the environment variable that overrides when the spares
+// attach: now (at start), off (never).
+const SparesEnv = "IOPATH_SPARES"
+
+// checkSparesEnv refuses an IOPATH_SPARES value other than now, off or
+// empty (a typo would otherwise be the default, silently).
+func checkSparesEnv() error {
+	switch v := os.Getenv(SparesEnv); v {
+	case "", "now", "off":
+		return nil
+	default:
+		return fmt.Errorf("%s=%q is not a choice: give now (attach the spare programs at start), off (never), or leave it unset (at start where the kernel preempts kernel code, else at the first skipped run)", SparesEnv, v)
+	}
 }
 
 // preempts says whether a preemption model lets the scheduler preempt a

@@ -167,7 +167,7 @@ func TestTraceOutputWriteErrors(t *testing.T) {
 	}
 }
 
-// A bad IOPATH_PROBE_CACHE or IOPATH_HIT_STATS_ENTRIES is refused in one
+// A bad IOPATH_PROBE_CACHE, IOPATH_HIT_STATS_ENTRIES or IOPATH_SPARES is refused in one
 // line naming the variable and its range, before anything is created or
 // loaded (bogus once created ./bogus; 4294967295 failed as "map create:
 // argument list too long" and removed the probe cache).
@@ -179,6 +179,8 @@ func TestTraceBadEnv(t *testing.T) {
 		{"IOPATH_PROBE_CACHE=bogus", `iopath: IOPATH_PROBE_CACHE="bogus" is not an absolute path: give off, or the absolute path of an existing directory`},
 		{"IOPATH_PROBE_CACHE=" + filepath.Join(dir, "new"), "is not an existing directory"},
 		{"IOPATH_HIT_STATS_ENTRIES=4294967295", `iopath: IOPATH_HIT_STATS_ENTRIES="4294967295" is not a number of entries from 1 to 1048576`},
+		// A typo was the default, silently (a new user, 2026-12-07).
+		{"IOPATH_SPARES=on", `iopath: IOPATH_SPARES="on" is not a choice: give now (attach the spare programs at start), off (never)`},
 	} {
 		_, stderr, code, _ := runWith(t, nil, []string{c.env}, dir, "trace", "--", "true")
 		if code != 1 || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "probe cache") {
