@@ -210,10 +210,17 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 		return 0;
 	}
 	/* Every exit below needs the thread's state: an untraced thread stops
-	 * here before taking turns (no spare_turns entry for it). */
-	if ((copy == SPARE || spares_on) &&
-	    (!op_of((__u32)bpf_get_current_pid_tgid()) || !take_turn(SPARED_SYS_EXIT, copy)))
-		return 0;
+	 * here before taking turns (no spare_turns entry for it). io_getevents'
+	 * gives a thread its state (aio_reap: op_slot), as its reap must be
+	 * reported even by a thread that entered the call before the trace
+	 * began (with op_of here, such reaps were lost while the spares were
+	 * on: a reviewer's 16 of 16). */
+	if (copy == SPARE || spares_on) {
+		__u64 id = bpf_get_current_pid_tgid();
+		struct op *st = sys == SYS_IO_GETEVENTS ? op_slot((__u32)id, id >> 32) : op_of((__u32)id);
+		if (!st || !take_turn(SPARED_SYS_EXIT, copy))
+			return 0;
+	}
 	if (sys == SYS_IO_SUBMIT) { /* issue 13 (bpf/aio.c) */
 		aio_submit_exit(regs, ret);
 		return 0;

@@ -31,9 +31,12 @@ import (
 // preempted in kernel code (full, lazy, rt: preemptModel), else at the first
 // skipped run (a 200 ms poll of the primaries' recursion_misses; the runs
 // skipped before stay lost and are reported in missed_runs). Until then
-// nothing is spent on them: they are not even loaded (~140 ms of verifier
-// time for the six here), and the primaries count their runs only from
-// spares_on. IOPATH_SPARES=now attaches them at start anyway, =off never.
+// nothing is spent on them: they are not even loaded (~0.8 s of verifier
+// CPU for the six: raw_sys_exit's spare alone verifies ~350 k instructions;
+// `trace -- true` took 1.0 s of system time without them, 1.9 s with, a
+// reviewer's measurement, 2026-12-07), and the primaries count their runs
+// only from spares_on. Attached, they cost a traced system call two more
+// program runs and four LRU lookups (docs/hooks.md). IOPATH_SPARES=now attaches them at start anyway, =off never.
 // Measured in the 1-vCPU 7.2 VM (2026-12-07), TestTraceWorkloadJobProcesses
 // (2 libaio job processes, 1000 O_DIRECT reads): attached at the first
 // skip, they came too late for its 2 s (46-133 bios never seen issued, 3
@@ -67,13 +70,18 @@ var spared = []spareOf{
 
 type spareSet struct {
 	// spec holds the spare programs, taken out of the load: each costs
-	// as much verifier time as its primary (all six: ~140 ms of start-up
+	// as much verifier time as its primary (all six: ~0.8 s of CPU at start-up
 	// here), spent only when the kernel has skipped a run.
 	spec     *ebpf.CollectionSpec
 	cache    *btf.Cache
 	loaded   []spareOf  // pairs whose primary is loaded (and spare not yet)
 	mu       sync.Mutex // attaching against Close
 	attached bool
+	// reported is the highest lost count reported per primary: a
+	// primary's skip is counted before its spare counts its takeover, so
+	// a read in between is higher than the next; iopath_missed_runs_total
+	// must not go down.
+	reported map[string]uint64
 }
 
 // takeSpares moves the spare programs out of spec into t.spares.spec.
@@ -149,18 +157,38 @@ func (t *Tracer) primarySkips() (uint64, string) {
 // attachSpares loads the spares, turns the primaries' counting on, then
 // attaches the spares (in that order: a spare's first run then finds the
 // primary's count of the same event, never a count that started after it).
+// The loading (seconds of verifier time under load: raw_sys_exit's body is
+// ~350 k verified instructions) runs outside the lock, so ProgramMisses
+// (top's intervals, serve's scrapes) and Close do not wait for it.
 func (t *Tracer) attachSpares(why string) error {
 	t.spares.mu.Lock()
-	defer t.spares.mu.Unlock()
-	if t.spares.attached || t.coll == nil {
+	coll, done := t.coll, t.spares.attached
+	t.spares.mu.Unlock()
+	if done || coll == nil {
 		return nil
 	}
+	progs := map[string]*ebpf.Program{}
+	closeAll := func() {
+		for _, p := range progs {
+			p.Close()
+		}
+	}
 	for _, s := range t.spares.loaded {
-		p, err := loadProgram(t.spares.spec, s.spare, t.coll.Maps, t.spares.cache) // load.go
+		p, err := loadProgram(t.spares.spec, s.spare, coll.Maps, t.spares.cache) // load.go
 		if err != nil {
+			closeAll()
 			return fmt.Errorf("loading %s: %w", s.spare, err)
 		}
-		t.coll.Programs[s.spare] = p // closed with the others
+		progs[s.spare] = p
+	}
+	t.spares.mu.Lock()
+	defer t.spares.mu.Unlock()
+	if t.spares.attached || t.coll == nil { // closed meanwhile
+		closeAll()
+		return nil
+	}
+	for name, p := range progs {
+		t.coll.Programs[name] = p // closed with the others
 	}
 	if err := t.coll.Variables[bpf.IopathVarSparesOn].Set(uint32(1)); err != nil {
 		return fmt.Errorf("setting spares_on: %w", err)
@@ -181,16 +209,24 @@ func (t *Tracer) attachSpares(why string) error {
 }
 
 // adjustForSpares turns per-program skipped runs into lost ones: a
-// primary's skips less the runs its spare did in its place; the spares'
-// own skips are left out (a spare skipped while its primary ran lost
-// nothing; one skipped with its primary is among the primary's skips).
+// primary's skips less the runs its spare did in its place, never less
+// than reported before; the spares' own skips are left out (a spare
+// skipped while its primary ran lost nothing; one skipped with its primary
+// is among the primary's skips). Called with t.spares.mu held.
 func (t *Tracer) adjustForSpares(misses map[string]uint64) {
 	c := t.Counters()
+	if t.spares.reported == nil {
+		t.spares.reported = map[string]uint64{}
+	}
 	for _, s := range spared {
 		delete(misses, s.spare)
-		if n, ok := misses[s.primary]; ok && t.spares.attached {
-			misses[s.primary] = n - min(n, c[counterNames[s.counter]])
+		n, ok := misses[s.primary]
+		if !ok || !t.spares.attached {
+			continue
 		}
+		lost := lostRuns(n, c[counterNames[s.counter]], t.spares.reported[s.primary])
+		t.spares.reported[s.primary] = lost
+		misses[s.primary] = lost
 	}
 }
 
@@ -313,4 +349,10 @@ func kernelConfig() (map[string]string, string) {
 		return out, p
 	}
 	return nil, ""
+}
+
+// lostRuns is what a primary's skipped runs lost: skipped less those its
+// spare took over, never below what was reported before (prev).
+func lostRuns(skipped, tookOver, prev uint64) uint64 {
+	return max(skipped-min(skipped, tookOver), prev)
 }

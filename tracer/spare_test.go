@@ -133,3 +133,21 @@ func TestPreemptModel(t *testing.T) {
 		}
 	}
 }
+
+// missed_runs of a primary with a spare: its skips less the spare's
+// takeovers, never going down (iopath_missed_runs_total is a counter: a
+// scrape between a skip and its takeover saw one more than the next).
+func TestLostRuns(t *testing.T) {
+	for _, tc := range []struct{ skipped, took, prev, want uint64 }{
+		{10, 0, 0, 10},
+		{10, 10, 0, 0},
+		{10, 9, 0, 1},
+		{11, 10, 1, 1}, // a skip whose takeover is not counted yet...
+		{11, 11, 1, 1}, // ...and once it is: not back to 0
+		{5, 9, 0, 0},   // takeovers counted beyond the skips read before them
+	} {
+		if got := lostRuns(tc.skipped, tc.took, tc.prev); got != tc.want {
+			t.Errorf("lostRuns(%d, %d, %d) = %d, want %d", tc.skipped, tc.took, tc.prev, got, tc.want)
+		}
+	}
+}
