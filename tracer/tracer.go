@@ -278,7 +278,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		}
 	}
 	if err := t.sparesAtStart(); err != nil { // spare.go
-		return nil, fmt.Errorf("attaching the spare programs: %w", err)
+		return nil, fmt.Errorf("attaching the spare programs: %w (IOPATH_SPARES=off traces without them; skipped runs are then counted in missed_runs)", err)
 	}
 	ph.done("attaching")
 	rd, err := ringbuf.NewReader(t.events)
