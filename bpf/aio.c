@@ -381,6 +381,12 @@ int BPF_PROG(aio_dio_begin_spare, struct kiocb *iocb)
 	return dio_begin(iocb, SPARE);
 }
 
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(aio_dio_begin_spare2, struct kiocb *iocb)
+{
+	return dio_begin(iocb, SPARE2);
+}
+
 /* Where a function hook reaches io_submit_one(ctx, user_iocb, compat)
  * (fentry, else kprobe; x86 4.18+, not on this machine's 6.18), each call
  * is exactly the start of the next iocb: no marker needs to match it. */

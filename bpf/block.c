@@ -252,6 +252,13 @@ int BPF_PROG(tp_block_bio_queue_spare, struct bio *bio)
 	return bio_queue(bio, SPARE);
 }
 
+/* Its second spare (bpf/spare.h). */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_block_bio_queue_spare2, struct bio *bio)
+{
+	return bio_queue(bio, SPARE2);
+}
+
 /* block_bio_queue(q, bio) before 5.11 (tracer/hooks.go picks the program by
  * the tracepoint's BTF shape; kernels/issue 16). */
 SEC("tp_btf/block_bio_queue")
@@ -435,6 +442,12 @@ SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_block_rq_issue_spare, struct request *rq)
 {
 	return rq_issue(rq, SPARE);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_block_rq_issue_spare2, struct request *rq)
+{
+	return rq_issue(rq, SPARE2);
 }
 
 /* block_rq_issue(q, rq) before 5.11 and in 5.10 stable before 5.10.137

@@ -6,7 +6,7 @@
  *    MAX_WALK_STEPS; the request bio chain walk is inlined and stops at
  *    COMPAT_RQ_BIOS (longer chains are counted, CNT_RQ_CHAIN_TRUNC).
  *  - atomic fetch-and-add (BPF_ATOMIC | BPF_FETCH, 5.12): the two counters
- *    that hand out numbers (next_slot, path_serial) become per-CPU counters
+ *    that hand out numbers (next_slot, path_serial, slot_gen) become per-CPU counters
  *    striped by CPU (n * nr_cpus + cpu). Only task-context programs draw
  *    numbers, and those do not nest on one CPU.
  * Userspace picks the build by probing the kernel for both features, never
@@ -24,13 +24,13 @@ const volatile __u32 nr_cpus = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, __u64);
 } compat_serials SEC(".maps");
 
 /* serial_next returns the next number of counter `which` (0: slots, 1: path
- * records), unique across CPUs; 0xfffffffe when it cannot. */
+ * records, 2: slot generations), unique across CPUs; 0xfffffffe when it cannot. */
 static __always_inline __u64 serial_next(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&compat_serials, &which);

@@ -76,6 +76,8 @@ enum spared {
 	SPARED_RQ_ISSUE,      /* tp_block_rq_issue */
 	SPARED_AIO_DIO,       /* aio_dio_begin */
 	SPARED_URING_DIO,     /* uring_dio_begin */
+	SPARED_URING_FILE,    /* uring_file_get */
+	SPARED_FLUSH_ISSUE,   /* tp_flush_issue */
 	SPARED_MAX,
 };
 
@@ -120,6 +122,8 @@ enum counter {
 	CNT_SPARE_RQ_ISSUE,
 	CNT_SPARE_AIO_DIO,
 	CNT_SPARE_URING_DIO,
+	CNT_SPARE_URING_FILE,
+	CNT_SPARE_FLUSH_ISSUE,
 	CNT_MAX,
 };
 

@@ -66,25 +66,39 @@ struct {
 	__type(value, struct flush_seen);
 } flush_last SEC(".maps");
 
-static __always_inline int flush_issue(struct request *rq);
+static __always_inline int flush_issue(struct request *rq, const int copy);
 static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen *s);
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_flush_issue, struct request *rq)
 {
-	return flush_issue(rq);
+	return flush_issue(rq, PRIMARY);
+}
+
+/* Its spares (bpf/spare.h): 7.2 skipped it beside tp_block_rq_issue. */
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_flush_issue_spare, struct request *rq)
+{
+	return flush_issue(rq, SPARE);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_flush_issue_spare2, struct request *rq)
+{
+	return flush_issue(rq, SPARE2);
 }
 
 /* block_rq_issue(q, rq) before 5.11 (as tp_block_rq_issue_q, block.c). */
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_flush_issue_q, struct request_queue *q, struct request *rq)
 {
-	return flush_issue(rq);
+	return flush_issue(rq, PRIMARY);
 }
 
-static __always_inline int flush_issue(struct request *rq)
+static __always_inline int flush_issue(struct request *rq, const int copy)
 {
-	if (!is_flush_rq(rq))
+	/* Turns are taken by flushes only (every copy sees the same request). */
+	if (!is_flush_rq(rq) || !take_turn(SPARED_FLUSH_ISSUE, copy))
 		return 0;
 	__u64 key = (__u64)rq;
 	struct flush_seen s = {

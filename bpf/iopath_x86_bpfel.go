@@ -218,7 +218,9 @@ const (
 	IopathCounterCNT_SPARE_RQ_ISSUE      IopathCounter = 28
 	IopathCounterCNT_SPARE_AIO_DIO       IopathCounter = 29
 	IopathCounterCNT_SPARE_URING_DIO     IopathCounter = 30
-	IopathCounterCNT_MAX                 IopathCounter = 31
+	IopathCounterCNT_SPARE_URING_FILE    IopathCounter = 31
+	IopathCounterCNT_SPARE_FLUSH_ISSUE   IopathCounter = 32
+	IopathCounterCNT_MAX                 IopathCounter = 33
 )
 
 type IopathDirtyGoneEv struct {
@@ -590,7 +592,7 @@ type IopathRqIssueEv struct {
 
 type IopathSpareTurns struct {
 	_    structs.HostLayout
-	Runs [12]uint32
+	Runs [24]uint32
 }
 
 type IopathStatKey struct {
@@ -801,6 +803,7 @@ const (
 	IopathMapWbScratch                    = "wb_scratch"
 	IopathProgAioDioBegin                 = "aio_dio_begin"
 	IopathProgAioDioBeginSpare            = "aio_dio_begin_spare"
+	IopathProgAioDioBeginSpare2           = "aio_dio_begin_spare2"
 	IopathProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -853,10 +856,12 @@ const (
 	IopathProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
 	IopathProgTpBlockBioQueueSpare        = "tp_block_bio_queue_spare"
+	IopathProgTpBlockBioQueueSpare2       = "tp_block_bio_queue_spare2"
 	IopathProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathProgTpBlockRqIssue              = "tp_block_rq_issue"
 	IopathProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
 	IopathProgTpBlockRqIssueSpare         = "tp_block_rq_issue_spare"
+	IopathProgTpBlockRqIssueSpare2        = "tp_block_rq_issue_spare2"
 	IopathProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathProgTpBlockSplit                = "tp_block_split"
 	IopathProgTpBlockSplitQ               = "tp_block_split_q"
@@ -884,6 +889,8 @@ const (
 	IopathProgTpFlushComplete             = "tp_flush_complete"
 	IopathProgTpFlushIssue                = "tp_flush_issue"
 	IopathProgTpFlushIssueQ               = "tp_flush_issue_q"
+	IopathProgTpFlushIssueSpare           = "tp_flush_issue_spare"
+	IopathProgTpFlushIssueSpare2          = "tp_flush_issue_spare2"
 	IopathProgTpJbd2EndCommit             = "tp_jbd2_end_commit"
 	IopathProgTpJbd2StartCommit           = "tp_jbd2_start_commit"
 	IopathProgTpPageCacheAdd              = "tp_page_cache_add"
@@ -907,7 +914,10 @@ const (
 	IopathProgUringCompleteFields         = "uring_complete_fields"
 	IopathProgUringDioBegin               = "uring_dio_begin"
 	IopathProgUringDioBeginSpare          = "uring_dio_begin_spare"
+	IopathProgUringDioBeginSpare2         = "uring_dio_begin_spare2"
 	IopathProgUringFileGet                = "uring_file_get"
+	IopathProgUringFileGetSpare           = "uring_file_get_spare"
+	IopathProgUringFileGetSpare2          = "uring_file_get_spare2"
 	IopathProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathProgUringQueueAsyncWork         = "uring_queue_async_work"
 	IopathProgUringSubmitReq              = "uring_submit_req"
@@ -927,6 +937,7 @@ const (
 	IopathVarRenameGen                    = "rename_gen"
 	IopathVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathVarSelfTgid                     = "self_tgid"
+	IopathVarSlotGen                      = "slot_gen"
 	IopathVarSparesOn                     = "spares_on"
 	IopathVarSyncsActive                  = "syncs_active"
 	IopathVarTargetComm                   = "target_comm"
@@ -988,6 +999,7 @@ type IopathSpecs struct {
 type IopathProgramSpecs struct {
 	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	AioDioBeginSpare            *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare"`
+	AioDioBeginSpare2           *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare2"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -1040,10 +1052,12 @@ type IopathProgramSpecs struct {
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
 	TpBlockBioQueueSpare        *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare"`
+	TpBlockBioQueueSpare2       *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare2"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqIssueSpare         *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare"`
+	TpBlockRqIssueSpare2        *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare2"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
@@ -1071,6 +1085,8 @@ type IopathProgramSpecs struct {
 	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
+	TpFlushIssueSpare           *ebpf.ProgramSpec `ebpf:"tp_flush_issue_spare"`
+	TpFlushIssueSpare2          *ebpf.ProgramSpec `ebpf:"tp_flush_issue_spare2"`
 	TpJbd2EndCommit             *ebpf.ProgramSpec `ebpf:"tp_jbd2_end_commit"`
 	TpJbd2StartCommit           *ebpf.ProgramSpec `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
@@ -1094,7 +1110,10 @@ type IopathProgramSpecs struct {
 	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
 	UringDioBeginSpare          *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare"`
+	UringDioBeginSpare2         *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare2"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringFileGetSpare           *ebpf.ProgramSpec `ebpf:"uring_file_get_spare"`
+	UringFileGetSpare2          *ebpf.ProgramSpec `ebpf:"uring_file_get_spare2"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
@@ -1154,6 +1173,7 @@ type IopathVariableSpecs struct {
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SlotGen            *ebpf.VariableSpec `ebpf:"slot_gen"`
 	SparesOn           *ebpf.VariableSpec `ebpf:"spares_on"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
@@ -1271,6 +1291,7 @@ type IopathVariables struct {
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SlotGen            *ebpf.Variable `ebpf:"slot_gen"`
 	SparesOn           *ebpf.Variable `ebpf:"spares_on"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
@@ -1294,6 +1315,7 @@ type IopathVariables struct {
 type IopathPrograms struct {
 	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	AioDioBeginSpare            *ebpf.Program `ebpf:"aio_dio_begin_spare"`
+	AioDioBeginSpare2           *ebpf.Program `ebpf:"aio_dio_begin_spare2"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -1346,10 +1368,12 @@ type IopathPrograms struct {
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
 	TpBlockBioQueueSpare        *ebpf.Program `ebpf:"tp_block_bio_queue_spare"`
+	TpBlockBioQueueSpare2       *ebpf.Program `ebpf:"tp_block_bio_queue_spare2"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqIssueSpare         *ebpf.Program `ebpf:"tp_block_rq_issue_spare"`
+	TpBlockRqIssueSpare2        *ebpf.Program `ebpf:"tp_block_rq_issue_spare2"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
@@ -1377,6 +1401,8 @@ type IopathPrograms struct {
 	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
+	TpFlushIssueSpare           *ebpf.Program `ebpf:"tp_flush_issue_spare"`
+	TpFlushIssueSpare2          *ebpf.Program `ebpf:"tp_flush_issue_spare2"`
 	TpJbd2EndCommit             *ebpf.Program `ebpf:"tp_jbd2_end_commit"`
 	TpJbd2StartCommit           *ebpf.Program `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
@@ -1400,7 +1426,10 @@ type IopathPrograms struct {
 	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
 	UringDioBeginSpare          *ebpf.Program `ebpf:"uring_dio_begin_spare"`
+	UringDioBeginSpare2         *ebpf.Program `ebpf:"uring_dio_begin_spare2"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringFileGetSpare           *ebpf.Program `ebpf:"uring_file_get_spare"`
+	UringFileGetSpare2          *ebpf.Program `ebpf:"uring_file_get_spare2"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
@@ -1413,6 +1442,7 @@ func (p *IopathPrograms) Close() error {
 	return _IopathClose(
 		p.AioDioBegin,
 		p.AioDioBeginSpare,
+		p.AioDioBeginSpare2,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -1465,10 +1495,12 @@ func (p *IopathPrograms) Close() error {
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
 		p.TpBlockBioQueueSpare,
+		p.TpBlockBioQueueSpare2,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
 		p.TpBlockRqIssueQ,
 		p.TpBlockRqIssueSpare,
+		p.TpBlockRqIssueSpare2,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
@@ -1496,6 +1528,8 @@ func (p *IopathPrograms) Close() error {
 		p.TpFlushComplete,
 		p.TpFlushIssue,
 		p.TpFlushIssueQ,
+		p.TpFlushIssueSpare,
+		p.TpFlushIssueSpare2,
 		p.TpJbd2EndCommit,
 		p.TpJbd2StartCommit,
 		p.TpPageCacheAdd,
@@ -1519,7 +1553,10 @@ func (p *IopathPrograms) Close() error {
 		p.UringCompleteFields,
 		p.UringDioBegin,
 		p.UringDioBeginSpare,
+		p.UringDioBeginSpare2,
 		p.UringFileGet,
+		p.UringFileGetSpare,
+		p.UringFileGetSpare2,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,
 		p.UringSubmitReq,

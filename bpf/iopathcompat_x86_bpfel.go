@@ -300,7 +300,7 @@ type IopathCompatRqIssueEv struct {
 
 type IopathCompatSpareTurns struct {
 	_    structs.HostLayout
-	Runs [12]uint32
+	Runs [24]uint32
 }
 
 type IopathCompatStatKey struct {
@@ -405,6 +405,7 @@ const (
 	IopathCompatMapWbScratch                    = "wb_scratch"
 	IopathCompatProgAioDioBegin                 = "aio_dio_begin"
 	IopathCompatProgAioDioBeginSpare            = "aio_dio_begin_spare"
+	IopathCompatProgAioDioBeginSpare2           = "aio_dio_begin_spare2"
 	IopathCompatProgBtfFilemapFault             = "btf_filemap_fault"
 	IopathCompatProgBtfFilemapGetPages          = "btf_filemap_get_pages"
 	IopathCompatProgBtfFilemapMapPages          = "btf_filemap_map_pages"
@@ -457,10 +458,12 @@ const (
 	IopathCompatProgTpBlockBioQueue             = "tp_block_bio_queue"
 	IopathCompatProgTpBlockBioQueueQ            = "tp_block_bio_queue_q"
 	IopathCompatProgTpBlockBioQueueSpare        = "tp_block_bio_queue_spare"
+	IopathCompatProgTpBlockBioQueueSpare2       = "tp_block_bio_queue_spare2"
 	IopathCompatProgTpBlockRqComplete           = "tp_block_rq_complete"
 	IopathCompatProgTpBlockRqIssue              = "tp_block_rq_issue"
 	IopathCompatProgTpBlockRqIssueQ             = "tp_block_rq_issue_q"
 	IopathCompatProgTpBlockRqIssueSpare         = "tp_block_rq_issue_spare"
+	IopathCompatProgTpBlockRqIssueSpare2        = "tp_block_rq_issue_spare2"
 	IopathCompatProgTpBlockRqRequeue            = "tp_block_rq_requeue"
 	IopathCompatProgTpBlockSplit                = "tp_block_split"
 	IopathCompatProgTpBlockSplitQ               = "tp_block_split_q"
@@ -488,6 +491,8 @@ const (
 	IopathCompatProgTpFlushComplete             = "tp_flush_complete"
 	IopathCompatProgTpFlushIssue                = "tp_flush_issue"
 	IopathCompatProgTpFlushIssueQ               = "tp_flush_issue_q"
+	IopathCompatProgTpFlushIssueSpare           = "tp_flush_issue_spare"
+	IopathCompatProgTpFlushIssueSpare2          = "tp_flush_issue_spare2"
 	IopathCompatProgTpJbd2EndCommit             = "tp_jbd2_end_commit"
 	IopathCompatProgTpJbd2StartCommit           = "tp_jbd2_start_commit"
 	IopathCompatProgTpPageCacheAdd              = "tp_page_cache_add"
@@ -511,7 +516,10 @@ const (
 	IopathCompatProgUringCompleteFields         = "uring_complete_fields"
 	IopathCompatProgUringDioBegin               = "uring_dio_begin"
 	IopathCompatProgUringDioBeginSpare          = "uring_dio_begin_spare"
+	IopathCompatProgUringDioBeginSpare2         = "uring_dio_begin_spare2"
 	IopathCompatProgUringFileGet                = "uring_file_get"
+	IopathCompatProgUringFileGetSpare           = "uring_file_get_spare"
+	IopathCompatProgUringFileGetSpare2          = "uring_file_get_spare2"
 	IopathCompatProgUringLocalWorkRun           = "uring_local_work_run"
 	IopathCompatProgUringQueueAsyncWork         = "uring_queue_async_work"
 	IopathCompatProgUringSubmitReq              = "uring_submit_req"
@@ -532,6 +540,7 @@ const (
 	IopathCompatVarRenameGen                    = "rename_gen"
 	IopathCompatVarRqfFlushSeqBit               = "rqf_flush_seq_bit"
 	IopathCompatVarSelfTgid                     = "self_tgid"
+	IopathCompatVarSlotGen                      = "slot_gen"
 	IopathCompatVarSparesOn                     = "spares_on"
 	IopathCompatVarSyncsActive                  = "syncs_active"
 	IopathCompatVarTargetComm                   = "target_comm"
@@ -593,6 +602,7 @@ type IopathCompatSpecs struct {
 type IopathCompatProgramSpecs struct {
 	AioDioBegin                 *ebpf.ProgramSpec `ebpf:"aio_dio_begin"`
 	AioDioBeginSpare            *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare"`
+	AioDioBeginSpare2           *ebpf.ProgramSpec `ebpf:"aio_dio_begin_spare2"`
 	BtfFilemapFault             *ebpf.ProgramSpec `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.ProgramSpec `ebpf:"btf_filemap_map_pages"`
@@ -645,10 +655,12 @@ type IopathCompatProgramSpecs struct {
 	TpBlockBioQueue             *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_q"`
 	TpBlockBioQueueSpare        *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare"`
+	TpBlockBioQueueSpare2       *ebpf.ProgramSpec `ebpf:"tp_block_bio_queue_spare2"`
 	TpBlockRqComplete           *ebpf.ProgramSpec `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqIssueSpare         *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare"`
+	TpBlockRqIssueSpare2        *ebpf.ProgramSpec `ebpf:"tp_block_rq_issue_spare2"`
 	TpBlockRqRequeue            *ebpf.ProgramSpec `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.ProgramSpec `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.ProgramSpec `ebpf:"tp_block_split_q"`
@@ -676,6 +688,8 @@ type IopathCompatProgramSpecs struct {
 	TpFlushComplete             *ebpf.ProgramSpec `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.ProgramSpec `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.ProgramSpec `ebpf:"tp_flush_issue_q"`
+	TpFlushIssueSpare           *ebpf.ProgramSpec `ebpf:"tp_flush_issue_spare"`
+	TpFlushIssueSpare2          *ebpf.ProgramSpec `ebpf:"tp_flush_issue_spare2"`
 	TpJbd2EndCommit             *ebpf.ProgramSpec `ebpf:"tp_jbd2_end_commit"`
 	TpJbd2StartCommit           *ebpf.ProgramSpec `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.ProgramSpec `ebpf:"tp_page_cache_add"`
@@ -699,7 +713,10 @@ type IopathCompatProgramSpecs struct {
 	UringCompleteFields         *ebpf.ProgramSpec `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.ProgramSpec `ebpf:"uring_dio_begin"`
 	UringDioBeginSpare          *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare"`
+	UringDioBeginSpare2         *ebpf.ProgramSpec `ebpf:"uring_dio_begin_spare2"`
 	UringFileGet                *ebpf.ProgramSpec `ebpf:"uring_file_get"`
+	UringFileGetSpare           *ebpf.ProgramSpec `ebpf:"uring_file_get_spare"`
+	UringFileGetSpare2          *ebpf.ProgramSpec `ebpf:"uring_file_get_spare2"`
 	UringLocalWorkRun           *ebpf.ProgramSpec `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.ProgramSpec `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.ProgramSpec `ebpf:"uring_submit_req"`
@@ -761,6 +778,7 @@ type IopathCompatVariableSpecs struct {
 	RenameGen          *ebpf.VariableSpec `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.VariableSpec `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.VariableSpec `ebpf:"self_tgid"`
+	SlotGen            *ebpf.VariableSpec `ebpf:"slot_gen"`
 	SparesOn           *ebpf.VariableSpec `ebpf:"spares_on"`
 	SyncsActive        *ebpf.VariableSpec `ebpf:"syncs_active"`
 	TargetComm         *ebpf.VariableSpec `ebpf:"target_comm"`
@@ -881,6 +899,7 @@ type IopathCompatVariables struct {
 	RenameGen          *ebpf.Variable `ebpf:"rename_gen"`
 	RqfFlushSeqBit     *ebpf.Variable `ebpf:"rqf_flush_seq_bit"`
 	SelfTgid           *ebpf.Variable `ebpf:"self_tgid"`
+	SlotGen            *ebpf.Variable `ebpf:"slot_gen"`
 	SparesOn           *ebpf.Variable `ebpf:"spares_on"`
 	SyncsActive        *ebpf.Variable `ebpf:"syncs_active"`
 	TargetComm         *ebpf.Variable `ebpf:"target_comm"`
@@ -904,6 +923,7 @@ type IopathCompatVariables struct {
 type IopathCompatPrograms struct {
 	AioDioBegin                 *ebpf.Program `ebpf:"aio_dio_begin"`
 	AioDioBeginSpare            *ebpf.Program `ebpf:"aio_dio_begin_spare"`
+	AioDioBeginSpare2           *ebpf.Program `ebpf:"aio_dio_begin_spare2"`
 	BtfFilemapFault             *ebpf.Program `ebpf:"btf_filemap_fault"`
 	BtfFilemapGetPages          *ebpf.Program `ebpf:"btf_filemap_get_pages"`
 	BtfFilemapMapPages          *ebpf.Program `ebpf:"btf_filemap_map_pages"`
@@ -956,10 +976,12 @@ type IopathCompatPrograms struct {
 	TpBlockBioQueue             *ebpf.Program `ebpf:"tp_block_bio_queue"`
 	TpBlockBioQueueQ            *ebpf.Program `ebpf:"tp_block_bio_queue_q"`
 	TpBlockBioQueueSpare        *ebpf.Program `ebpf:"tp_block_bio_queue_spare"`
+	TpBlockBioQueueSpare2       *ebpf.Program `ebpf:"tp_block_bio_queue_spare2"`
 	TpBlockRqComplete           *ebpf.Program `ebpf:"tp_block_rq_complete"`
 	TpBlockRqIssue              *ebpf.Program `ebpf:"tp_block_rq_issue"`
 	TpBlockRqIssueQ             *ebpf.Program `ebpf:"tp_block_rq_issue_q"`
 	TpBlockRqIssueSpare         *ebpf.Program `ebpf:"tp_block_rq_issue_spare"`
+	TpBlockRqIssueSpare2        *ebpf.Program `ebpf:"tp_block_rq_issue_spare2"`
 	TpBlockRqRequeue            *ebpf.Program `ebpf:"tp_block_rq_requeue"`
 	TpBlockSplit                *ebpf.Program `ebpf:"tp_block_split"`
 	TpBlockSplitQ               *ebpf.Program `ebpf:"tp_block_split_q"`
@@ -987,6 +1009,8 @@ type IopathCompatPrograms struct {
 	TpFlushComplete             *ebpf.Program `ebpf:"tp_flush_complete"`
 	TpFlushIssue                *ebpf.Program `ebpf:"tp_flush_issue"`
 	TpFlushIssueQ               *ebpf.Program `ebpf:"tp_flush_issue_q"`
+	TpFlushIssueSpare           *ebpf.Program `ebpf:"tp_flush_issue_spare"`
+	TpFlushIssueSpare2          *ebpf.Program `ebpf:"tp_flush_issue_spare2"`
 	TpJbd2EndCommit             *ebpf.Program `ebpf:"tp_jbd2_end_commit"`
 	TpJbd2StartCommit           *ebpf.Program `ebpf:"tp_jbd2_start_commit"`
 	TpPageCacheAdd              *ebpf.Program `ebpf:"tp_page_cache_add"`
@@ -1010,7 +1034,10 @@ type IopathCompatPrograms struct {
 	UringCompleteFields         *ebpf.Program `ebpf:"uring_complete_fields"`
 	UringDioBegin               *ebpf.Program `ebpf:"uring_dio_begin"`
 	UringDioBeginSpare          *ebpf.Program `ebpf:"uring_dio_begin_spare"`
+	UringDioBeginSpare2         *ebpf.Program `ebpf:"uring_dio_begin_spare2"`
 	UringFileGet                *ebpf.Program `ebpf:"uring_file_get"`
+	UringFileGetSpare           *ebpf.Program `ebpf:"uring_file_get_spare"`
+	UringFileGetSpare2          *ebpf.Program `ebpf:"uring_file_get_spare2"`
 	UringLocalWorkRun           *ebpf.Program `ebpf:"uring_local_work_run"`
 	UringQueueAsyncWork         *ebpf.Program `ebpf:"uring_queue_async_work"`
 	UringSubmitReq              *ebpf.Program `ebpf:"uring_submit_req"`
@@ -1023,6 +1050,7 @@ func (p *IopathCompatPrograms) Close() error {
 	return _IopathCompatClose(
 		p.AioDioBegin,
 		p.AioDioBeginSpare,
+		p.AioDioBeginSpare2,
 		p.BtfFilemapFault,
 		p.BtfFilemapGetPages,
 		p.BtfFilemapMapPages,
@@ -1075,10 +1103,12 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpBlockBioQueue,
 		p.TpBlockBioQueueQ,
 		p.TpBlockBioQueueSpare,
+		p.TpBlockBioQueueSpare2,
 		p.TpBlockRqComplete,
 		p.TpBlockRqIssue,
 		p.TpBlockRqIssueQ,
 		p.TpBlockRqIssueSpare,
+		p.TpBlockRqIssueSpare2,
 		p.TpBlockRqRequeue,
 		p.TpBlockSplit,
 		p.TpBlockSplitQ,
@@ -1106,6 +1136,8 @@ func (p *IopathCompatPrograms) Close() error {
 		p.TpFlushComplete,
 		p.TpFlushIssue,
 		p.TpFlushIssueQ,
+		p.TpFlushIssueSpare,
+		p.TpFlushIssueSpare2,
 		p.TpJbd2EndCommit,
 		p.TpJbd2StartCommit,
 		p.TpPageCacheAdd,
@@ -1129,7 +1161,10 @@ func (p *IopathCompatPrograms) Close() error {
 		p.UringCompleteFields,
 		p.UringDioBegin,
 		p.UringDioBeginSpare,
+		p.UringDioBeginSpare2,
 		p.UringFileGet,
+		p.UringFileGetSpare,
+		p.UringFileGetSpare2,
 		p.UringLocalWorkRun,
 		p.UringQueueAsyncWork,
 		p.UringSubmitReq,

@@ -148,6 +148,11 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	if (!op)
 		return NULL;
 	op->owner = tgid;
+	/* The thread's op_ids start at a base of their own (slot_gen): the
+	 * generation times an odd constant (2^32/phi) spreads consecutive
+	 * ones over the 32-bit space, so a later thread with this tid starts
+	 * far from where this one's calls went. */
+	op->seq = (__u32)(FETCH_INC(slot_gen, 2) * 0x9E3779B1ULL); /* compat.h */
 	slot_set(w, tid, slot, fresh);
 	return op;
 }

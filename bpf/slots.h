@@ -44,6 +44,13 @@ struct {
 
 __u64 next_slot = 0;
 
+/* Slots given to threads so far: each thread's op_id sequence starts at a
+ * base drawn from it (op_slot), so a thread that reuses an exited thread's
+ * tid does not repeat its op_ids (tid<<32 | seq): with seq from 1 in every
+ * slot, a 64 k-thread run repeated 63,215 op_ids (2026-12-07), and the
+ * engine keys pending calls by op_id. */
+__u64 slot_gen = 0;
+
 static __always_inline __u64 *slot_word(__u32 tid)
 {
 	__u32 k = tid >> 2;

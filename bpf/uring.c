@@ -385,13 +385,32 @@ static __always_inline void uring_worker_names(__u64 req)
 	uring_file(op, uring_name(op, req));
 }
 
+static __always_inline int file_get(struct io_kiocb *req, const int copy)
+{
+	__u64 key = (__u64)req;
+	if (bpf_map_lookup_elem(&uring_reqs, &key) && take_turn(SPARED_URING_FILE, copy))
+		uring_worker_names(key);
+	return 0;
+}
+
 SEC("tp_btf/io_uring_file_get")
 int BPF_PROG(uring_file_get, struct io_kiocb *req, int fd)
 {
-	__u64 key = (__u64)req;
-	if (bpf_map_lookup_elem(&uring_reqs, &key))
-		uring_worker_names(key);
-	return 0;
+	return file_get(req, PRIMARY);
+}
+
+/* Its spares (bpf/spare.h): 7.2 skipped it for io-wq workers (a request
+ * then unnamed in its worker: its bios unattributed). */
+SEC("tp_btf/io_uring_file_get")
+int BPF_PROG(uring_file_get_spare, struct io_kiocb *req, int fd)
+{
+	return file_get(req, SPARE);
+}
+
+SEC("tp_btf/io_uring_file_get")
+int BPF_PROG(uring_file_get_spare2, struct io_kiocb *req, int fd)
+{
+	return file_get(req, SPARE2);
 }
 
 /* Direct IO's begin: the kiocb is the request (io_rw's first member).
@@ -433,6 +452,12 @@ SEC("tp_btf/iomap_dio_rw_begin")
 int BPF_PROG(uring_dio_begin_spare, struct kiocb *iocb)
 {
 	return uring_dio(iocb, SPARE);
+}
+
+SEC("tp_btf/iomap_dio_rw_begin")
+int BPF_PROG(uring_dio_begin_spare2, struct kiocb *iocb)
+{
+	return uring_dio(iocb, SPARE2);
 }
 
 static __always_inline int uring_dio(struct kiocb *iocb, const int copy)

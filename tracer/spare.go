@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/iopath/iopath/bpf"
 	"golang.org/x/sys/unix"
@@ -49,23 +51,29 @@ const SpareHook = "spares"
 // spareEvery is how often Run's watcher reads the primaries' skipped runs.
 const spareEvery = 200 * time.Millisecond
 
-// spareOf is a program with a spare copy: the primary, its spare, the
-// counter of the spare's runs in the primary's place, and the event.
+// spareOf is a program with spare copies: the primary, its spares in the
+// order they attach (bpf/spare.h: SPARE, then SPARE2), the counter of the
+// spares' runs in the primary's place, and the event.
 type spareOf struct {
-	primary, spare string
-	counter        bpf.IopathCounter
-	event          string
+	primary string
+	spares  []string
+	counter bpf.IopathCounter
+	event   string
 }
 
 // spared lists them (bpf/spare.h, enum spared): the programs 7.2 was seen to
-// skip for traced threads' events.
+// skip for traced threads' events. Those seen lost with one spare held too
+// (several io-wq workers on one CPU) have two; the system-call pair has
+// one (its exit program alone verifies ~350 k instructions).
 var spared = []spareOf{
-	{bpf.IopathProgRawSysEnter, bpf.IopathProgRawSysEnterSpare, bpf.IopathCounterCNT_SPARE_SYS_ENTER, "sys_enter"},
-	{bpf.IopathProgRawSysExit, bpf.IopathProgRawSysExitSpare, bpf.IopathCounterCNT_SPARE_SYS_EXIT, "sys_exit"},
-	{bpf.IopathProgTpBlockBioQueue, bpf.IopathProgTpBlockBioQueueSpare, bpf.IopathCounterCNT_SPARE_BIO_QUEUE, "block_bio_queue"},
-	{bpf.IopathProgTpBlockRqIssue, bpf.IopathProgTpBlockRqIssueSpare, bpf.IopathCounterCNT_SPARE_RQ_ISSUE, "block_rq_issue"},
-	{bpf.IopathProgAioDioBegin, bpf.IopathProgAioDioBeginSpare, bpf.IopathCounterCNT_SPARE_AIO_DIO, "iomap_dio_rw_begin"},
-	{bpf.IopathProgUringDioBegin, bpf.IopathProgUringDioBeginSpare, bpf.IopathCounterCNT_SPARE_URING_DIO, "iomap_dio_rw_begin"},
+	{bpf.IopathProgRawSysEnter, []string{bpf.IopathProgRawSysEnterSpare}, bpf.IopathCounterCNT_SPARE_SYS_ENTER, "sys_enter"},
+	{bpf.IopathProgRawSysExit, []string{bpf.IopathProgRawSysExitSpare}, bpf.IopathCounterCNT_SPARE_SYS_EXIT, "sys_exit"},
+	{bpf.IopathProgTpBlockBioQueue, []string{bpf.IopathProgTpBlockBioQueueSpare, bpf.IopathProgTpBlockBioQueueSpare2}, bpf.IopathCounterCNT_SPARE_BIO_QUEUE, "block_bio_queue"},
+	{bpf.IopathProgTpBlockRqIssue, []string{bpf.IopathProgTpBlockRqIssueSpare, bpf.IopathProgTpBlockRqIssueSpare2}, bpf.IopathCounterCNT_SPARE_RQ_ISSUE, "block_rq_issue"},
+	{bpf.IopathProgAioDioBegin, []string{bpf.IopathProgAioDioBeginSpare, bpf.IopathProgAioDioBeginSpare2}, bpf.IopathCounterCNT_SPARE_AIO_DIO, "iomap_dio_rw_begin"},
+	{bpf.IopathProgUringDioBegin, []string{bpf.IopathProgUringDioBeginSpare, bpf.IopathProgUringDioBeginSpare2}, bpf.IopathCounterCNT_SPARE_URING_DIO, "iomap_dio_rw_begin"},
+	{bpf.IopathProgUringFileGet, []string{bpf.IopathProgUringFileGetSpare, bpf.IopathProgUringFileGetSpare2}, bpf.IopathCounterCNT_SPARE_URING_FILE, "io_uring_file_get"},
+	{bpf.IopathProgTpFlushIssue, []string{bpf.IopathProgTpFlushIssueSpare, bpf.IopathProgTpFlushIssueSpare2}, bpf.IopathCounterCNT_SPARE_FLUSH_ISSUE, "block_rq_issue"},
 }
 
 type spareSet struct {
@@ -84,24 +92,42 @@ type spareSet struct {
 	reported map[string]uint64
 }
 
-// takeSpares moves the spare programs out of spec into t.spares.spec.
-func (t *Tracer) takeSpares(spec *ebpf.CollectionSpec, cache *btf.Cache) {
+// takeSpares moves the spare programs out of spec into t.spares.spec; the
+// ones named in noop (tests: a copy whose every run is skipped) do nothing.
+func (t *Tracer) takeSpares(spec *ebpf.CollectionSpec, cache *btf.Cache, noop []string) {
 	t.spares.spec = &ebpf.CollectionSpec{Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{}, ByteOrder: spec.ByteOrder}
 	t.spares.cache = cache
 	for _, s := range spared {
-		if p := spec.Programs[s.spare]; p != nil {
-			t.spares.spec.Programs[s.spare] = p
-			delete(spec.Programs, s.spare)
+		for _, name := range s.spares {
+			if p := spec.Programs[name]; p != nil {
+				if slices.Contains(noop, name) {
+					p = p.Copy()
+					p.Instructions = asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+				}
+				t.spares.spec.Programs[name] = p
+				delete(spec.Programs, name)
+			}
 		}
 	}
 }
 
-// spareable lists the pairs whose primary is loaded in coll and whose
-// spare can be loaded.
+// spareable lists the programs whose primary is loaded in coll, each with
+// the spares that can be loaded (the system-call spares are BTF builds only).
 func (t *Tracer) spareable() []spareOf {
 	var out []spareOf
 	for _, s := range spared {
-		if t.coll.Programs[s.primary] != nil && t.spares.spec != nil && t.spares.spec.Programs[s.spare] != nil {
+		if t.coll.Programs[s.primary] == nil || t.spares.spec == nil {
+			continue
+		}
+		var have []string
+		for _, name := range s.spares {
+			if t.spares.spec.Programs[name] == nil {
+				break // a second spare only after the first
+			}
+			have = append(have, name)
+		}
+		if len(have) > 0 {
+			s.spares = have
 			out = append(out, s)
 		}
 	}
@@ -174,12 +200,14 @@ func (t *Tracer) attachSpares(why string) error {
 		}
 	}
 	for _, s := range t.spares.loaded {
-		p, err := loadProgram(t.spares.spec, s.spare, coll.Maps, t.spares.cache) // load.go
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("loading %s: %w", s.spare, err)
+		for _, name := range s.spares {
+			p, err := loadProgram(t.spares.spec, name, coll.Maps, t.spares.cache) // load.go
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("loading %s: %w", name, err)
+			}
+			progs[name] = p
 		}
-		progs[s.spare] = p
 	}
 	t.spares.mu.Lock()
 	defer t.spares.mu.Unlock()
@@ -194,13 +222,18 @@ func (t *Tracer) attachSpares(why string) error {
 		return fmt.Errorf("setting spares_on: %w", err)
 	}
 	var targets []string
-	for _, s := range t.spares.loaded {
-		l, err := attachOne(attachment{kind: akTPBTF}, t.coll.Programs[s.spare])
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.spare, err)
+	for copy := range 2 { // every first spare, then every second: each after the copies before it
+		for _, s := range t.spares.loaded {
+			if copy >= len(s.spares) {
+				continue
+			}
+			l, err := attachOne(attachment{kind: akTPBTF}, t.coll.Programs[s.spares[copy]])
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.spares[copy], err)
+			}
+			t.links = append(t.links, l)
+			targets = append(targets, s.event)
 		}
-		t.links = append(t.links, l)
-		targets = append(targets, s.event)
 	}
 	t.spares.attached = true
 	t.Hooks = append(t.Hooks, HookStatus{Hook: SpareHook, Mechanism: TPBTF, Targets: targets,
@@ -219,7 +252,9 @@ func (t *Tracer) adjustForSpares(misses map[string]uint64) {
 		t.spares.reported = map[string]uint64{}
 	}
 	for _, s := range spared {
-		delete(misses, s.spare)
+		for _, name := range s.spares {
+			delete(misses, name)
+		}
 		n, ok := misses[s.primary]
 		if !ok || !t.spares.attached {
 			continue

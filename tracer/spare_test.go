@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return s.spare == bpf.IopathProgRawSysExitSpare }) {
+			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return slices.Contains(s.spares, bpf.IopathProgRawSysExitSpare) }) {
 				// Before 6.2 (the 6.1 VM) raw_sys_* are their probe builds,
 				// which have no spares.
 				t.Skip("no spares of raw_sys_enter/raw_sys_exit on this kernel (no bpf_rdonly_cast)")
@@ -95,6 +96,99 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 				t.Errorf("spare_sys_enter %d with the entry primary running, want 0", c["spare_sys_enter"])
 			case !tc.spared && (c["spare_sys_enter"] != 0 || c["spare_sys_exit"] != 0):
 				t.Errorf("spares ran in place of running primaries: spare_sys_enter %d spare_sys_exit %d, want 0", c["spare_sys_enter"], c["spare_sys_exit"])
+			}
+		})
+	}
+}
+
+// The second spares (bpf/spare.h SPARE2) of the block programs act when
+// the primary and the first spare both skipped an event (several threads
+// preempted inside them on one CPU), and never while either ran. As in
+// TestSpareTakesSkippedRuns, a skipped copy is one that does nothing: 16
+// O_DIRECT reads by dd, each one bio, must keep their bios queued and
+// issued (queue_ns, issue_ns, d2c_ns) whichever copy handled them.
+func TestSecondSpareTakesSkippedRuns(t *testing.T) {
+	testutil.NeedRoot(t)
+	file := filepath.Join(testutil.DiskDir(t), "spare2")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written back now: a dirty page would be written inside dd's first
+	// O_DIRECT read, a second bio of that call.
+	if _, err := f.Write(make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	const reads = 16 // dd bs=4k count=16 iflag=direct: 16 reads, a bio each
+	for _, tc := range []struct {
+		name string
+		noop []string
+		// spared: every read's bio queued and issued by a spare
+		spared bool
+	}{
+		{"primary and first spare skipped", []string{bpf.IopathProgTpBlockBioQueue, bpf.IopathProgTpBlockBioQueueSpare,
+			bpf.IopathProgTpBlockRqIssue, bpf.IopathProgTpBlockRqIssueSpare}, true},
+		{"first spare skipped", []string{bpf.IopathProgTpBlockBioQueueSpare, bpf.IopathProgTpBlockRqIssueSpare}, false},
+		{"none skipped", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []*record.Syscall
+			tr, err := New(Options{Comm: "dd", All: true, noopProgs: tc.noop}, func(r any) {
+				if c, ok := r.(*record.Syscall); ok && c.Path == file && c.Syscall == "read" {
+					mu.Lock()
+					got = append(got, c)
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return len(s.spares) == 2 && s.primary == bpf.IopathProgTpBlockRqIssue }) ||
+				!slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return len(s.spares) == 2 && s.primary == bpf.IopathProgTpBlockBioQueue }) {
+				// Before 5.11 the block programs are the (q, ...) ones,
+				// which have no spares.
+				t.Skip("no spares of tp_block_bio_queue/tp_block_rq_issue on this kernel")
+			}
+			if err := tr.attachSpares("in the test"); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan error, 1)
+			go func() { ran <- tr.Run(ctx, 2*time.Second) }()
+			if out, err := exec.Command("dd", "if="+file, "of=/dev/null", "bs=4k", "count=16", "iflag=direct").CombinedOutput(); err != nil {
+				t.Fatalf("dd: %v\n%s", err, out)
+			}
+			cancel()
+			if err := <-ran; err != nil {
+				t.Fatal(err)
+			}
+			c := tr.Counters()
+			mu.Lock()
+			defer mu.Unlock()
+			whole := 0
+			for _, r := range got {
+				if r.ReturnedBytes == 4096 && len(r.Bios) == 1 && r.Bios[0].Bytes == 4096 &&
+					r.Bios[0].QueueNs > 0 && r.Bios[0].IssueNs > 0 && r.Bios[0].D2CNs > 0 {
+					whole++
+				} else {
+					t.Logf("not whole: offset %d returned %d, bios %+v", r.Offset, r.ReturnedBytes, r.Bios)
+				}
+			}
+			t.Logf("%d of %d read records with their bio queued, issued and completed; spare_bio_queue %d spare_rq_issue %d",
+				whole, len(got), c["spare_bio_queue"], c["spare_rq_issue"])
+			if whole != reads || len(got) != reads {
+				t.Errorf("%d 4 KiB reads with one whole bio (%d read records of the file), want %d", whole, len(got), reads)
+			}
+			switch {
+			case tc.spared && (c["spare_bio_queue"] < reads || c["spare_rq_issue"] < reads):
+				t.Errorf("spare_bio_queue %d spare_rq_issue %d, want ≥ %d each (every read's bio)", c["spare_bio_queue"], c["spare_rq_issue"], reads)
+			case !tc.spared && (c["spare_bio_queue"] != 0 || c["spare_rq_issue"] != 0):
+				t.Errorf("spares ran in place of a running primary: spare_bio_queue %d spare_rq_issue %d, want 0", c["spare_bio_queue"], c["spare_rq_issue"])
 			}
 		})
 	}

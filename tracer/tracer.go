@@ -221,7 +221,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		delete(spec.Programs, bpf.IopathProgRawSysEnterSpare)
 		delete(spec.Programs, bpf.IopathProgRawSysExitSpare)
 	}
-	t.takeSpares(spec, cache) // spare.go: loaded when needed
+	t.takeSpares(spec, cache, opts.noopProgs) // spare.go: loaded when needed
 	for {
 		t.coll, err = loadChosen(spec, chosen, opts, cache)
 		var pe *progErrors
@@ -716,6 +716,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_SPARE_SYS_ENTER:     "spare_sys_enter", bpf.IopathCounterCNT_SPARE_SYS_EXIT: "spare_sys_exit",
 	bpf.IopathCounterCNT_SPARE_BIO_QUEUE: "spare_bio_queue", bpf.IopathCounterCNT_SPARE_RQ_ISSUE: "spare_rq_issue",
 	bpf.IopathCounterCNT_SPARE_AIO_DIO: "spare_aio_dio", bpf.IopathCounterCNT_SPARE_URING_DIO: "spare_uring_dio",
+	bpf.IopathCounterCNT_SPARE_URING_FILE: "spare_uring_file", bpf.IopathCounterCNT_SPARE_FLUSH_ISSUE: "spare_flush_issue",
 }
 
 // Counters sums the kernel's per-CPU loss counters by name.
@@ -804,6 +805,7 @@ func (t *Tracer) Summary() *record.Summary {
 		// primary run (spare.go), per spared program.
 		"spare_sys_enter": c["spare_sys_enter"], "spare_sys_exit": c["spare_sys_exit"], "spare_bio_queue": c["spare_bio_queue"],
 		"spare_rq_issue": c["spare_rq_issue"], "spare_aio_dio": c["spare_aio_dio"], "spare_uring_dio": c["spare_uring_dio"],
+		"spare_uring_file": c["spare_uring_file"], "spare_flush_issue": c["spare_flush_issue"],
 		// Requests held at the end (engine/endunseen.go): completed unseen
 		// beyond their disk's own count of requests in flight, and the
 		// ones still held after that (in flight, for all iopath can tell).
