@@ -135,8 +135,12 @@ func SummaryText(s *record.Summary, fileRows int) string {
 			}
 		}
 	}
+	cut := uint64(0)
 	for k, v := range s.Truncations {
-		if v > 0 {
+		switch {
+		case k == "page_ranges":
+			cut = v // nothing lost: below
+		case v > 0:
 			ev = append(ev, fmt.Sprintf("%s truncated %d", k, v))
 		}
 	}
@@ -145,6 +149,11 @@ func SummaryText(s *record.Summary, fileRows int) string {
 		fmt.Fprintf(&b, "map full / truncated (data lost): %s\n", strings.Join(ev, ", "))
 	} else {
 		b.WriteString("maps: nothing dropped\n")
+	}
+	if cut > 0 {
+		// bpf/helpers.h add_range: a call lists at most MAX_RANGES
+		// page ranges; its page counts come from the kernel's totals.
+		fmt.Fprintf(&b, "page ranges not listed (totals exact): %s beyond those a call record lists; their pages are counted in pages_added and dirtied_pages, and a record's truncated.range_pages says how many it does not list\n", Count(cut, "range"))
 	}
 	return b.String()
 }
