@@ -74,27 +74,27 @@ race:
 unit:
 	$(GO) test -count=1 -p 1 -timeout 20m ./...
 
-## vmtest: the privileged tests on Debian 5.10, 6.1 and 6.12 under qemu (TCG), VMTEST_JOBS
+## vmtest: the privileged tests on Debian 5.10, 6.1, 6.12 and 7.2 under qemu (TCG), VMTEST_JOBS
 ## kernels at once. One vCPU each: with two, TCG raced the kernel's live text patching (int3
 ## oops in syscall exit while attaching, seen on 6.12). Only the packages that touch the
 ## kernel run there, and in them the tests marked testutil.KernelIndependent skip (the host
 ## run covers them; docs/tests.md): VMTEST_ALL=1 runs everything, VMTEST_PKGS=./... every package.
-## 7.2 is left out of the default while the kernel's skipped program runs still cost a few bios
-## there (docs/hooks.md, "Debian 7.2"): with the spare programs its whole suite passed alone (385 s,
-## 2026-12-07), but beside the three others (4 VMs on 2 cores) TestTraceUringWorkers/async-direct
-## and TestTraceUringFixedFiles/io-wq each lost bios to block_bio_queue runs both copies missed
-## (3 and 9; the spares took over 78 and 53 in others); `make vmtest VMTEST_KERNELS=7.2`.
+## 7.2 runs tracing programs preemptibly, so the kernel skips runs there: the spare programs
+## (bpf/spare.h; docs/hooks.md, "Debian 7.2") take them over. With one spare each, beside the
+## three other VMs (4 on 2 cores), TestTraceUringWorkers/async-direct and
+## TestTraceUringFixedFiles/io-wq lost bios to runs both copies missed (2026-12-07, 5255372):
+## the block, dio and io_uring programs now have two spares.
 ## -test.v: CI logs show each test's time and each kernel's slowest tests; the run fails unless
 ## TestDoctorGolden passed on every kernel (testdata/doctor-SERIES.txt; VMTEST_REQUIRE= drops the
 ## check). The summary gives per kernel its boot, wall and qemu CPU seconds (docs/tests.md).
-## All three kernels at once on this 2-core machine: with 2 jobs, two of them ran one after the
-## other (1064 s of vmtest in CI, 2026-12-01 16:07); the VM time per kernel is in the summary.
+## All kernels at once on this 2-core machine: with 2 jobs (of three kernels), two of them ran one
+## after the other (1064 s of vmtest in CI, 2026-12-01 16:07); the VM time per kernel is in the summary.
 ## VMTEST_LIMIT: seconds per kernel, boot and all test binaries (vmtest.sh -t; SIGQUIT 20 s
 ## before). 1200 s was hit by 5.10 on a busy machine (qemu CPU 833 s): 1800 s now, and each test
 ## binary's -test.timeout (28 min) ends before it, so Go names the test that hung. CI's budget is
-## 90 min: three kernels at once take at most VMTEST_LIMIT (30 min) beside ~10 min for the rest.
-VMTEST_KERNELS ?= 5.10 6.1 6.12
-VMTEST_JOBS    ?= 3
+## 90 min: the kernels at once take at most VMTEST_LIMIT (30 min) beside ~10 min for the rest.
+VMTEST_KERNELS ?= 5.10 6.1 6.12 7.2
+VMTEST_JOBS    ?= 4
 VMTEST_LIMIT   ?= 1800
 VMTEST_PKGS    ?= ./cmd/iopath ./tracer/... ./internal/... ./workloads/...
 VMTEST_FLAGS   ?= -test.v -test.timeout=28m
