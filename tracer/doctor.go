@@ -13,12 +13,16 @@ import (
 // DoctorReport is what `iopath doctor` prints (also as JSON): the kernel,
 // the prerequisites, and the mechanism each hook gets (Probe).
 type DoctorReport struct {
-	Kernel  string       `json:"kernel"`
-	Machine string       `json:"machine"`
-	BTF     bool         `json:"btf"`
-	Root    bool         `json:"root"`
-	Tracefs string       `json:"tracefs"`
-	Kprobes bool         `json:"kprobes"`
+	Kernel  string `json:"kernel"`
+	Machine string `json:"machine"`
+	BTF     bool   `json:"btf"`
+	Root    bool   `json:"root"`
+	Tracefs string `json:"tracefs"`
+	Kprobes bool   `json:"kprobes"`
+	// Preempt is the kernel's preemption model (spare.go preemptModel;
+	// "" when nothing says), Spares when the spare programs attach.
+	Preempt string       `json:"preempt_model"`
+	Spares  string       `json:"spares"`
 	Hooks   []HookStatus `json:"hooks"`
 	// Compat says why the compat BPF build is used (kernels before 5.17).
 	Compat []string `json:"compat_build,omitempty"`
@@ -55,6 +59,8 @@ func Doctor(force map[string]Mechanism) *DoctorReport {
 	}
 	_, err := os.Stat("/sys/bus/event_source/devices/kprobe")
 	r.Kprobes = err == nil
+	r.Preempt, _ = preemptModel()
+	r.Spares = sparesWhen(r.Preempt)
 	hooks, err := Probe(force)
 	if err != nil {
 		r.Problems = append(r.Problems, err.Error())
@@ -81,6 +87,11 @@ func (r *DoctorReport) WriteText(w io.Writer) {
 	if r.Root && r.BTF {
 		fmt.Fprintf(w, "tracefs:  %s\n", r.Tracefs)
 		fmt.Fprintf(w, "kprobes:  %s\n", yesno(r.Kprobes))
+		model := r.Preempt
+		if model == "" {
+			model = "unknown (no debugfs sched/preempt, preempt= or kernel config)"
+		}
+		fmt.Fprintf(w, "preempt:  %s; spare programs: %s\n", model, r.Spares)
 	} else {
 		// Not probed: the checks stop at the first problem below.
 		fmt.Fprintln(w, "tracefs:  not checked")

@@ -282,6 +282,21 @@ func (t *Tracer) sparesAtStart() error {
 	return t.attachSpares(fmt.Sprintf("at start: the kernel's preemption model is %s (%s)", model, source))
 }
 
+// sparesWhen says when the spare programs attach on a kernel with
+// preemption model model (sparesAtStart, watchSpares), for doctor.
+func sparesWhen(model string) string {
+	switch os.Getenv(SparesEnv) {
+	case "off":
+		return "never (IOPATH_SPARES=off)"
+	case "now":
+		return "at start (IOPATH_SPARES=now)"
+	}
+	if preempts(model) {
+		return "at start (a thread can be preempted inside a tracing program, and the kernel then skips the program's runs on that CPU)"
+	}
+	return "at the first run of a spared program the kernel skips"
+}
+
 // SparesEnv is the environment variable that overrides when the spares
 // attach: now (at start), off (never).
 const SparesEnv = "IOPATH_SPARES"
