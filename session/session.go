@@ -76,6 +76,16 @@ func Open(sig *Signals, o Options) (*Session, error) {
 		t.Close()
 		return nil, err
 	}
+	// The -p pids are checked now that the hooks are attached, before the
+	// caller says it is ready (--ready-file): a process that exits after
+	// that signal was traced to its exit. Checked at Trace instead, a
+	// reaper that did its IO and exited right after the ready file failed
+	// the run with "exited before tracing started" (the 5.10 VM, 4 VMs on 2
+	// cores, TestTraceAioReaperBeforeTrace, 2026-12-07).
+	if err := exitedBefore(o.Tracer.Pids, o.Notes); err != nil {
+		t.Close()
+		return nil, err
+	}
 	s.T = t
 	t.Idle = o.Idle
 	t.Notes = o.Notes
@@ -207,10 +217,6 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 			WaitWriteback(s.sig.Context(), s.T, tr.WaitWriteback, s.o.Notes)
 		}
 	} else {
-		if err := exitedBefore(tr.Pids, s.o.Notes); err != nil {
-			s.End()
-			return res, err
-		}
 		select {
 		case <-s.sig.Fired():
 		case <-timeout:
@@ -228,8 +234,8 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 	return res, nil
 }
 
-// exitedBefore checks, once the hooks are attached, that the -p pids still
-// run: one that exited while they attached was never traced. Each such pid
+// exitedBefore checks, once the hooks are attached (Open), that the -p pids
+// still run: one that exited while they attached was never traced. Each such pid
 // gets a line on notes; if none is left the run ends with an error (exit 1)
 // instead of an empty summary.
 func exitedBefore(pids []int, notes io.Writer) error {
