@@ -62,7 +62,7 @@ func Workload(r *record.Workload, waited bool) string {
 	case r.Report != nil && r.Report.Engine == workloads.EngineMmap:
 		fmt.Fprintf(&b, "page cache:    no calls: the mmap engine copies through page faults (%d major, %d minor); their disk reads count above,\n",
 			r.Report.MajorFaults, r.Report.MinorFaults)
-		b.WriteString("               pages dirtied through the mapping are not followed (the tracer follows the pages calls dirty)\n")
+		b.WriteString("               pages dirtied through the mapping are in the fault records' dirtied_pages, followed to persisted as calls' are\n")
 	default:
 		b.WriteString("page cache:    no page requested by read calls\n")
 	}

@@ -41,7 +41,9 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 	if err := workloadArgs(nil, []string{kind}); err != nil {
 		return nil, err
 	}
-	fl := newWorkloadCmd().Flags()
+	var wf workloadFlags
+	fl := pflag.NewFlagSet("workload", pflag.ContinueOnError)
+	bindWorkloadFlags(fl, &wf)
 	fl.SetOutput(io.Discard)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -52,22 +54,8 @@ func parseTracedWorkload(kind string, args []string) (*tracedWorkload, error) {
 	if fl.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q after --: give only workload flags there (the kind goes in --workload)", fl.Arg(0))
 	}
-	var errs []error
-	str := func(n string) string { v, err := fl.GetString(n); errs = append(errs, err); return v }
-	boolean := func(n string) bool { v, err := fl.GetBool(n); errs = append(errs, err); return v }
-	i64 := func(n string) int64 { v, err := fl.GetInt64(n); errs = append(errs, err); return v }
-	wf := workloadFlags{bs: str("bs"), size: str("size"), json: boolean("json")}
 	s := &wf.spec
-	s.Kind, s.Engine = kind, str("engine")
-	s.Count, s.FsyncEvery, s.FdatasyncEvery = i64("count"), i64("fsync"), i64("fdatasync")
-	s.Duration, _ = fl.GetDuration("duration")
-	s.Seed, _ = fl.GetUint64("seed")
-	s.Random, s.Overwrite, s.Direct = boolean("random"), boolean("overwrite"), boolean("direct")
-	s.Cold, s.Prealloc, s.Keep = boolean("cold"), boolean("prealloc"), boolean("keep")
-	s.Fadvise, s.Dir, s.File = str("fadvise"), str("dir"), str("file")
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("reading the workload flags: %w", err) // a flag changed type in workload.go
-	}
+	s.Kind = kind
 	if err := s.SetSizes(wf.bs, wf.size); err != nil {
 		return nil, err
 	}

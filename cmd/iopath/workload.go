@@ -8,6 +8,7 @@ import (
 	"github.com/iopath/iopath/session"
 	"github.com/iopath/iopath/workloads"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func init() { subcommands = append(subcommands, newWorkloadCmd) }
@@ -58,7 +59,14 @@ it is left in the page cache unless --cold.`,
 			return runWorkload(cmd, args[0], &f)
 		},
 	}
-	fl := cmd.Flags()
+	bindWorkloadFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// bindWorkloadFlags defines the workload's flags on fl, bound to f: the
+// workload command's, and `trace --workload`'s after -- (parseTracedWorkload),
+// which so validate every one of them the same way.
+func bindWorkloadFlags(fl *pflag.FlagSet, f *workloadFlags) {
 	s := &f.spec
 	fl.StringVar(&s.Engine, "engine", workloads.EnginePsync, "how ops reach the kernel: "+strings.Join(workloads.Engines(), ", "))
 	fl.StringVar(&f.bs, "bs", "", "bytes per op (default 1 for read-1byte and small-write, 4k otherwise)")
@@ -81,7 +89,6 @@ it is left in the page cache unless --cold.`,
 	fl.BoolVar(&s.Keep, "keep", false, "keep the files the workload created")
 	workloads.AddFlags(fl, s)
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (units in field names: _ns, _bytes, _mib_s)")
-	return cmd
 }
 
 // workloadArgs requires exactly one known kind, naming the choices otherwise.

@@ -439,3 +439,33 @@ func TestWorkloadJobsInterrupt(t *testing.T) {
 		t.Errorf("left %v after SIGINT", l)
 	}
 }
+
+// `trace --workload KIND -- FLAGS` refuses every bad workload flag before
+// anything loads, as `iopath workload` does: it parses them with the same
+// flag set. It once read only some of them, so `--madvise bogus` was
+// refused by the traced child, after the BPF load and the file's
+// preparation.
+func TestTracedWorkloadFlagsValidated(t *testing.T) {
+	for _, c := range []struct {
+		want string
+		kind string
+		args []string
+	}{
+		{`unknown --madvise "bogus": choose random, sequential or willneed`, "seq-read", []string{"--engine", "mmap", "--madvise", "bogus"}},
+		{"--madvise applies to --engine mmap", "seq-read", []string{"--madvise", "random"}},
+		{"--iodepth 0 is out of range", "rand-read", []string{"--engine", "libaio", "--iodepth", "0"}},
+		{"--iodepth 8 needs --engine libaio or io_uring", "rand-read", []string{"--iodepth", "8"}},
+		{"--numjobs 0 is out of range", "rand-read", []string{"--numjobs", "0"}},
+		{"--uring-async, --sqpoll and --fixed-files are io_uring options", "rand-read", []string{"--sqpoll"}},
+		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", "seq-read", []string{"--direct", "--engine", "mmap"}},
+		{"read-1byte always reads 1 byte per call", "read-1byte", []string{"--bs", "4k"}},
+	} {
+		_, err := parseTracedWorkload(c.kind, c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("trace --workload %s -- %s: %v, want %q", c.kind, strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if w, err := parseTracedWorkload("rand-read", []string{"--engine", "io_uring", "--iodepth", "16", "--direct", "--cold"}); err != nil || w.spec.IODepth != 16 || !w.spec.Cold {
+		t.Errorf("a good command line: %+v, %v", w, err)
+	}
+}
