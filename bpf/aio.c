@@ -361,7 +361,7 @@ static __always_inline void aio_reap(struct pt_regs *regs, long ret)
 static __always_inline int dio_begin(struct kiocb *iocb, const int copy)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (!op || !op->aio_nr || !take_turn(SPARED_AIO_DIO, copy))
+	if (!op || !op->aio_nr || !take_turn(SPARED_AIO_DIO, copy, (__u64)iocb))
 		return 0;
 	struct inode *inode = BPF_CORE_READ(iocb, ki_filp, f_inode);
 	aio_mark_at(op, BPF_CORE_READ(inode, i_ino), BPF_CORE_READ(inode, i_sb, s_dev), BPF_CORE_READ(iocb, ki_pos), true);

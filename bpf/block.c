@@ -269,7 +269,7 @@ int BPF_PROG(tp_block_bio_queue_q, struct request_queue *q, struct bio *bio)
 
 static __always_inline int bio_queue(struct bio *bio, const int copy)
 {
-	if (!take_turn(SPARED_BIO_QUEUE, copy))
+	if (!take_turn(SPARED_BIO_QUEUE, copy, (__u64)bio))
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
@@ -460,7 +460,7 @@ int BPF_PROG(tp_block_rq_issue_q, struct request_queue *q, struct request *rq)
 
 static __always_inline int rq_issue(struct request *rq, const int copy)
 {
-	if (!take_turn(SPARED_RQ_ISSUE, copy))
+	if (!take_turn(SPARED_RQ_ISSUE, copy, (__u64)rq))
 		return 0;
 	struct rq_issue_ev *ev = scratch(&rq_scratch, &rq_issue_zero);
 	if (!ev)

@@ -98,7 +98,7 @@ int BPF_PROG(tp_flush_issue_q, struct request_queue *q, struct request *rq)
 static __always_inline int flush_issue(struct request *rq, const int copy)
 {
 	/* Turns are taken by flushes only (every copy sees the same request). */
-	if (!is_flush_rq(rq) || !take_turn(SPARED_FLUSH_ISSUE, copy))
+	if (!is_flush_rq(rq) || !take_turn(SPARED_FLUSH_ISSUE, copy, (__u64)rq))
 		return 0;
 	__u64 key = (__u64)rq;
 	struct flush_seen s = {

@@ -593,6 +593,7 @@ type IopathRqIssueEv struct {
 type IopathSpareTurns struct {
 	_    structs.HostLayout
 	Runs [24]uint32
+	Keys [8]uint64
 }
 
 type IopathStatKey struct {

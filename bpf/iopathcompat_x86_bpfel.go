@@ -301,6 +301,7 @@ type IopathCompatRqIssueEv struct {
 type IopathCompatSpareTurns struct {
 	_    structs.HostLayout
 	Runs [24]uint32
+	Keys [8]uint64
 }
 
 type IopathCompatStatKey struct {

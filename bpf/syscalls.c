@@ -74,7 +74,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	/* Untraced processes stop here, before any fd lookup. */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct op *op = op_slot((__u32)pid_tgid, pid_tgid >> 32);
-	if (!op || !take_turn(SPARED_SYS_ENTER, copy))
+	if (!op || !take_turn(SPARED_SYS_ENTER, copy, 0))
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls.
 	 * The switch only picks the arguments, so that op_begin_in is
@@ -218,7 +218,7 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 	if (copy == SPARE || spares_on) {
 		__u64 id = bpf_get_current_pid_tgid();
 		struct op *st = sys == SYS_IO_GETEVENTS ? op_slot((__u32)id, id >> 32) : op_of((__u32)id);
-		if (!st || !take_turn(SPARED_SYS_EXIT, copy))
+		if (!st || !take_turn(SPARED_SYS_EXIT, copy, 0))
 			return 0;
 	}
 	if (sys == SYS_IO_SUBMIT) { /* issue 13 (bpf/aio.c) */

@@ -388,7 +388,7 @@ static __always_inline void uring_worker_names(__u64 req)
 static __always_inline int file_get(struct io_kiocb *req, const int copy)
 {
 	__u64 key = (__u64)req;
-	if (bpf_map_lookup_elem(&uring_reqs, &key) && take_turn(SPARED_URING_FILE, copy))
+	if (bpf_map_lookup_elem(&uring_reqs, &key) && take_turn(SPARED_URING_FILE, copy, key))
 		uring_worker_names(key);
 	return 0;
 }
@@ -464,7 +464,7 @@ static __always_inline int uring_dio(struct kiocb *iocb, const int copy)
 {
 	__u64 key = (__u64)iocb;
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
-	if (!v || !take_turn(SPARED_URING_DIO, copy))
+	if (!v || !take_turn(SPARED_URING_DIO, copy, (__u64)iocb))
 		return 0;
 	struct op *cur = op_of((__u32)bpf_get_current_pid_tgid());
 	if (cur && !cur->uring_thread) {

@@ -153,7 +153,9 @@ func SummaryText(s *record.Summary, fileRows int) string {
 	if cut > 0 {
 		// bpf/helpers.h add_range: a call lists at most MAX_RANGES
 		// page ranges; its page counts come from the kernel's totals.
-		fmt.Fprintf(&b, "page ranges not listed (totals exact): %s beyond those a call record lists; their pages are counted in pages_added and dirtied_pages, and a record's truncated.range_pages says how many it does not list\n", Count(cut, "range"))
+		// The counter counts additions (a page or a folio each) that
+		// found no room, not ranges.
+		fmt.Fprintf(&b, "page ranges not listed (totals exact): %d pages or folios added or dirtied (one each time) fell beyond the ranges a call record lists; they are counted in pages_added and dirtied_pages, and a record's truncated.range_pages says how many pages it does not list\n", cut)
 	}
 	return b.String()
 }

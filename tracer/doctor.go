@@ -91,7 +91,7 @@ func (r *DoctorReport) WriteText(w io.Writer) {
 		if model == "" {
 			model = "unknown (no debugfs sched/preempt, preempt= or kernel config)"
 		}
-		fmt.Fprintf(w, "preempt:  %s; spare programs attach %s\n", model, r.Spares)
+		fmt.Fprintf(w, "preempt:  %s; spare programs %s\n", model, r.Spares)
 	} else {
 		// Not probed: the checks stop at the first problem below.
 		fmt.Fprintln(w, "tracefs:  not checked")

@@ -287,14 +287,17 @@ func (t *Tracer) sparesAtStart() error {
 func sparesWhen(model string) string {
 	switch os.Getenv(SparesEnv) {
 	case "off":
-		return "never (IOPATH_SPARES=off)"
+		return "never attach (IOPATH_SPARES=off)"
 	case "now":
-		return "at start (IOPATH_SPARES=now)"
+		return "attach at start (IOPATH_SPARES=now)"
 	}
-	if preempts(model) {
-		return "at start (a thread can be preempted inside a tracing program, and the kernel then skips the program's runs on that CPU)"
+	switch {
+	case preempts(model):
+		return "attach at start (a thread can be preempted inside a tracing program, and the kernel then skips the program's runs on that CPU)"
+	case !countsMisses():
+		return "never attach (the kernel does not count skipped runs: bpf_prog_info has no recursion_misses before 5.12)"
 	}
-	return "at the first run of a spared program the kernel skips"
+	return "attach at the first run of a spared program the kernel skips"
 }
 
 // SparesEnv is the environment variable that overrides when the spares
@@ -330,14 +333,16 @@ func preemptModel() (model, source string) {
 			return m, dyn
 		}
 	}
-	if b, err := os.ReadFile("/proc/cmdline"); err == nil {
+	cfg, source := kernelConfig()
+	// preempt= picks the mode of a PREEMPT_DYNAMIC kernel only; others
+	// ignore it (a config not found: taken as said).
+	if b, err := os.ReadFile("/proc/cmdline"); err == nil && (cfg == nil || cfg["CONFIG_PREEMPT_DYNAMIC"] == "y") {
 		for _, f := range strings.Fields(string(b)) {
 			if m, ok := strings.CutPrefix(f, "preempt="); ok {
 				return m, "/proc/cmdline"
 			}
 		}
 	}
-	cfg, source := kernelConfig()
 	if m := configModel(cfg); m != "" {
 		return m, source
 	}

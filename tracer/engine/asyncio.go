@@ -246,6 +246,14 @@ func noCacheHits(c *record.Cache) {
 // aioOps names the iocb opcodes (IOCB_CMD_*, include/uapi/linux/aio_abi.h).
 var aioOps = map[uint32]string{0: "read", 1: "write", 2: "fsync", 3: "fdatasync", 5: "poll", 6: "noop", 7: "readv", 8: "writev"}
 
+// iocbOpID is the op_id of iocb k of the io_submit call callID: the call's
+// sequence + 1 + k, in the 32-bit sequence half of tid<<32 | seq, which
+// wraps inside it as the kernel's does (bpf/aio.c; a thread's sequence
+// starts anywhere in 32 bits, bpf/op.h op_slot).
+func iocbOpID(callID, k uint64) uint64 {
+	return callID&^0xffffffff | uint64(uint32(callID)+1+uint32(k))
+}
+
 // HandleAioSubmit takes an EV_AIO_SUBMIT record.
 func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
 	e.seen(ev.EndNs)
@@ -255,7 +263,7 @@ func (e *Engine) HandleAioSubmit(ev *bpf.IopathAioSubmitEv) {
 	for j := 0; j < n; j++ {
 		cb := &ev.Iocb[j]
 		k := uint64(ev.First) + uint64(j)
-		id := ev.OpId + 1 + k
+		id := iocbOpID(ev.OpId, k)
 		submitted := ev.Ret > 0 && k < uint64(ev.Ret)
 		if !submitted {
 			if r := e.async.reqs[id]; r == nil && e.ops[id] == nil {

@@ -13,8 +13,14 @@ const ctx = 0x7f0000001000 // an aio_context_t
 
 // aioRead is the EV_OP of iocb k of the io_submit call: a direct 4 KiB
 // read at off that queued one bio.
+// kernelIocbID is iocb k's op_id as bpf/aio.c numbers it: the call's
+// 32-bit sequence + 1 + k, wrapping inside the low half.
+func kernelIocbID(call, k uint64) uint64 {
+	return call>>32<<32 | uint64(uint32(call)+1+uint32(k))
+}
+
 func aioRead(call uint64, k uint64, off uint64, start, end uint64) *bpf.IopathOp {
-	o := enginetest.Op(call+1+k, bpf.IopathOpSysSYS_AIO_READ, off, 4096, 4096, start, end)
+	o := enginetest.Op(kernelIocbID(call, k), bpf.IopathOpSysSYS_AIO_READ, off, 4096, 4096, start, end)
 	o.F_flags = 040000 // O_DIRECT
 	o.BiosQueued = 1
 	return o
@@ -99,6 +105,36 @@ func TestAioReusedIocb(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].Offset != 0 || reqs[0].ReapNs != 3000 || reqs[1].Offset != 4096 || reqs[1].ReapNs != 3100 ||
 		reqs[1].Result != (record.Result{Error: "EIO", Known: true}) {
 		t.Fatalf("requests %+v", reqs)
+	}
+}
+
+// A thread's op_id sequence starts anywhere in its 32 bits (bpf/op.h) and
+// wraps inside them: the iocbs of an io_submit at the top of the range get
+// ids tid<<32 | 0, 1, ... as the kernel numbers them, never (tid+1)<<32.
+// Counted in 64 bits, iocb 1 here was another thread's id and each request
+// was printed twice, once without its bio (a reviewer, 2026-12-07).
+func TestAioIocbIDsWrap(t *testing.T) {
+	s := enginetest.NewStream()
+	call := uint64(100<<32 | 0xfffffffe)
+	for k := uint64(0); k < 3; k++ {
+		s.E.HandleOp(aioRead(call, k, k*4096, 100+k*100, 200+k*100))
+		s.E.HandleIssue(dio(k+1, kernelIocbID(call, k), 800+k*8, 150+k*100))
+		s.E.HandleComplete(enginetest.Done(k+1, 400+k*100, 0))
+	}
+	s.E.HandleAioSubmit(enginetest.AioSubmit(call, ctx, 3, 90, 500,
+		enginetest.Iocb{Addr: 0xa0, UserData: 1, Off: 0, Bytes: 4096}, enginetest.Iocb{Addr: 0xa1, UserData: 2, Off: 4096, Bytes: 4096},
+		enginetest.Iocb{Addr: 0xa2, UserData: 3, Off: 8192, Bytes: 4096}))
+	s.E.HandleAioReap(enginetest.AioReap(ctx, 900, enginetest.Reaped{Addr: 0xa0, UserData: 1, Res: 4096},
+		enginetest.Reaped{Addr: 0xa1, UserData: 2, Res: 4096}, enginetest.Reaped{Addr: 0xa2, UserData: 3, Res: 4096}))
+	reqs := s.Requests()
+	want := []uint64{100<<32 | 0xffffffff, 100 << 32, 100<<32 | 1}
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3: %+v", len(reqs), reqs)
+	}
+	for i, r := range reqs {
+		if r.OpID != want[i] || len(r.Bios) != 1 || r.SubmitOpID != call || r.ReapNs != 900 {
+			t.Errorf("request %d: op_id %#x (want %#x), %d bios, submit %#x, reap %d", i, r.OpID, want[i], len(r.Bios), r.SubmitOpID, r.ReapNs)
+		}
 	}
 }
 
