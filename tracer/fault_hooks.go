@@ -31,7 +31,9 @@ func faultHooks() []Hook {
 		{Name: "fault_entry", Loses: "fault records (no handle_mm_fault(vma, address, flags, regs) hook, no page_fault_user tracepoint with bpf_find_vma)", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{shaped(bpf.IopathProgFentryHandleMmFault, akFentry, "handle_mm_fault", mmFaultShape)}},
 			{mech: Kprobe, attach: []attachment{shaped(bpf.IopathProgKprobeHandleMmFault, akKprobe, "handle_mm_fault", mmFaultShape)}},
-			{mech: TPBTF, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgBtfPageFaultUser, akTPBTF, "page_fault_user")}},
+			// x86 fires page_fault_user with interrupts still off: no
+			// preemption inside its program (candidate.unpreempted).
+			{mech: TPBTF, unpreempted: true, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgBtfPageFaultUser, akTPBTF, "page_fault_user")}},
 			{mech: Tracepoint, needs: []asm.BuiltinFunc{asm.FnFindVma}, attach: []attachment{fn(bpf.IopathProgTpPageFaultUser, akTracepoint, "exceptions/page_fault_user")}},
 		}},
 		{Name: "fault_end", Loses: "fault records (no page-fault perf events)", candidates: []candidate{

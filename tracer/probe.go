@@ -37,6 +37,11 @@ type prober struct {
 	tracefs string
 	cache   map[string]error
 	disk    *probeCache // verdicts of earlier processes on this boot (probecache.go); nil: off
+	// preemptible: the kernel's preemption model preempts kernel code
+	// (spare.go preempts), so a thread can be preempted inside a tracing
+	// program and the kernel then skips it for others: choose tries the
+	// candidates marked unpreempted first.
+	preemptible bool
 }
 
 func newProber(c *btf.Cache) (*prober, error) {
@@ -44,7 +49,8 @@ func newProber(c *btf.Cache) (*prober, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
 	}
-	p := &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}}
+	model, _ := preemptModel()
+	p := &prober{kspec: kspec, btf: c, tracefs: TracefsDir(), cache: map[string]error{}, preemptible: preempts(model)}
 	p.disk = openProbeCache(p.tracefs)
 	return p, nil
 }
@@ -205,6 +211,9 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 			want, forced = force["*"]
 		}
 		cands := h.candidates
+		if p.preemptible && !forced {
+			cands = unpreemptedFirst(cands)
+		}
 		if forced {
 			var pref, rest []candidate
 			for _, c := range cands {
@@ -230,6 +239,10 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 			}
 			st.Mechanism = c.mech
 			st.Variant = c.variant
+			if p.preemptible && !forced && c.unpreempted && !h.candidates[0].unpreempted {
+				st.Variant = strings.TrimPrefix(st.Variant+"; ", "; ") +
+					"tried first: this kernel preempts tracing programs (a thread preempted inside a fentry program makes the kernel skip it for others); these have spare programs or run with interrupts off"
+			}
 			for _, a := range c.attach {
 				st.Targets = append(st.Targets, a.kind.String()+" "+a.target)
 			}
@@ -243,4 +256,21 @@ func (p *prober) choose(hooks []Hook, force map[string]Mechanism) ([]HookStatus,
 	}
 	p.saveCache()
 	return out, chosen
+}
+
+// unpreemptedFirst orders cands with the unpreempted ones first, each group
+// in its own order.
+func unpreemptedFirst(cands []candidate) []candidate {
+	out := make([]candidate, 0, len(cands))
+	for _, c := range cands {
+		if c.unpreempted {
+			out = append(out, c)
+		}
+	}
+	for _, c := range cands {
+		if !c.unpreempted {
+			out = append(out, c)
+		}
+	}
+	return out
 }
