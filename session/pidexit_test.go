@@ -23,7 +23,7 @@ func TestPidExitAfterAttach(t *testing.T) {
 	defer c.Process.Kill()
 	pid := c.Process.Pid
 	var notes strings.Builder
-	s, err := Open(Catch(), Options{Tracer: tracer.Options{Pids: []int{pid}}, Notes: &notes})
+	s, err := Open(Catch(), Options{Tracer: tracer.Options{Pids: []int{pid}}, Notes: &notes, WaitPids: []int{pid}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +50,23 @@ func TestPidExitBeforeAttach(t *testing.T) {
 	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(Catch(), Options{Tracer: tracer.Options{Pids: []int{c.Process.Pid}}})
+	gone := []int{c.Process.Pid}
+	s, err := Open(Catch(), Options{Tracer: tracer.Options{Pids: gone}, WaitPids: WaitPids(gone, "", false)})
 	if err == nil {
 		s.Close()
 		t.Fatal("Open of an exited pid: no error")
 	}
 	if !strings.Contains(err.Error(), "exited before tracing started") {
 		t.Errorf("Open of an exited pid: %v", err)
+	}
+	// With a command (or --comm) too, the run does not wait for the pid:
+	// it goes on (`trace -p PID -- make` where PID exited while loading).
+	for _, w := range [][]int{WaitPids(gone, "", true), WaitPids(gone, "make", false)} {
+		s, err := Open(Catch(), Options{Tracer: tracer.Options{Pids: gone}, WaitPids: w})
+		if err != nil {
+			t.Errorf("Open of an exited pid with a command or comm: %v", err)
+			continue
+		}
+		s.Close()
 	}
 }

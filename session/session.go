@@ -27,6 +27,10 @@ type Options struct {
 	Settle time.Duration
 	// Notes receives iopath's own lines (stderr).
 	Notes io.Writer
+	// WaitPids are the -p pids the run waits for (none when it traces a
+	// command or a comm too): Open fails if every one of them exited while
+	// the hooks attached, and says which did.
+	WaitPids []int
 }
 
 // Session is a loaded tracer reading its ring buffer, with the signals
@@ -82,7 +86,7 @@ func Open(sig *Signals, o Options) (*Session, error) {
 	// reaper that did its IO and exited right after the ready file failed
 	// the run with "exited before tracing started" (the 5.10 VM, 4 VMs on 2
 	// cores, TestTraceAioReaperBeforeTrace, 2026-12-07).
-	if err := exitedBefore(o.Tracer.Pids, o.Notes); err != nil {
+	if err := exitedBefore(o.WaitPids, o.Notes); err != nil {
 		t.Close()
 		return nil, err
 	}

@@ -32,12 +32,7 @@ type WorkFile struct {
 // directory under DiskBase, after removing those of dead runs (CleanStale,
 // said on notes). An existing --file is never removed.
 func PrepareWorkFile(spec workloads.Spec, notes io.Writer) (*WorkFile, error) {
-	ps := spec
-	if ps.Engine == workloads.EngineMmap || ps.Engine == workloads.EngineStdio {
-		// Only the layout matters here; the mmap engine would also extend
-		// an appended file, which the child does itself.
-		ps.Engine = workloads.EnginePsync
-	}
+	ps := spec.ForLayout() // only the layout matters here
 	wf := &WorkFile{Keep: spec.Keep}
 	if ps.Dir == "" && ps.File == "" {
 		base := DiskBase()

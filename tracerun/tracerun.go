@@ -57,7 +57,7 @@ type traced struct {
 
 // open loads the tracer with o's printer as its output, says on o.Notes
 // how its hooks attached, and creates the ready file.
-func open(sig *session.Signals, o *Options) (*traced, error) {
+func open(sig *session.Signals, o *Options, withCommand bool) (*traced, error) {
 	out := render.NewPrinter(o.Out, o.JSON, o.Quiet)
 	out.SetFileRows(o.FileRows)
 	session.SetChunk(out, o.Out, o.Shared)
@@ -65,6 +65,7 @@ func open(sig *session.Signals, o *Options) (*traced, error) {
 	iv := topview.NewIntervals(o.Interval, out, o.JSON)
 	topts.Agg = iv != nil
 	s, err := session.Open(sig, session.Options{Tracer: topts, Record: o.Timeline.Tee(out.Record), Idle: iv.Idle(out.Flush), Settle: o.Settle, Notes: o.Notes,
+		WaitPids: session.WaitPids(topts.Pids, topts.Comm, withCommand),
 		Attached: func(t *tracer.Tracer) { session.SayAttached(o.Notes, t.Hooks, topts.Force); iv.Start(t) }})
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func open(sig *session.Signals, o *Options) (*traced, error) {
 // returned, after the hooks detach: nothing more is traced into an output
 // that cannot take it (`iopath trace … | head`, a full disk).
 func Run(sig *session.Signals, o Options, command *session.Command) (session.Result, error) {
-	t, err := open(sig, &o)
+	t, err := open(sig, &o, command != nil)
 	if err != nil {
 		return session.Result{}, err
 	}

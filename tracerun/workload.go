@@ -29,7 +29,7 @@ func RunWorkload(sig *session.Signals, o Options, w Workload) (session.Result, e
 		return session.Result{}, err
 	}
 	defer file.Cleanup(o.Notes)
-	t, err := open(sig, &o)
+	t, err := open(sig, &o, true) // the workload is a command
 	if err != nil {
 		return session.Result{}, err
 	}

@@ -225,6 +225,24 @@ func (s *Spec) defaultFileSize() int64 {
 	return DefaultFileSize
 }
 
+// ForLayout is the spec that lays out s's file (session.PrepareWorkFile,
+// in the tracer's untraced process): s without what only the run needs, the
+// engine's options (queue depth, jobs, io_uring flags, madvise, msync) and
+// the mmap and stdio engines (psync instead: the mmap engine would also
+// extend an appended file, which the run does itself). With them, the
+// preparation held the user's --numjobs aio contexts or an SQPOLL thread
+// for the whole trace, and an mmap spec with --madvise failed its
+// validation once the engine was psync.
+func (s Spec) ForLayout() Spec {
+	if s.Engine == EngineMmap || s.Engine == EngineStdio {
+		s.Engine = EnginePsync
+	}
+	s.Madvise, s.MsyncEvery = "", 0
+	s.IODepth, s.IODepthBatch, s.IODepthCompleteMin, s.NumJobs, s.Thread = 0, 0, 0, 0, false
+	s.UringAsync, s.SQPoll, s.UringFixed, s.UringLink = false, false, false, 0
+	return s
+}
+
 // Validate checks the spec without touching the filesystem. Prepare calls it
 // too; it is exported so callers can reject bad input before doing anything.
 func (s Spec) Validate() error {
