@@ -67,19 +67,7 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 				// which have no spares.
 				t.Skip("no spares of raw_sys_enter/raw_sys_exit on this kernel (no bpf_rdonly_cast)")
 			}
-			if err := tr.attachSpares("in the test"); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			ran := make(chan error, 1)
-			go func() { ran <- tr.Run(ctx, 2*time.Second) }()
-			if out, err := exec.Command("dd", "if="+file, "of=/dev/null", "bs=1k", "count=16").CombinedOutput(); err != nil {
-				t.Fatalf("dd: %v\n%s", err, out)
-			}
-			cancel()
-			if err := <-ran; err != nil {
-				t.Fatal(err)
-			}
+			runWithSpares(t, tr, "if="+file, "of=/dev/null", "bs=1k", "count=16")
 			c := tr.Counters()
 			mu.Lock()
 			defer mu.Unlock()
@@ -170,19 +158,7 @@ func TestSecondSpareTakesSkippedRuns(t *testing.T) {
 				// which have no spares.
 				t.Skip("no spares of tp_block_bio_queue/tp_block_rq_issue on this kernel")
 			}
-			if err := tr.attachSpares("in the test"); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			ran := make(chan error, 1)
-			go func() { ran <- tr.Run(ctx, 2*time.Second) }()
-			if out, err := exec.Command("dd", "if="+file, "of=/dev/null", "bs=4k", "count=16", "iflag=direct").CombinedOutput(); err != nil {
-				t.Fatalf("dd: %v\n%s", err, out)
-			}
-			cancel()
-			if err := <-ran; err != nil {
-				t.Fatal(err)
-			}
+			runWithSpares(t, tr, "if="+file, "of=/dev/null", "bs=4k", "count=16", "iflag=direct")
 			c := tr.Counters()
 			mu.Lock()
 			defer mu.Unlock()
@@ -259,5 +235,26 @@ func TestLostRuns(t *testing.T) {
 		if got := lostRuns(tc.skipped, tc.took, tc.prev); got != tc.want {
 			t.Errorf("lostRuns(%d, %d, %d) = %d, want %d", tc.skipped, tc.took, tc.prev, got, tc.want)
 		}
+	}
+}
+
+// runWithSpares attaches tr's spare programs, runs tr while dd runs with
+// args, and stops it.
+func runWithSpares(t *testing.T, tr *Tracer, args ...string) {
+	t.Helper()
+	if err := tr.attachSpares("in the test"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- tr.Run(ctx, 2*time.Second) }()
+	if out, err := exec.Command("dd", args...).CombinedOutput(); err != nil {
+		cancel()
+		<-ran
+		t.Fatalf("dd: %v\n%s", err, out)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
 	}
 }
