@@ -14,15 +14,6 @@ func OpenAggregates(sig *Signals, notes io.Writer, pids []int, comm string, with
 	return Open(sig, Options{
 		Tracer: tracer.Options{Pids: pids, Comm: comm, AggOnly: true, AllProcesses: len(pids) == 0 && comm == "" && !withCommand},
 		Notes:  notes, Attached: func(t *tracer.Tracer) { SayAttached(notes, t.Hooks, nil) },
-		WaitPids: WaitPids(pids, comm, withCommand),
+		PidsOnly: comm == "" && !withCommand,
 	})
-}
-
-// WaitPids are the -p pids a run waits for: none when it traces a command
-// or a comm too (the run goes on without them).
-func WaitPids(pids []int, comm string, withCommand bool) []int {
-	if comm != "" || withCommand {
-		return nil
-	}
-	return pids
 }

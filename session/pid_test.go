@@ -253,14 +253,14 @@ func TestExitedBefore(t *testing.T) {
 	}
 	gone := c.Process.Pid
 	var notes strings.Builder
-	if err := exitedBefore([]int{os.Getpid()}, &notes); err != nil || notes.Len() != 0 {
+	if err := exitedBefore([]int{os.Getpid()}, &notes, true); err != nil || notes.Len() != 0 {
 		t.Errorf("a running pid: %v, notes %q", err, notes.String())
 	}
-	err := exitedBefore([]int{gone}, &notes)
+	err := exitedBefore([]int{gone}, &notes, true)
 	if want := fmt.Sprintf("-p %d exited before tracing started", gone); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("an exited pid: %v, want %q", err, want)
 	}
-	if err := exitedBefore([]int{os.Getpid(), gone}, &notes); err != nil || !strings.Contains(notes.String(), fmt.Sprintf("-p %d exited before tracing started", gone)) {
+	if err := exitedBefore([]int{os.Getpid(), gone}, &notes, true); err != nil || !strings.Contains(notes.String(), fmt.Sprintf("-p %d exited before tracing started", gone)) {
 		t.Errorf("one of two exited: %v, notes %q", err, notes.String())
 	}
 }
@@ -299,7 +299,7 @@ ctypes.CDLL(None).syscall(60, 0)`
 		t.Errorf("CheckPid of a zombie leader with a running thread: %v", err)
 	}
 	var notes strings.Builder
-	if err := exitedBefore([]int{pid}, &notes); err != nil || notes.Len() != 0 {
+	if err := exitedBefore([]int{pid}, &notes, true); err != nil || notes.Len() != 0 {
 		t.Errorf("exitedBefore of a zombie leader with a running thread: %v, notes %q", err, notes.String())
 	}
 

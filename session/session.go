@@ -27,10 +27,10 @@ type Options struct {
 	Settle time.Duration
 	// Notes receives iopath's own lines (stderr).
 	Notes io.Writer
-	// WaitPids are the -p pids the run waits for (none when it traces a
-	// command or a comm too): Open fails if every one of them exited while
-	// the hooks attached, and says which did.
-	WaitPids []int
+	// PidsOnly: the run traces only the -p pids (no command, no comm), so
+	// Open fails if every one of them exited while the hooks attached.
+	// Either way it says which did.
+	PidsOnly bool
 }
 
 // Session is a loaded tracer reading its ring buffer, with the signals
@@ -86,7 +86,7 @@ func Open(sig *Signals, o Options) (*Session, error) {
 	// reaper that did its IO and exited right after the ready file failed
 	// the run with "exited before tracing started" (the 5.10 VM, 4 VMs on 2
 	// cores, TestTraceAioReaperBeforeTrace, 2026-12-07).
-	if err := exitedBefore(o.WaitPids, o.Notes); err != nil {
+	if err := exitedBefore(o.Tracer.Pids, o.Notes, o.PidsOnly); err != nil {
 		t.Close()
 		return nil, err
 	}
@@ -240,16 +240,16 @@ func (s *Session) Trace(tr Trace) (Result, error) {
 
 // exitedBefore checks, once the hooks are attached (Open), that the -p pids
 // still run: one that exited while they attached was never traced. Each such pid
-// gets a line on notes; if none is left the run ends with an error (exit 1)
-// instead of an empty summary.
-func exitedBefore(pids []int, notes io.Writer) error {
+// gets a line on notes; if none is left and the run traces nothing else
+// (pidsOnly) it ends with an error (exit 1) instead of an empty summary.
+func exitedBefore(pids []int, notes io.Writer, pidsOnly bool) error {
 	var gone []int
 	for _, pid := range pids {
 		if exited(pid) {
 			gone = append(gone, pid)
 		}
 	}
-	if len(gone) == 0 || len(gone) < len(pids) {
+	if len(gone) == 0 || len(gone) < len(pids) || !pidsOnly {
 		for _, pid := range gone {
 			fmt.Fprintf(notes, "iopath: -p %d exited before tracing started (while the hooks attached): nothing of it traced\n", pid)
 		}

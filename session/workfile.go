@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/iopath/iopath/internal/workdir"
 	"github.com/iopath/iopath/workloads"
 )
 
@@ -42,6 +43,12 @@ func PrepareWorkFile(spec workloads.Spec, notes io.Writer) (*WorkFile, error) {
 			return nil, fmt.Errorf("creating a directory for the workload's file in %s: %w: set TMPDIR, or give --dir after --", base, err)
 		}
 		wf.tmpDir, ps.Dir = d, d
+		if spec.Keep {
+			if err := workdir.MarkKept(d); err != nil {
+				os.RemoveAll(d)
+				return nil, fmt.Errorf("marking %s as kept: %w", d, err)
+			}
+		}
 	}
 	p, err := workloads.Prepare(ps)
 	if err != nil {

@@ -65,7 +65,7 @@ func open(sig *session.Signals, o *Options, withCommand bool) (*traced, error) {
 	iv := topview.NewIntervals(o.Interval, out, o.JSON)
 	topts.Agg = iv != nil
 	s, err := session.Open(sig, session.Options{Tracer: topts, Record: o.Timeline.Tee(out.Record), Idle: iv.Idle(out.Flush), Settle: o.Settle, Notes: o.Notes,
-		WaitPids: session.WaitPids(topts.Pids, topts.Comm, withCommand),
+		PidsOnly: topts.Comm == "" && !withCommand,
 		Attached: func(t *tracer.Tracer) { session.SayAttached(o.Notes, t.Hooks, topts.Force); iv.Start(t) }})
 	if err != nil {
 		return nil, err

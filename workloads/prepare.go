@@ -134,6 +134,11 @@ func (p *Prepared) openFile() (*os.File, bool, error) {
 			return nil, false, dirError(os.TempDir(), "--dir (or $TMPDIR)", err)
 		}
 		p.tmpDir = dir
+		if s.Keep {
+			if err := workdir.MarkKept(dir); err != nil {
+				return nil, false, dirError(dir, "--dir (or $TMPDIR)", err)
+			}
+		}
 		f, err := os.OpenFile(filepath.Join(dir, s.Kind+".dat"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			return nil, false, dirError(dir, "--dir (or $TMPDIR)", err)

@@ -44,7 +44,7 @@ func newRootCmd(args []string) *cobra.Command {
 		if strings.HasPrefix(err.Error(), "unknown ") { // cobra: unknown flag / unknown shorthand flag
 			return fmt.Errorf("%w: `%s --help` lists the flags it takes", err, c.CommandPath())
 		}
-		return fmt.Errorf("%w: see `%s --help` for the flag's format", err, c.CommandPath())
+		return fmt.Errorf("%s: see `%s --help` for the flag's format", plainParseError(err), c.CommandPath())
 	})
 	// cobra's help command answers a topic it does not know with the whole
 	// usage on stderr and exit status 0: one line and status 1 instead.
@@ -171,4 +171,28 @@ func errLines(err error) string {
 		lines[i] = "iopath: " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// plainParseError says a number flag's refusal in words, not Go's:
+// `invalid argument "abc" for "-p, --pid" flag: strconv.Atoi: parsing
+// "abc": invalid syntax` becomes `... flag: not a whole number`.
+func plainParseError(err error) string {
+	var ne *strconv.NumError
+	if !errors.As(err, &ne) {
+		return err.Error()
+	}
+	what := "not a number"
+	switch {
+	case errors.Is(ne.Err, strconv.ErrRange):
+		what = "out of range"
+	case ne.Func == "ParseUint":
+		what = "not a whole number of 0 or more"
+	case ne.Func == "ParseInt" || ne.Func == "Atoi":
+		what = "not a whole number"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "strconv."+ne.Func+":"); i >= 0 {
+		return msg[:i] + what
+	}
+	return msg
 }

@@ -108,6 +108,12 @@ func TestWorkloadBadInput(t *testing.T) {
 		{"/proc is on proc, a kernel filesystem that holds no files one can create: choose a directory on a disk (or a tmpfs) with --dir, e.g. --dir /var/tmp", []string{"workload", "seq-read", "--dir", "/proc"}},
 		{"O_DIRECT needs the psync, sync, libaio or io_uring engine", []string{"workload", "seq-read", "--direct", "--engine", "mmap"}},
 		{"choose one of --fsync and --fdatasync, not both", []string{"workload", "small-write", "--fsync", "1", "--fdatasync", "1"}},
+		// A number flag's refusal in words, not strconv's (a new user saw
+		// `strconv.Atoi: parsing "abc": invalid syntax`).
+		{`invalid argument "x" for "--count" flag: not a whole number: see`, []string{"workload", "rand-read", "--count", "x"}},
+		{`invalid argument "-1" for "--seed" flag: not a whole number of 0 or more: see`, []string{"workload", "rand-read", "--seed", "-1"}},
+		{`invalid argument "abc" for "-p, --pid" flag: not a whole number: see`, []string{"trace", "-p", "abc"}},
+		{`invalid argument "99999999999999999999" for "-p, --pid" flag: out of range: see`, []string{"top", "-p", "99999999999999999999"}},
 	} {
 		checkRefused(t, tmp, c.want, c.args...)
 	}

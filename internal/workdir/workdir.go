@@ -85,6 +85,16 @@ func (o Owner) dead(ns uint64) bool {
 // Directories of running processes, of other pid namespaces, of other
 // users, of an older iopath (no namespace in the name), or not named by
 // Make are left.
+// keptMarker, in a work directory, says its files were kept (--keep):
+// CleanStale leaves it, whoever made it.
+const keptMarker = ".iopath-kept"
+
+// MarkKept marks dir (made by Make) as kept: no later run removes it.
+// Marked when it is made, so a kept run killed by SIGKILL keeps it too.
+func MarkKept(dir string) error {
+	return os.WriteFile(filepath.Join(dir, keptMarker), nil, 0o644)
+}
+
 func CleanStale(base, kind string, notes io.Writer) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
@@ -97,6 +107,9 @@ func CleanStale(base, kind string, notes io.Writer) {
 			continue
 		}
 		p := filepath.Join(base, e.Name())
+		if _, err := os.Lstat(filepath.Join(p, keptMarker)); err == nil {
+			continue // --keep: the user's now
+		}
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) != nil || int(st.Uid) != os.Geteuid() {
 			continue

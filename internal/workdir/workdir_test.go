@@ -61,6 +61,13 @@ func TestCleanStale(t *testing.T) {
 		mk("iopath-workload-123abc"),                                             // not named by Make
 		mk("iopath-demo-" + d + here + "3"),                                      // another kind
 	}
+	// A dead process's directory whose files the user kept (--keep): a
+	// later traced run removed it, kept file and all (a new user, 2026-12-07).
+	kept := mk("iopath-workload-" + d + here + "6")
+	if err := MarkKept(kept); err != nil {
+		t.Fatal(err)
+	}
+	keep = append(keep, kept)
 	var notes strings.Builder
 	CleanStale(base, "workload", &notes)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
