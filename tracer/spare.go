@@ -326,7 +326,11 @@ func preempts(model string) bool {
 // says: the current mode of a PREEMPT_DYNAMIC kernel in debugfs
 // (sched/preempt marks it in parentheses), else a preempt= boot parameter,
 // else the kernel's configuration (/proc/config.gz, /boot/config-RELEASE).
-func preemptModel() (model, source string) {
+// Read once per process: the prober and the spares' start both ask, and
+// the configuration is a gzip of ~100 KB (/proc/config.gz).
+var preemptModel = sync.OnceValues(readPreemptModel)
+
+func readPreemptModel() (model, source string) {
 	const dyn = "/sys/kernel/debug/sched/preempt"
 	if b, err := os.ReadFile(dyn); err == nil {
 		if m := dynamicModel(string(b)); m != "" {
