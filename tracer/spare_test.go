@@ -49,19 +49,7 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 		{"primaries ran", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var got []*record.Syscall
-			tr, err := New(Options{Comm: "dd", All: true, noopProgs: tc.noop, Force: map[string]Mechanism{"vfs_read": TPBTF}}, func(r any) {
-				if c, ok := r.(*record.Syscall); ok && c.Path == file {
-					mu.Lock()
-					got = append(got, c)
-					mu.Unlock()
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
+			tr, records := ddTracer(t, Options{Comm: "dd", All: true, noopProgs: tc.noop, Force: map[string]Mechanism{"vfs_read": TPBTF}}, file)
 			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return slices.Contains(s.spares, bpf.IopathProgRawSysExitSpare) }) {
 				// Before 6.2 (the 6.1 VM) raw_sys_* are their probe builds,
 				// which have no spares.
@@ -69,8 +57,7 @@ func TestSpareTakesSkippedRuns(t *testing.T) {
 			}
 			runWithSpares(t, tr, "if="+file, "of=/dev/null", "bs=1k", "count=16")
 			c := tr.Counters()
-			mu.Lock()
-			defer mu.Unlock()
+			got := records()
 			n := 0
 			for _, r := range got {
 				if r.Syscall == "read" && r.ReturnedBytes == 1024 {
@@ -139,19 +126,7 @@ func TestSecondSpareTakesSkippedRuns(t *testing.T) {
 		{"none skipped", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var got []*record.Syscall
-			tr, err := New(Options{Comm: "dd", All: true, noopProgs: tc.noop}, func(r any) {
-				if c, ok := r.(*record.Syscall); ok && c.Path == file && c.Syscall == "read" {
-					mu.Lock()
-					got = append(got, c)
-					mu.Unlock()
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tr.Close()
+			tr, records := ddTracer(t, Options{Comm: "dd", All: true, noopProgs: tc.noop}, file)
 			if !slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return len(s.spares) == 2 && s.primary == bpf.IopathProgTpBlockRqIssue }) ||
 				!slices.ContainsFunc(tr.spares.loaded, func(s spareOf) bool { return len(s.spares) == 2 && s.primary == bpf.IopathProgTpBlockBioQueue }) {
 				// Before 5.11 the block programs are the (q, ...) ones,
@@ -160,8 +135,7 @@ func TestSecondSpareTakesSkippedRuns(t *testing.T) {
 			}
 			runWithSpares(t, tr, "if="+file, "of=/dev/null", "bs=4k", "count=16", "iflag=direct")
 			c := tr.Counters()
-			mu.Lock()
-			defer mu.Unlock()
+			got := slices.DeleteFunc(records(), func(r *record.Syscall) bool { return r.Syscall != "read" })
 			whole := 0
 			for _, r := range got {
 				if r.ReturnedBytes == 4096 && len(r.Bios) == 1 && r.Bios[0].Bytes == 4096 &&
@@ -256,5 +230,29 @@ func runWithSpares(t *testing.T, tr *Tracer, args ...string) {
 	cancel()
 	if err := <-ran; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ddTracer loads a tracer with opts (closed at the test's end) whose
+// records of file's system calls the returned function gives.
+func ddTracer(t *testing.T, opts Options, file string) (*Tracer, func() []*record.Syscall) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []*record.Syscall
+	tr, err := New(opts, func(r any) {
+		if c, ok := r.(*record.Syscall); ok && c.Path == file {
+			mu.Lock()
+			got = append(got, c)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr, func() []*record.Syscall {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
