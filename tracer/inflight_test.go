@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/iopath/iopath/bpf"
+	"github.com/iopath/iopath/tracer/engine/enginetest"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,5 +73,49 @@ func TestDiskInflightSysfs(t *testing.T) {
 	}
 	if _, ok := diskInflight(sysDevBlock, major<<20|minor); !ok {
 		t.Errorf("%s: no count of requests in flight", dir)
+	}
+}
+
+// The end of a trace reads a busy disk's count of requests in flight more
+// than once: three requests held (their completions unseen) on a disk
+// whose count is 5 at the first read (other processes' requests), then 2,
+// then 0. Each read is a bound: after the second the oldest held request
+// has ended, after the third all three. A single read (the old end)
+// completed none. The reads stop once nothing is held.
+func TestBoundHeldReadsAgain(t *testing.T) {
+	s := enginetest.NewStream()
+	for i, ts := range []uint64{1000, 2000, 3000} {
+		id := uint64(i+1)<<32 | 1
+		s.E.HandleIssue(enginetest.Issue(0xa0+uint64(i), ts, enginetest.FlRead,
+			enginetest.Own{Op: id, Bio: 0xb0 + uint64(i), Sector: uint64(i) * 8, Bytes: 4096, Queue: ts - 5}))
+		o := enginetest.Op(id, bpf.IopathOpSysSYS_PREAD64, uint64(i)*4096, 4096, 4096, ts-10, ts+100)
+		o.BiosQueued = 1
+		s.E.HandleOp(o)
+	}
+	counts := []uint64{5, 2, 0, 0, 0}
+	var reads, drains int
+	clock := uint64(10_000)
+	now := func() uint64 { clock += 100; return clock }
+	inflight := func(kdev uint32) (uint64, bool) {
+		if kdev != enginetest.Dev {
+			t.Errorf("count read for disk %x", kdev)
+		}
+		n := counts[reads]
+		reads++
+		return n, true
+	}
+	boundHeld(s.E, inflight, now, func() { drains++ }, 2, 0)
+	if _, held := s.E.Pending(); held != 2 || reads != 2 {
+		t.Fatalf("after 2 reads (counts 5, 2): %d requests held, want 2; %d reads", held, reads)
+	}
+	boundHeld(s.E, inflight, now, func() { drains++ }, 5, 0)
+	if _, held := s.E.Pending(); held != 0 {
+		t.Errorf("after the count 0: %d requests held", held)
+	}
+	if reads != 3 || drains != 3 {
+		t.Errorf("%d reads, %d drains: want 3 each (none once nothing is held)", reads, drains)
+	}
+	if got := s.E.Counters().RequestsUnseenAtEnd; got != 3 {
+		t.Errorf("requests unseen at end %d, want 3", got)
 	}
 }

@@ -67,6 +67,38 @@ type traced struct {
 	windowStart, windowEnd uint64
 }
 
+// warmBinary runs name --version, so that its binary and libraries are in
+// the page cache before a trace: execve reads a cold binary's ELF header
+// and interpreter outside any call (cause "exec", docs: unattributed bios),
+// which a test that counts the traced program's disk reads must not see.
+// A binary that a previous test's tree evicted (CI: TestTraceSequentialRead's
+// dd had 1 unattributed bio, cause exec, 2026-12-07) is read here instead.
+func warmBinary(t *testing.T, name string) {
+	t.Helper()
+	if out, err := exec.Command(name, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("%s --version: %v %s", name, err, out)
+	}
+}
+
+// lossCounts names, for a failure message, the summary's counts of what
+// iopath saw incompletely: dirty pages not seen on disk, completions no
+// program saw, truncated walks, full maps, skipped program runs.
+func (tr *traced) lossCounts() string {
+	s := tr.summary
+	nonzero := func(m map[string]uint64) map[string]uint64 {
+		out := map[string]uint64{}
+		for k, v := range m {
+			if v != 0 {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return fmt.Sprintf("dirty_pages_pending %d, dirty_pages_unseen %d, completions_unseen %d, incomplete %v, truncations %v, map_evictions %v, missed_runs %v, diagnostics %v",
+		s.DirtyPending, s.DirtyUnseen, s.CompletionsUnseen, s.IncompleteCauses, nonzero(s.Truncations), nonzero(s.MapEvictions),
+		s.MissedRuns, s.Diagnostics)
+}
+
 func (tr *traced) forIno(ino uint64) []record.Syscall {
 	var out []record.Syscall
 	for _, c := range tr.calls {
@@ -256,6 +288,7 @@ func TestTraceSequentialRead(t *testing.T) {
 	needRoot(t)
 	f := coldFile(t, diskDir(t), 8<<20)
 	ino := inoOf(t, f)
+	warmBinary(t, "dd") // dd's own bios must all be the file's: none of exec
 	tr := traceCmd(t, "--all", "--", "dd", "if="+f, "of=/dev/null", "bs=4k")
 	calls := tr.forIno(ino)
 	var requested, hit, missed, added uint64
