@@ -44,6 +44,11 @@ enum op_sys {
 	 * submitter inline, an io-wq worker, the SQPOLL thread) is an EV_OP
 	 * SYS_URING_READ / SYS_URING_WRITE whose req_id names the request. */
 	SYS_IO_URING_ENTER, SYS_URING_READ, SYS_URING_WRITE,
+	/* issue 14 (bpf/sched.c): execve/execveat, with what the kernel read
+	 * to load the program (the binary's headers, its interpreter's, a
+	 * kernel-mode fault on its data): the file is the binary loaded,
+	 * named at sched_process_exec. */
+	SYS_EXECVE,
 	SYS_MAX,    /* raw_sys_mask has a bit per value: at most 64 */
 };
 _Static_assert(SYS_MAX <= 64, "raw_sys_mask is a u64 bitmask of enum op_sys");

@@ -53,8 +53,18 @@ int BPF_PROG(btf_page_cache_add, struct folio *folio)
 	struct op *op = current_op();
 	if (!op)
 		return 0;
+	struct inode *host = BPF_CORE_READ(folio, mapping, host);
+	/* execve is named only at its end (bpf/sched.c): the first regular
+	 * file it reads is the program (prepare_binprm's read of its header
+	 * comes before the interpreter's); directory and inode-table blocks
+	 * (the block device's pages) and the interpreter's are other files. */
+	if (!op->ino && op->sys == SYS_EXECVE) {
+		if ((BPF_CORE_READ(host, i_mode) & S_IFMT) != S_IFREG)
+			return 0;
+		op->ino = BPF_CORE_READ(host, i_ino);
+		op->dev = BPF_CORE_READ(host, i_sb, s_dev);
+	}
 	if (op->ino) {
-		struct inode *host = BPF_CORE_READ(folio, mapping, host);
 		if (BPF_CORE_READ(host, i_ino) != op->ino || BPF_CORE_READ(host, i_sb, s_dev) != op->dev)
 			return 0; /* another file's page (the output of an in-kernel copy) */
 	}

@@ -510,7 +510,8 @@ const (
 	IopathOpSysSYS_IO_URING_ENTER  IopathOpSys = 31
 	IopathOpSysSYS_URING_READ      IopathOpSys = 32
 	IopathOpSysSYS_URING_WRITE     IopathOpSys = 33
-	IopathOpSysSYS_MAX             IopathOpSys = 34
+	IopathOpSysSYS_EXECVE          IopathOpSys = 34
+	IopathOpSysSYS_MAX             IopathOpSys = 35
 )
 
 type IopathOtherKey struct {
@@ -785,6 +786,7 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
+	IopathMapExecSlots                    = "exec_slots"
 	IopathMapFaultStats                   = "fault_stats"
 	IopathMapFlushIssued                  = "flush_issued"
 	IopathMapFlushLast                    = "flush_last"
@@ -1138,6 +1140,7 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
+	ExecSlots   *ebpf.MapSpec `ebpf:"exec_slots"`
 	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
@@ -1223,6 +1226,7 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
+	ExecSlots   *ebpf.Map `ebpf:"exec_slots"`
 	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast   *ebpf.Map `ebpf:"flush_last"`
@@ -1255,6 +1259,7 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.ExecSlots,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,

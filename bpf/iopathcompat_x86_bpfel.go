@@ -387,6 +387,7 @@ const (
 	IopathCompatMapCounters                     = "counters"
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
+	IopathCompatMapExecSlots                    = "exec_slots"
 	IopathCompatMapFaultStats                   = "fault_stats"
 	IopathCompatMapFlushIssued                  = "flush_issued"
 	IopathCompatMapFlushLast                    = "flush_last"
@@ -742,6 +743,7 @@ type IopathCompatMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
+	ExecSlots     *ebpf.MapSpec `ebpf:"exec_slots"`
 	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
@@ -829,6 +831,7 @@ type IopathCompatMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
+	ExecSlots     *ebpf.Map `ebpf:"exec_slots"`
 	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast     *ebpf.Map `ebpf:"flush_last"`
@@ -862,6 +865,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
+		m.ExecSlots,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,

@@ -214,7 +214,7 @@ static __always_inline struct op *op_start(struct op *op, __u32 sys, struct file
 static __always_inline struct op *op_begin_in(struct op *op, __u32 sys, struct file *file, __s64 fd,
 					      __s64 offset, __u64 count, const int access)
 {
-	if (!file && sys != SYS_SYNC)
+	if (!file && sys != SYS_SYNC && sys != SYS_EXECVE)
 		return NULL;
 	__u64 ino = 0, magic = 0;
 	__u32 dev = 0, f_flags = 0;
@@ -295,7 +295,7 @@ static __always_inline struct op *op_begin(__u32 sys, struct file *file, __s64 f
 					   const int access)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	if (!file && sys != SYS_SYNC)
+	if (!file && sys != SYS_SYNC && sys != SYS_EXECVE)
 		return NULL;
 	struct op *op = op_slot((__u32)id, id >> 32);
 	if (!op)
@@ -568,6 +568,20 @@ static __always_inline void op_release(__u32 tid)
 	if (op)
 		op->active = 0;
 	bpf_map_push_elem(&free_slots, &slot, 0);
+}
+
+/* exec_begun notes the slot of a non-leader thread that began an execve
+ * call (exec_slots, bpf/slots.h). */
+static __always_inline void exec_begun(__u32 tid, __u32 tgid)
+{
+	if (tid == tgid)
+		return;
+	__u64 *w = slot_word(tid);
+	if (!w)
+		return;
+	__u32 slot = slot_field(*w, tid);
+	if (slot && slot <= MAX_SLOTS)
+		bpf_map_update_elem(&exec_slots, &tgid, &slot, BPF_ANY);
 }
 
 /* path_key reads what tells the file's name apart from the one the

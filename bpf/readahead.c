@@ -28,11 +28,20 @@ static __always_inline struct ra_decision *ra_push(struct op *op, __u32 kind, __
 	return r;
 }
 
-/* ra_entry records a sync/async decision at its entry tracepoint. */
-static __always_inline void ra_entry(__u32 kind, __u64 index, __u32 req)
+/* exec_other_file: a decision on a file other than the program an execve
+ * call loads (its interpreter's header read), which its record does not
+ * list; ino 0: unknown (counted). */
+static __always_inline bool exec_other_file(struct op *op, __u64 ino)
+{
+	return op->sys == SYS_EXECVE && op->ino && ino && ino != op->ino;
+}
+
+/* ra_entry records a sync/async decision at its entry tracepoint, on the
+ * file of inode number ino. */
+static __always_inline void ra_entry(__u32 kind, __u64 index, __u32 req, __u64 ino)
 {
 	struct op *op = current_op();
-	if (op)
+	if (op && !exec_other_file(op, ino))
 		ra_push(op, kind, index, req);
 }
 
@@ -40,7 +49,7 @@ static __always_inline void ra_entry(__u32 kind, __u64 index, __u32 req)
 static __always_inline void ra_fexit_ra(struct readahead_control *ractl, struct file_ra_state *ra, __u32 kind, __u64 req)
 {
 	struct op *op = current_op();
-	if (!op)
+	if (!op || exec_other_file(op, BPF_CORE_READ(ractl, mapping, host, i_ino)))
 		return;
 	struct ra_decision *r = ra_push(op, kind, BPF_CORE_READ(ractl, _index), req);
 	if (!r)
@@ -100,9 +109,11 @@ int tp_page_cache_sync_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 	 * offset into a pointer (the verifier rejects a modified ctx pointer). */
 	__u64 index = ctx->index;
 	__u32 req = ctx->req_count;
+	__u64 ino = ctx->i_ino;
 	barrier_var(index);
 	barrier_var(req);
-	ra_entry(RA_SYNC, index, req);
+	barrier_var(ino);
+	ra_entry(RA_SYNC, index, req, ino);
 	return 0;
 }
 
@@ -113,9 +124,11 @@ int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
 	 * offset into a pointer (the verifier rejects a modified ctx pointer). */
 	__u64 index = ctx->index;
 	__u32 req = ctx->req_count;
+	__u64 ino = ctx->i_ino;
 	barrier_var(index);
 	barrier_var(req);
-	ra_entry(RA_ASYNC, index, req);
+	barrier_var(ino);
+	ra_entry(RA_ASYNC, index, req, ino);
 	return 0;
 }
 
@@ -123,10 +136,10 @@ int tp_page_cache_async_ra(struct trace_event_raw_page_cache_ra_op *ctx)
  * also fires on its own (e.g. from the mmap fault path): then kind is unknown. */
 /* ra_sized records the window page_cache_ra_order sized: it completes the
  * sync/async decision just pushed, or stands alone (e.g. the fault path). */
-static __always_inline void ra_sized(__u64 index, __u64 start, __u32 size, __u32 async_size)
+static __always_inline void ra_sized(__u64 index, __u64 start, __u32 size, __u32 async_size, __u64 ino)
 {
 	struct op *op = current_op();
-	if (!op)
+	if (!op || exec_other_file(op, ino))
 		return;
 	__u32 n = op->nr_ra;
 	struct ra_decision *r = NULL;
@@ -144,7 +157,7 @@ static __always_inline void ra_sized(__u64 index, __u64 start, __u32 size, __u32
 SEC("tracepoint/readahead/page_cache_ra_order")
 int tp_page_cache_ra_order(struct trace_event_raw_page_cache_ra_order *ctx)
 {
-	ra_sized(ctx->index, ctx->index, ctx->size, ctx->async_size);
+	ra_sized(ctx->index, ctx->index, ctx->size, ctx->async_size, ctx->i_ino);
 	return 0;
 }
 
@@ -154,7 +167,7 @@ SEC("tp_btf/page_cache_sync_ra")
 int BPF_PROG(btf_page_cache_sync_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
 	aio_mark_inode(inode, (__u64)index << PAGE_SHIFT, false); /* issue 13: a libaio request's start */
-	ra_entry(RA_SYNC, index, req_count);
+	ra_entry(RA_SYNC, index, req_count, BPF_CORE_READ(inode, i_ino));
 	return 0;
 }
 
@@ -162,13 +175,14 @@ SEC("tp_btf/page_cache_async_ra")
 int BPF_PROG(btf_page_cache_async_ra, struct inode *inode, unsigned long index, struct file_ra_state *ra, unsigned long req_count)
 {
 	aio_mark_inode(inode, (__u64)index << PAGE_SHIFT, false); /* issue 13 */
-	ra_entry(RA_ASYNC, index, req_count);
+	ra_entry(RA_ASYNC, index, req_count, BPF_CORE_READ(inode, i_ino));
 	return 0;
 }
 
 SEC("tp_btf/page_cache_ra_order")
 int BPF_PROG(btf_page_cache_ra_order, struct inode *inode, unsigned long index, struct file_ra_state *ra)
 {
-	ra_sized(index, BPF_CORE_READ(ra, start), BPF_CORE_READ(ra, size), BPF_CORE_READ(ra, async_size));
+	ra_sized(index, BPF_CORE_READ(ra, start), BPF_CORE_READ(ra, size), BPF_CORE_READ(ra, async_size),
+		 BPF_CORE_READ(inode, i_ino));
 	return 0;
 }

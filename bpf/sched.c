@@ -64,25 +64,86 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 	if (op)
 		fault_unended(op);
 	op_release(task->pid);
+	/* A leader killed by another thread's exec (de_thread): that thread
+	 * takes this tid next, inside its execve call (exec_slots). */
+	__u32 tgid = task->tgid;
+	__u32 *exec_slot = task->pid == tgid ? bpf_map_lookup_elem(&exec_slots, &tgid) : NULL;
+	if (exec_slot) {
+		__u64 *w = slot_word(tgid);
+		if (w)
+			slot_set(w, tgid, slot_field(*w, tgid), *exec_slot);
+		return 0;
+	}
 	/* The process's last thread (do_exit has dropped signal->live): its
 	 * pid may be reused by a process nobody asked to trace. */
-	if (BPF_CORE_READ(task, signal, live.counter) == 0) {
-		__u32 tgid = task->tgid;
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		bpf_map_delete_elem(&targets, &tgid);
-	}
 	return 0;
+}
+
+/* exec_kept names the binary an execve call loaded (its record's file)
+ * and keeps the call's state under the thread's tid, which exec from a
+ * non-leader thread changes to the leader's (old_pid: the tid it had).
+ * The call ends at its sys_exit, which then releases the slot. Returns
+ * false when the thread has no execve call open (its state is reset). */
+static __always_inline bool exec_kept(struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct op *op = op_of(old_pid);
+	if (!op || !op->active || op->sys != SYS_EXECVE)
+		return false;
+	__u32 tid = p->pid, tgid = p->tgid;
+	if (tid != (__u32)old_pid) {
+		bpf_map_delete_elem(&exec_slots, &tgid);
+		__u64 *from = slot_word(old_pid);
+		__u64 *to = slot_word(tid);
+		if (!from || !to)
+			return false;
+		__u32 slot = slot_field(*from, old_pid);
+		/* The leader's exit pointed its tid at this slot (exec_slots);
+		 * else its field is released here. */
+		if (slot_field(*to, tid) != slot) {
+			op_release(tid);
+			slot_set(to, tid, slot_field(*to, tid), slot);
+		}
+		slot_set(from, old_pid, slot, 0);
+		op->tid = tid;
+	}
+	struct file *file = BPF_CORE_READ(bprm, file);
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	__u64 ino = BPF_CORE_READ(inode, i_ino);
+	__u32 dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	/* The page cache counted the first regular file read (bpf/filemap.c):
+	 * a script (#!) is read before its interpreter, the program loaded
+	 * and named here. Its pages are not the interpreter's: not itemized
+	 * (the bios of both stay the call's). */
+	if (op->ino && (op->ino != ino || op->dev != dev)) {
+		op->pages_added = 0;
+		op->pages_in_range = 0;
+		op->nr_ranges = 0;
+		op->ranges_lost = 0;
+		op->nr_ra = 0;
+	}
+	op->file = (__u64)file;
+	op->ino = ino;
+	op->dev = dev;
+	op->fs_magic = BPF_CORE_READ(inode, i_sb, s_magic);
+	op->f_flags = BPF_CORE_READ(file, f_flags);
+	return true;
 }
 
 /* exec from a non-leader thread takes the leader's tid (de_thread,
  * exchange_tids): the thread's old tid (old_pid) never sees
  * sched_process_exit, so its field is cleared here. Both fields are reset:
- * comm changes at exec, which matters under --comm. */
+ * comm changes at exec, which matters under --comm. A traced execve call
+ * keeps its state until its exit (exec_kept). */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(tp_sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	op_release(old_pid);
-	if (p->pid != old_pid)
-		op_release(p->pid);
+	if (!exec_kept(p, old_pid, bprm)) {
+		op_release(old_pid);
+		if (p->pid != old_pid)
+			op_release(p->pid);
+	}
 	agg_exec(p->tgid); /* agg.h */
 	return 0;
 }

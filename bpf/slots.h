@@ -51,6 +51,19 @@ __u64 next_slot = 0;
  * engine keys pending calls by op_id. */
 __u64 slot_gen = 0;
 
+/* A non-leader thread in execve, by tgid: its slot. de_thread makes the
+ * leader exit, then gives the exec'ing thread the leader's tid (in the
+ * middle of load_elf_binary, with reads still to come): the leader's exit
+ * points the leader's tid at this slot (bpf/sched.c), so those reads find
+ * the call. Set at its sys_enter, deleted at sched_process_exec or its
+ * sys_exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} exec_slots SEC(".maps");
+
 static __always_inline __u64 *slot_word(__u32 tid)
 {
 	__u32 k = tid >> 2;

@@ -48,6 +48,8 @@ static __always_inline __u32 sys_from_nr(long nr)
 	case 208: /* io_getevents */
 	case 333: return SYS_IO_GETEVENTS; /* io_pgetevents */
 	case 426: return SYS_IO_URING_ENTER; /* bpf/uring.c */
+	case 59:  /* execve */
+	case 322: return SYS_EXECVE; /* execveat (bpf/sched.c) */
 	}
 	return 0;
 }
@@ -122,6 +124,10 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 		break;
 	case SYS_SYNC:
 		op_begin_in(op, sys, NULL, -1, 0, 0, access);
+		return 0;
+	case SYS_EXECVE: /* the binary is named at sched_process_exec (bpf/sched.c) */
+		if (op_begin_in(op, sys, NULL, -1, 0, 0, access))
+			exec_begun((__u32)pid_tgid, pid_tgid >> 32);
 		return 0;
 	case SYS_MSYNC: /* (addr, len, flags): the file mapped at addr (bpf/fault.c) */
 	case SYS_MADVISE: /* (addr, len, advice) */
@@ -236,6 +242,15 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 	if (sys == SYS_MSYNC || sys == SYS_MADVISE)
 		map_call_exit(); /* bpf/fault.c */
 	op_end_in(ret, access);
+	if (sys == SYS_EXECVE) {
+		__u64 id = bpf_get_current_pid_tgid();
+		__u32 tgid = id >> 32;
+		bpf_map_delete_elem(&exec_slots, &tgid); /* a failed exec's */
+		/* A new program starts with fresh thread state, as it did
+		 * when sched_process_exec released the slot (exec_kept). */
+		if (ret == 0)
+			op_release((__u32)id);
+	}
 	return 0;
 }
 

@@ -567,3 +567,28 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s differs (go test ./render -update rewrites it; review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+func init() {
+	stories = append(stories, story{name: "execve", feed: func(s *enginetest.Stream) {
+		// A program started from a cold binary (TestTraceExecRecords on
+		// 6.18): its header's 4-page sync readahead, then a kernel-mode
+		// fault's 2048-page window (no event names its kind), two bios;
+		// a failed execve: no file, no IO.
+		bio(s, 0xa, t0+110*µs, 136*µs, enginetest.FlRead|enginetest.FlRahead,
+			enginetest.Own{Op: id(1), Bio: 0xb1, Sector: 800, Bytes: 16384})
+		bio(s, 0xb, t0+400*µs, 202*µs, enginetest.FlRead|enginetest.FlRahead,
+			enginetest.Own{Op: id(1), Bio: 0xb2, Sector: 832, Bytes: 73728})
+		o := enginetest.Named(enginetest.Op(id(1), bpf.IopathOpSysSYS_EXECVE, 0, 0, 0, t0, t0+822*µs), "app", "/usr/local/bin/app")
+		o.Fd, o.FsMagic, o.Ino = -1, ext4, 77
+		o.BlockedNs = 303 * µs
+		o.BiosQueued = 2
+		enginetest.AddRange(o, 0, 22, engine.RangeAdded)
+		readahead(o, engine.RASync, 0, 4, 3)
+		readahead(o, engine.RAOrder, 0, 2048, 512)
+		s.E.HandleOp(o)
+		failed := enginetest.Op(id(2), bpf.IopathOpSysSYS_EXECVE, 0, 0, -int64(unix.ENOENT), t0+900*µs, t0+928*µs)
+		failed.Fd, failed.Ino, failed.Dev = -1, 0, 0 // no file: its lookup failed
+		failed.Comm = o.Comm
+		s.E.HandleOp(failed)
+	}})
+}

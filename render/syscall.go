@@ -39,7 +39,7 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = appendUint(b, r.Offset)
 	case "fadvise64":
 		b = appendRangeArgs(b, r, "POSIX_FADV_"+strings.ToUpper(r.Advice)+", ")
-	case "sync":
+	case "sync", "execve":
 	default:
 		b = appendRangeArgs(b, r, "")
 		if r.SyncFlags != "" {
@@ -51,6 +51,8 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 	switch {
 	case r.Syscall == "sync":
 		b = append(b, "all filesystems"...)
+	case r.Syscall == "execve" && r.Path == "" && r.Ino == 0:
+		b = append(b, "(no program loaded)"...)
 	case r.Path != "":
 		b = appendSafe(b, r.Path)
 	default:
@@ -66,9 +68,12 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 	b = append(b, " tid "...)
 	b = appendUint(b, uint64(r.Tid))
 	b = append(b, "] -> "...)
-	if r.Error != "" {
+	switch {
+	case r.Error != "":
 		b = append(b, r.Error...)
-	} else {
+	case r.Syscall == "execve":
+		b = append(b, "loaded"...) // returns 0 in the new program
+	default:
 		b = appendBytes(b, uint64(r.ReturnedBytes))
 	}
 	b = append(b, " in "...)
@@ -88,6 +93,12 @@ func AppendSyscallStory(b []byte, r *record.Syscall) []byte {
 		b = append(b, " of "...)
 		b = append(b, r.FS...)
 		b = append(b, " memory (not a cache of a disk: neither hit nor miss)\n"...)
+	case r.Syscall == "execve" && c.PagesAdded > 0:
+		b = append(b, "  page cache: "...)
+		b = appendCount(b, c.PagesAdded, "page")
+		b = append(b, " of the program read to load it (index "...)
+		b = appendRanges(b, c.AddedRanges)
+		b = append(b, ")\n"...)
 	case record.ClassOf(r.Syscall) == record.ClassAdvice && c.PagesAdded > 0:
 		b = append(b, "  page cache: "...)
 		b = appendCount(b, c.PagesAdded, "page")

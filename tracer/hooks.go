@@ -208,6 +208,11 @@ func Hooks() []Hook {
 		{Name: "copy", Loses: "sendfile/splice/copy_file_range calls", candidates: []candidate{
 			rawSyscalls(bpf.IopathOpSysSYS_SENDFILE, bpf.IopathOpSysSYS_SPLICE, bpf.IopathOpSysSYS_COPY_FILE_RANGE),
 		}},
+		// execve's own reads (the binary's headers, its interpreter's);
+		// the binary is named by the follow hook's sched_process_exec.
+		{Name: "exec", Loses: "execve calls: what the kernel read to load a program stays unattributed (cause exec)", candidates: []candidate{
+			rawSyscalls(bpf.IopathOpSysSYS_EXECVE),
+		}},
 		{Name: "rename", Loses: "a path after a directory above its file is renamed (the old one for up to 256 records)", candidates: []candidate{
 			{mech: Fentry, attach: []attachment{fn(bpf.IopathProgFexitVfsRename, akFexit, "vfs_rename")}},
 			{mech: Kprobe, attach: []attachment{fn(bpf.IopathProgKretprobeVfsRename, akKretprobe, "vfs_rename")}},

@@ -34,6 +34,7 @@ var sysNames = map[uint32]string{
 	uint32(bpf.IopathOpSysSYS_AIO_READ): "libaio_read", uint32(bpf.IopathOpSysSYS_AIO_WRITE): "libaio_write",
 	uint32(bpf.IopathOpSysSYS_IO_URING_ENTER): "io_uring_enter",
 	uint32(bpf.IopathOpSysSYS_URING_READ):     "io_uring_read", uint32(bpf.IopathOpSysSYS_URING_WRITE): "io_uring_write",
+	uint32(bpf.IopathOpSysSYS_EXECVE): "execve",
 }
 
 // raw_sys_mask has one bit per enum op_sys value: a compile error here
