@@ -69,10 +69,16 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 	__u32 tgid = task->tgid;
 	__u32 *exec_slot = task->pid == tgid ? bpf_map_lookup_elem(&exec_slots, &tgid) : NULL;
 	if (exec_slot) {
+		__u32 slot = *exec_slot;
+		struct op *xop = bpf_map_lookup_elem(&task_ops, &slot);
 		__u64 *w = slot_word(tgid);
-		if (w)
-			slot_set(w, tgid, slot_field(*w, tgid), *exec_slot);
-		return 0;
+		/* Only a call still open: an entry left by a thread killed in
+		 * its execve must not hand its (freed) slot to this tid. */
+		if (xop && xop->active && xop->sys == SYS_EXECVE && xop->owner == tgid && w) {
+			slot_set(w, tgid, slot_field(*w, tgid), slot);
+			return 0;
+		}
+		bpf_map_delete_elem(&exec_slots, &tgid);
 	}
 	/* The process's last thread (do_exit has dropped signal->live): its
 	 * pid may be reused by a process nobody asked to trace. */

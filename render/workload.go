@@ -28,7 +28,7 @@ func Workload(r *record.Workload, waited bool) string {
 		src = "no report: calls on the file"
 	}
 	fmt.Fprintf(&b, "ops:           %d (%s)\n", r.Ops, src)
-	fmt.Fprintf(&b, "calls:         %d reads and %d writes on the file; %d other calls by the process (Go runtime start-up, /proc)\n",
+	fmt.Fprintf(&b, "calls:         %d reads and %d writes on the file; %d other calls by the process (its execve, Go runtime start-up, /proc)\n",
 		r.FileReadCalls, r.FileWriteCalls, r.OtherCalls)
 	perOp := fmt.Sprintf("%.1f disk bytes per op", r.DiskBytesPerOp)
 	switch {

@@ -23,7 +23,7 @@ func TestWorkloadText(t *testing.T) {
 workload:      seq-read, pid 4242, file /var/tmp/w/seq-read.dat (ext4, dev 254:1 ino 77)
                dropped from the page cache before the trace: 0 of 256 pages still cached (cachestat)
 ops:           64 (the workload's report)
-calls:         64 reads and 0 writes on the file; 12 other calls by the process (Go runtime start-up, /proc)
+calls:         64 reads and 0 writes on the file; 12 other calls by the process (its execve, Go runtime start-up, /proc)
 disk:          288.0 KiB read, 0 B written by the calls, 0 B carried by writeback: 4608.0 disk bytes per op
 amplification: 1.12 (294912 disk bytes read / 262144 bytes requested by the reads)
 page cache:    hit ratio 93.75% (60 hits / 64 pages requested by the calls on the file)
@@ -42,7 +42,7 @@ writeback:     0 pages dirtied, 0 persisted, 3 pending (dirty, not seen on disk 
 --- workload under trace ---
 workload:      seq-read, pid 4242, file /var/tmp/w/seq-read.dat (tmpfs, dev 254:1 ino 77)
 ops:           64 (no report: calls on the file)
-calls:         64 reads and 0 writes on the file; 12 other calls by the process (Go runtime start-up, /proc)
+calls:         64 reads and 0 writes on the file; 12 other calls by the process (its execve, Go runtime start-up, /proc)
 disk:          0 B read, 0 B written by the calls, 0 B carried by writeback: 4608.0 disk bytes per op
                the file is on tmpfs, which has no block device: it never reaches a disk
 amplification: - (no bytes requested by reads)
@@ -68,7 +68,7 @@ func TestWorkloadTextPartial(t *testing.T) {
 workload:      uring-read, pid 7, file /var/tmp/w/f (ext4, dev 254:1 ino 77)
 PARTIAL:       52 records lost (the ring buffer was full: raise --ringbuf-size): the calls, bytes and pages below are lower bounds; no ratio is computed from them
 ops:           100 (the workload's report)
-calls:         90 reads and 0 writes on the file; 0 other calls by the process (Go runtime start-up, /proc)
+calls:         90 reads and 0 writes on the file; 0 other calls by the process (its execve, Go runtime start-up, /proc)
 disk:          360.0 KiB read, 0 B written by the calls, 0 B carried by writeback: at least 3686.4 disk bytes per op (PARTIAL)
 amplification: not computed (PARTIAL: 368640 disk bytes read / 368640 bytes requested by the reads, both lower bounds)
 page cache:    hit ratio not computed (PARTIAL: 0 hits / 90 pages requested by the calls on the file, both lower bounds)
