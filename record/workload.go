@@ -29,8 +29,12 @@ type Workload struct {
 	ReadBytesRequested uint64 `json:"read_bytes_requested"`
 
 	// DiskBytesRead: the process's disk reads, its calls' bios and those of
-	// its page faults (mmap).
+	// its page faults (mmap), but not its execve's (ExecBytesRead).
 	DiskBytesRead uint64 `json:"disk_bytes_read"`
+	// ExecBytesRead: what the workload processes' execve records read (a
+	// cold iopath binary's start, before the run: not per op; the report's
+	// kernel_io counts the run only).
+	ExecBytesRead uint64 `json:"exec_bytes_read,omitempty"`
 	// DiskBytesWritten: written by its calls themselves (O_DIRECT, O_SYNC,
 	// fsync family).
 	DiskBytesWritten uint64 `json:"disk_bytes_written"`

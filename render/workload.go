@@ -39,6 +39,9 @@ func Workload(r *record.Workload, waited bool) string {
 	}
 	fmt.Fprintf(&b, "disk:          %s read, %s written by the calls, %s carried by writeback: %s\n",
 		Bytes(r.DiskBytesRead), Bytes(r.DiskBytesWritten), Bytes(r.WritebackBytes), perOp)
+	if r.ExecBytesRead > 0 {
+		fmt.Fprintf(&b, "               and %s read by the process's execve (its program's start, not an op)\n", Bytes(r.ExecBytesRead))
+	}
 	if kernel.MemoryOnly(r.FS) {
 		fmt.Fprintf(&b, "               the file is on %s, which has no block device: it never reaches a disk\n", r.FS)
 	}

@@ -75,6 +75,9 @@ func (c *WorkloadChild) Report() (rep *workloads.Report, st Status, err error) {
 // became of the pages traced write calls dirtied. Pages are 4 KiB.
 type PersistCounts struct {
 	byKey map[persistKey]*persistTotals
+	// execRead is, per process, the bytes of its execve records' bios:
+	// its program's start, not the run's (WorkloadRecord).
+	execRead map[uint32]uint64
 }
 
 type persistKey struct {
@@ -92,6 +95,15 @@ type persistTotals struct {
 
 // Add counts r if it is a *record.Persisted record.
 func (pc *PersistCounts) Add(r any) {
+	if c, ok := r.(*record.Syscall); ok && c.Syscall == "execve" {
+		if pc.execRead == nil {
+			pc.execRead = map[uint32]uint64{}
+		}
+		for _, b := range c.Bios {
+			pc.execRead[c.Pid] += uint64(b.Bytes)
+		}
+		return
+	}
 	p, ok := r.(*record.Persisted)
 	if !ok {
 		return
@@ -129,8 +141,10 @@ func (pc *PersistCounts) get(pid uint32, dev string, ino uint64) persistTotals {
 // summaryTotals returns the totals of the workload's processes (pid and
 // the job processes its report names: --numjobs without --thread) and of
 // the file (dev, ino). Of the processes' totals only the calls and the disk
-// bytes are summed: what WorkloadRecord takes from them.
-func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev string, ino uint64) (p, f record.Totals) {
+// bytes are summed: what WorkloadRecord takes from them; exec is the bytes
+// the processes' execve records read (PersistCounts.execRead), which are
+// not in p's disk reads.
+func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev string, ino uint64, execRead map[uint32]uint64) (p, f record.Totals, exec uint64) {
 	pids := map[uint32]bool{pid: true}
 	if rep != nil {
 		for _, j := range rep.Jobs {
@@ -142,7 +156,8 @@ func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev s
 	for _, s := range sum.Pids {
 		if pids[s.Pid] {
 			p.Calls += s.Calls
-			p.DiskBytesRead += s.DiskBytesRead
+			p.DiskBytesRead += s.DiskBytesRead - min(s.DiskBytesRead, execRead[s.Pid])
+			exec += min(s.DiskBytesRead, execRead[s.Pid])
 			p.DiskBytesWrite += s.DiskBytesWrite
 		}
 	}
@@ -151,7 +166,7 @@ func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev s
 			f = s.Totals
 		}
 	}
-	return p, f
+	return p, f, exec
 }
 
 // WorkloadRecord computes a run's "workload" record from the summary (per
@@ -159,12 +174,12 @@ func summaryTotals(sum *record.Summary, pid uint32, rep *workloads.Report, dev s
 // report (nil if it printed none); after is the file's residency at the end.
 func WorkloadRecord(sum *record.Summary, pid uint32, file *WorkFile, rep *workloads.Report, pc *PersistCounts, after *workloads.Residency) *record.Workload {
 	dev := kernel.Dev(file.Dev)
-	pt, ft := summaryTotals(sum, pid, rep, dev, file.Ino)
+	pt, ft, exec := summaryTotals(sum, pid, rep, dev, file.Ino, pc.execRead)
 	wb := pc.get(pid, dev, file.Ino)
 	r := &record.Workload{Type: "workload", Pid: pid, File: file.Path, Dev: dev, Ino: file.Ino,
 		FileReadCalls: ft.ReadCalls, FileWriteCalls: ft.WriteCalls, OtherCalls: pt.Calls - min(pt.Calls, ft.Calls),
 		ReadBytesRequested: ft.ReadBytesReq,
-		DiskBytesRead:      pt.DiskBytesRead, DiskBytesWritten: pt.DiskBytesWrite, WritebackBytes: wb.flusher * 4096,
+		DiskBytesRead:      pt.DiskBytesRead, ExecBytesRead: exec, DiskBytesWritten: pt.DiskBytesWrite, WritebackBytes: wb.flusher * 4096,
 		PagesHit: ft.PagesHit, PagesMissed: ft.PagesMissed, PagesAdded: ft.PagesAdded,
 		PagesRequested: ft.PagesHit + ft.PagesMissed, CachedAfter: after,
 		DirtiedPages: ft.DirtiedPages, PersistedPages: wb.written, RemovedPages: wb.removed, FailedPages: wb.failed,
