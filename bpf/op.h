@@ -699,6 +699,13 @@ static __always_inline void op_end_in(__s64 ret, const int access)
 		if (agg_only)
 			return;
 	}
+	/* An execve that read nothing is not interesting (a shell's PATH
+	 * search fails once per directory: a user saw 13 ENOENT records for
+	 * one missing command), nor a call of any file's to sum with its
+	 * hits. Untouched, its counters are an earlier call's. */
+	if (op->sys == SYS_EXECVE && !emit_all &&
+	    (!op->touched || (!op->pages_added && !op->bios_queued && !op->blocked_ns)))
+		return;
 	/* An untouched call saw no page-cache, block, sched or writeback
 	 * event: only its result can make it interesting. */
 	if (op->touched ? interesting(op) : interesting_untouched(op)) {

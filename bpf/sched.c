@@ -112,7 +112,8 @@ static __always_inline bool exec_kept(struct task_struct *p, pid_t old_pid, stru
 			slot_set(to, tid, slot_field(*to, tid), slot);
 		}
 		slot_set(from, old_pid, slot, 0);
-		op->tid = tid;
+		/* op->tid stays the caller's (its op_id's): the record says
+		 * which thread called execve; the new program runs as tid. */
 	}
 	struct file *file = BPF_CORE_READ(bprm, file);
 	struct inode *inode = BPF_CORE_READ(file, f_inode);

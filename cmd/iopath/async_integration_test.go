@@ -62,7 +62,7 @@ func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Re
 			calls = append(calls, c)
 		}
 	}
-	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"))
+	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"), unsparedExits(tr.summary))
 	logLosses(t, tr.summary)
 	tot := pidTotals(t, tr.summary, wr.Pid)
 	// The run's kernel count (the report's kernel_io) starts after the
@@ -91,8 +91,9 @@ func execBytes(tr *traced, pid uint32) uint64 {
 // record's "submitted" is the number of requests naming it (iocbs io_submit
 // processed but refused excepted). With all, every request was reaped by
 // exactly one io_getevents record (libaio).
-func checkAsyncCalls(t *testing.T, reqs []record.Request, calls []record.AsyncCall, all bool) {
+func checkAsyncCalls(t *testing.T, reqs []record.Request, calls []record.AsyncCall, all bool, unspared uint64) {
 	t.Helper()
+	missing := map[uint64]bool{} // calls named by requests, without a record
 	byID := map[uint64]*record.AsyncCall{}
 	reaped := map[uint64]int{}
 	getevents := 0
@@ -118,11 +119,20 @@ func checkAsyncCalls(t *testing.T, reqs []record.Request, calls []record.AsyncCa
 		}
 		named[q.SubmitOpID]++
 		if byID[q.SubmitOpID] == nil && (all || q.TouchedDisk()) {
-			t.Errorf("request %d: no record of its call (op %d)", q.OpID, q.SubmitOpID)
+			missing[q.SubmitOpID] = true
 		}
 		if all && q.Engine == record.EngineLibaio && reaped[q.OpID] != 1 {
 			t.Errorf("request %d reaped by %d io_getevents records", q.OpID, reaped[q.OpID])
 		}
+	}
+	// A call's record is lost only with its sys_exit run, which the
+	// kernel skipped (7.2 under load: missed_runs) and no spare took: up
+	// to that many may be missing, counted (a 7.2 VM beside three others
+	// lost 2 of 400 io_uring_enter records, 277 runs skipped, 2026-12-07).
+	if uint64(len(missing)) > unspared {
+		t.Errorf("%d requests' calls without a record (%v); sys_exit runs skipped and not taken by a spare: %d", len(missing), missing, unspared)
+	} else if len(missing) > 0 {
+		t.Logf("%d calls without a record, within the %d sys_exit runs the kernel skipped and no spare took", len(missing), unspared)
 	}
 	submitting := 0
 	for id, c := range byID {
@@ -140,6 +150,13 @@ func checkAsyncCalls(t *testing.T, reqs []record.Request, calls []record.AsyncCa
 		t.Errorf("%d requests, no submission call record", len(reqs))
 	}
 	t.Logf("%d submission call records for %d requests, %d io_getevents records", submitting, len(reqs), getevents)
+}
+
+// unsparedExits is how many raw_sys_exit runs the kernel skipped that no
+// spare took (missed_runs less the spare's takeovers): a bound on the
+// call records lost that way.
+func unsparedExits(s *record.Summary) uint64 {
+	return s.MissedRuns["raw_sys_exit"] - min(s.MissedRuns["raw_sys_exit"], s.Diagnostics["spare_sys_exit"])
 }
 
 // With --all, every libaio and io_uring call of the workload has its

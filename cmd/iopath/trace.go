@@ -48,7 +48,9 @@ func newTraceCmd() *cobra.Command {
 		Long: `Trace the read, write and fsync-family calls of processes and print, per call,
 which pages hit or missed the page cache, what readahead the kernel decided,
 which bios it caused with their device latency, which pages it dirtied and
-when writeback carried them to disk.
+when writeback carried them to disk. The same for libaio and io_uring
+requests, page faults on mapped files, madvise/fadvise64/readahead/msync
+calls, and execve (what the kernel read to load a program).
 
 By default only calls that touched the disk, waited, dirtied pages or failed are
 printed; pure cache hits are counted in the kernel and shown in the summary
