@@ -119,7 +119,10 @@ static __always_inline void op_touch(struct op *op)
  * into (touched), or NULL. */
 static __always_inline struct op *current_op(void)
 {
-	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
+	__u64 id = bpf_get_current_pid_tgid();
+	struct op *op = op_of((__u32)id);
+	if (!op)
+		op = exec_moving_op(id); /* bpf/slots.h */
 	if (op && op->active) {
 		op_touch(op);
 		return op;

@@ -786,7 +786,7 @@ const (
 	IopathMapCounters                     = "counters"
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
-	IopathMapExecSlots                    = "exec_slots"
+	IopathMapExecMoving                   = "exec_moving"
 	IopathMapFaultStats                   = "fault_stats"
 	IopathMapFlushIssued                  = "flush_issued"
 	IopathMapFlushLast                    = "flush_last"
@@ -931,6 +931,7 @@ const (
 	IopathVarAggOnly                      = "agg_only"
 	IopathVarDirtyTracked                 = "dirty_tracked"
 	IopathVarEmitAll                      = "emit_all"
+	IopathVarExecsMoving                  = "execs_moving"
 	IopathVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathVarFilterComm                   = "filter_comm"
 	IopathVarMapCallHooked                = "map_call_hooked"
@@ -1140,7 +1141,7 @@ type IopathMapSpecs struct {
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
-	ExecSlots   *ebpf.MapSpec `ebpf:"exec_slots"`
+	ExecMoving  *ebpf.MapSpec `ebpf:"exec_moving"`
 	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
@@ -1168,6 +1169,7 @@ type IopathVariableSpecs struct {
 	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
+	ExecsMoving        *ebpf.VariableSpec `ebpf:"execs_moving"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
 	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
@@ -1226,7 +1228,7 @@ type IopathMaps struct {
 	Counters    *ebpf.Map `ebpf:"counters"`
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
-	ExecSlots   *ebpf.Map `ebpf:"exec_slots"`
+	ExecMoving  *ebpf.Map `ebpf:"exec_moving"`
 	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast   *ebpf.Map `ebpf:"flush_last"`
@@ -1259,7 +1261,7 @@ func (m *IopathMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
-		m.ExecSlots,
+		m.ExecMoving,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,
@@ -1288,6 +1290,7 @@ type IopathVariables struct {
 	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
+	ExecsMoving        *ebpf.Variable `ebpf:"execs_moving"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
 	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`

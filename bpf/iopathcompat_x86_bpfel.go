@@ -387,7 +387,7 @@ const (
 	IopathCompatMapCounters                     = "counters"
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
-	IopathCompatMapExecSlots                    = "exec_slots"
+	IopathCompatMapExecMoving                   = "exec_moving"
 	IopathCompatMapFaultStats                   = "fault_stats"
 	IopathCompatMapFlushIssued                  = "flush_issued"
 	IopathCompatMapFlushLast                    = "flush_last"
@@ -532,6 +532,7 @@ const (
 	IopathCompatVarAggOnly                      = "agg_only"
 	IopathCompatVarDirtyTracked                 = "dirty_tracked"
 	IopathCompatVarEmitAll                      = "emit_all"
+	IopathCompatVarExecsMoving                  = "execs_moving"
 	IopathCompatVarFaultFilemapHooked           = "fault_filemap_hooked"
 	IopathCompatVarFilterComm                   = "filter_comm"
 	IopathCompatVarMapCallHooked                = "map_call_hooked"
@@ -743,7 +744,7 @@ type IopathCompatMapSpecs struct {
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
-	ExecSlots     *ebpf.MapSpec `ebpf:"exec_slots"`
+	ExecMoving    *ebpf.MapSpec `ebpf:"exec_moving"`
 	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
@@ -771,6 +772,7 @@ type IopathCompatVariableSpecs struct {
 	AggOnly            *ebpf.VariableSpec `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.VariableSpec `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.VariableSpec `ebpf:"emit_all"`
+	ExecsMoving        *ebpf.VariableSpec `ebpf:"execs_moving"`
 	FaultFilemapHooked *ebpf.VariableSpec `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.VariableSpec `ebpf:"filter_comm"`
 	MapCallHooked      *ebpf.VariableSpec `ebpf:"map_call_hooked"`
@@ -831,7 +833,7 @@ type IopathCompatMaps struct {
 	Counters      *ebpf.Map `ebpf:"counters"`
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
-	ExecSlots     *ebpf.Map `ebpf:"exec_slots"`
+	ExecMoving    *ebpf.Map `ebpf:"exec_moving"`
 	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast     *ebpf.Map `ebpf:"flush_last"`
@@ -865,7 +867,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.Counters,
 		m.DirtyPages,
 		m.Events,
-		m.ExecSlots,
+		m.ExecMoving,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,
@@ -894,6 +896,7 @@ type IopathCompatVariables struct {
 	AggOnly            *ebpf.Variable `ebpf:"agg_only"`
 	DirtyTracked       *ebpf.Variable `ebpf:"dirty_tracked"`
 	EmitAll            *ebpf.Variable `ebpf:"emit_all"`
+	ExecsMoving        *ebpf.Variable `ebpf:"execs_moving"`
 	FaultFilemapHooked *ebpf.Variable `ebpf:"fault_filemap_hooked"`
 	FilterComm         *ebpf.Variable `ebpf:"filter_comm"`
 	MapCallHooked      *ebpf.Variable `ebpf:"map_call_hooked"`

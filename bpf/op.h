@@ -570,18 +570,22 @@ static __always_inline void op_release(__u32 tid)
 	bpf_map_push_elem(&free_slots, &slot, 0);
 }
 
-/* exec_begun notes the slot of a non-leader thread that began an execve
- * call (exec_slots, bpf/slots.h). */
+/* exec_begun: a non-leader thread began an execve call while its leader
+ * had already exited (pthread_exit): no leader's exit will name its slot
+ * as the one taking the leader's tid (exec_moving, bpf/slots.h). */
 static __always_inline void exec_begun(__u32 tid, __u32 tgid)
 {
 	if (tid == tgid)
+		return;
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	if (!BPF_CORE_READ(t, group_leader, exit_state))
 		return;
 	__u64 *w = slot_word(tid);
 	if (!w)
 		return;
 	__u32 slot = slot_field(*w, tid);
 	if (slot && slot <= MAX_SLOTS)
-		bpf_map_update_elem(&exec_slots, &tgid, &slot, BPF_ANY);
+		exec_moving_set(tgid, slot);
 }
 
 /* path_key reads what tells the file's name apart from the one the

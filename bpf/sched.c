@@ -54,6 +54,33 @@ int BPF_PROG(tp_sched_process_fork, struct task_struct *parent, struct task_stru
 	return 0;
 }
 
+/* Before 5.16 de_thread's task was signal->group_exit_task. */
+struct signal_struct___old {
+	struct task_struct *group_exit_task;
+} __attribute__((preserve_access_index));
+
+/* exec_winner names in exec_moving the slot of the thread whose exec is
+ * killing leader (signal->group_exec_task, set by de_thread), if that
+ * thread has an open execve call. */
+static __always_inline void exec_winner(struct task_struct *leader, __u32 tgid)
+{
+	struct signal_struct *sig = BPF_CORE_READ(leader, signal);
+	struct task_struct *x;
+	if (bpf_core_field_exists(sig->group_exec_task))
+		x = BPF_CORE_READ(sig, group_exec_task);
+	else
+		x = BPF_CORE_READ((struct signal_struct___old *)sig, group_exit_task);
+	if (!x || x == leader)
+		return;
+	__u32 xtid = BPF_CORE_READ(x, pid);
+	__u64 *w = slot_word(xtid);
+	if (!w)
+		return;
+	__u32 slot = slot_field(*w, xtid);
+	if (slot && slot <= MAX_SLOTS && exec_call(slot, tgid))
+		exec_moving_set(tgid, slot);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 {
@@ -63,23 +90,15 @@ int BPF_PROG(tp_sched_process_exit, struct task_struct *task)
 	struct op *op = op_of(task->pid);
 	if (op)
 		fault_unended(op);
+	__u32 tgid = task->tgid;
+	__u64 *w = slot_word(task->pid);
+	if (w) /* a thread killed in its execve (another thread's won) */
+		exec_moving_del(tgid, slot_field(*w, task->pid));
 	op_release(task->pid);
 	/* A leader killed by another thread's exec (de_thread): that thread
-	 * takes this tid next, inside its execve call (exec_slots). */
-	__u32 tgid = task->tgid;
-	__u32 *exec_slot = task->pid == tgid ? bpf_map_lookup_elem(&exec_slots, &tgid) : NULL;
-	if (exec_slot) {
-		__u32 slot = *exec_slot;
-		struct op *xop = bpf_map_lookup_elem(&task_ops, &slot);
-		__u64 *w = slot_word(tgid);
-		/* Only a call still open: an entry left by a thread killed in
-		 * its execve must not hand its (freed) slot to this tid. */
-		if (xop && xop->active && xop->sys == SYS_EXECVE && xop->owner == tgid && w) {
-			slot_set(w, tgid, slot_field(*w, tgid), slot);
-			return 0;
-		}
-		bpf_map_delete_elem(&exec_slots, &tgid);
-	}
+	 * takes this tid next, inside its execve call (exec_moving). */
+	if (task->pid == tgid)
+		exec_winner(task, tgid);
 	/* The process's last thread (do_exit has dropped signal->live): its
 	 * pid may be reused by a process nobody asked to trace. */
 	if (BPF_CORE_READ(task, signal, live.counter) == 0)
@@ -99,18 +118,16 @@ static __always_inline bool exec_kept(struct task_struct *p, pid_t old_pid, stru
 		return false;
 	__u32 tid = p->pid, tgid = p->tgid;
 	if (tid != (__u32)old_pid) {
-		bpf_map_delete_elem(&exec_slots, &tgid);
 		__u64 *from = slot_word(old_pid);
 		__u64 *to = slot_word(tid);
 		if (!from || !to)
 			return false;
 		__u32 slot = slot_field(*from, old_pid);
-		/* The leader's exit pointed its tid at this slot (exec_slots);
-		 * else its field is released here. */
-		if (slot_field(*to, tid) != slot) {
-			op_release(tid);
-			slot_set(to, tid, slot_field(*to, tid), slot);
-		}
+		exec_moving_del(tgid, 0);
+		/* The leader's field: released at its exit (else its exit's
+		 * run was skipped: released here); the slot moves to it. */
+		op_release(tid);
+		slot_set(to, tid, slot_field(*to, tid), slot);
 		slot_set(from, old_pid, slot, 0);
 		/* op->tid stays the caller's (its op_id's): the record says
 		 * which thread called execve; the new program runs as tid. */

@@ -51,19 +51,6 @@ __u64 next_slot = 0;
  * engine keys pending calls by op_id. */
 __u64 slot_gen = 0;
 
-/* A non-leader thread in execve, by tgid: its slot. de_thread makes the
- * leader exit, then gives the exec'ing thread the leader's tid (in the
- * middle of load_elf_binary, with reads still to come): the leader's exit
- * points the leader's tid at this slot (bpf/sched.c), so those reads find
- * the call. Set at its sys_enter, deleted at sched_process_exec or its
- * sys_exit. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} exec_slots SEC(".maps");
-
 static __always_inline __u64 *slot_word(__u32 tid)
 {
 	__u32 k = tid >> 2;
@@ -95,6 +82,63 @@ static __always_inline struct op *op_of(__u32 tid)
 	if (slot == 0 || slot > MAX_SLOTS)
 		return NULL;
 	return bpf_map_lookup_elem(&task_ops, &slot);
+}
+
+/* A non-leader thread whose execve wins de_thread takes the leader's tid
+ * in the middle of load_elf_binary, with reads still to come, and keeps
+ * its slot under its old tid until sched_process_exec moves it (bpf/sched.c
+ * exec_kept). In between, exec_moving (by tgid) names the slot, written
+ * when the leader exits in de_thread (or at the call's entry when the
+ * leader had already exited), so that current_op finds the call. No tid
+ * field ever shares a slot (the free list would get it twice). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} exec_moving SEC(".maps");
+
+/* Entries in exec_moving (approximate): current_op looks it up only then. */
+__s64 execs_moving = 0;
+
+/* exec_call returns slot's op if it is tgid's open execve call. */
+static __always_inline struct op *exec_call(__u32 slot, __u32 tgid)
+{
+	struct op *op = bpf_map_lookup_elem(&task_ops, &slot);
+	if (op && op->active && op->sys == SYS_EXECVE && op->owner == tgid)
+		return op;
+	return NULL;
+}
+
+/* exec_moving_set names slot as tgid's moving execve; only where none is
+ * (two threads exec'ing at once: one wins, the other is killed). */
+static __always_inline void exec_moving_set(__u32 tgid, __u32 slot)
+{
+	if (bpf_map_update_elem(&exec_moving, &tgid, &slot, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&execs_moving, 1);
+}
+
+/* exec_moving_del forgets tgid's moving execve, if it is slot's (0: any). */
+static __always_inline void exec_moving_del(__u32 tgid, __u32 slot)
+{
+	if (execs_moving <= 0)
+		return;
+	__u32 *v = bpf_map_lookup_elem(&exec_moving, &tgid);
+	if (!v || (slot && *v != slot))
+		return;
+	if (bpf_map_delete_elem(&exec_moving, &tgid) == 0)
+		__sync_fetch_and_add(&execs_moving, -1);
+}
+
+/* exec_moving_op: the open execve call of the current thread when it is
+ * the leader's tid taken over by an exec'ing thread (exec_moving). */
+static __always_inline struct op *exec_moving_op(__u64 pid_tgid)
+{
+	__u32 tgid = pid_tgid >> 32;
+	if (execs_moving <= 0 || (__u32)pid_tgid != tgid)
+		return NULL;
+	__u32 *slot = bpf_map_lookup_elem(&exec_moving, &tgid);
+	return slot ? exec_call(*slot, tgid) : NULL;
 }
 
 #endif /* IOPATH_SLOTS_H */

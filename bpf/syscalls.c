@@ -54,6 +54,17 @@ static __always_inline __u32 sys_from_nr(long nr)
 	return 0;
 }
 
+/* compat_call: the current system call is a 32-bit one (int $0x80, or a
+ * 32-bit program: TS_COMPAT in the thread's status, arch/x86), whose
+ * numbers are not sys_from_nr's (32-bit 322 is timerfd_create, not
+ * execveat): not traced. */
+#define TS_COMPAT 0x0002
+static __always_inline bool compat_call(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	return BPF_CORE_READ(t, thread_info.status) & TS_COMPAT;
+}
+
 /* user_off reads a loff_t the caller passed by pointer; -1 (the file
  * position) when the pointer is NULL. */
 static __always_inline __s64 user_off(const void *p)
@@ -76,7 +87,7 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	/* Untraced processes stop here, before any fd lookup. */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct op *op = op_slot((__u32)pid_tgid, pid_tgid >> 32);
-	if (!op || !take_turn(SPARED_SYS_ENTER, copy, 0))
+	if (!op || compat_call() || !take_turn(SPARED_SYS_ENTER, copy, 0))
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls.
 	 * The switch only picks the arguments, so that op_begin_in is
@@ -215,6 +226,11 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 			renamed(ret); /* no thread state to take turns on: not spared */
 		return 0;
 	}
+	/* The exits that act without their entry's state (a 32-bit call's
+	 * entry was not traced: compat_call). */
+	if ((sys == SYS_IO_SUBMIT || sys == SYS_IO_GETEVENTS || sys == SYS_IO_URING_ENTER || sys == SYS_EXECVE) &&
+	    compat_call())
+		return 0;
 	/* Every exit below needs the thread's state: an untraced thread stops
 	 * here before taking turns (no spare_turns entry for it). io_getevents'
 	 * gives a thread its state (aio_reap: op_slot), as its reap must be
@@ -244,8 +260,10 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 	op_end_in(ret, access);
 	if (sys == SYS_EXECVE) {
 		__u64 id = bpf_get_current_pid_tgid();
-		__u32 tgid = id >> 32;
-		bpf_map_delete_elem(&exec_slots, &tgid); /* a failed exec's */
+		__u32 tid = (__u32)id, tgid = id >> 32;
+		__u64 *w = slot_word(tid);
+		if (w && ret != 0)
+			exec_moving_del(tgid, slot_field(*w, tid)); /* a failed exec's */
 		/* A new program starts with fresh thread state, as it did
 		 * when sched_process_exec released the slot (exec_kept). */
 		if (ret == 0)

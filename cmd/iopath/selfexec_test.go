@@ -16,6 +16,9 @@ import (
 // binary again as the demo's child, which runs that test again: a chain
 // of processes without end (seen: 65 in 5 minutes).
 func TestMain(m *testing.M) {
+	if prog := os.Getenv(execRaceEnv); prog != "" {
+		execRace(strings.Fields(prog)) // exec_integration_test.go
+	}
 	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
 		main()
 	}

@@ -363,8 +363,18 @@ func (e *Engine) reapInto(r *asyncReq, io *bpf.IopathAioEvent, ts uint64) {
 	}
 }
 
+// kernelErrnos names the kernel-internal codes (include/linux/errno.h)
+// that a traced call can end with but user space never sees: the kernel
+// restarts the call or the thread dies first (a thread killed by another
+// thread's execve: ERESTARTNOINTR).
+var kernelErrnos = map[int64]string{512: "ERESTARTSYS", 513: "ERESTARTNOINTR", 514: "ERESTARTNOHAND",
+	515: "ENOIOCTLCMD", 516: "ERESTART_RESTARTBLOCK"}
+
 func errnoName(n int64) string {
 	if s := unix.ErrnoName(unix.Errno(n)); s != "" {
+		return s
+	}
+	if s, ok := kernelErrnos[n]; ok {
 		return s
 	}
 	return fmt.Sprintf("errno %d", n)

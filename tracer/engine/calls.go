@@ -297,10 +297,7 @@ func (e *Engine) syscallRecord(o *bpf.IopathOp) *record.Syscall {
 		rec.OutDev, rec.OutIno, rec.OutPath = e.devName(o.OutDev), o.OutIno, e.paths[fkey(o.OutDev, o.OutIno)]
 	}
 	if o.Ret < 0 {
-		rec.Error = unix.ErrnoName(unix.Errno(-o.Ret))
-		if rec.Error == "" {
-			rec.Error = fmt.Sprintf("errno %d", -o.Ret)
-		}
+		rec.Error = errnoName(-o.Ret) // asyncio.go
 		rec.ReturnedBytes = 0
 	}
 	if blk != nil {
