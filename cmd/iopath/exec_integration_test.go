@@ -43,9 +43,11 @@ func (tr *traced) execRecords() []record.Syscall {
 // are not the interpreter's).
 func TestTraceExecRecords(t *testing.T) {
 	needRoot(t)
-	needPython(t)
 	for _, mode := range []string{"leader", "thread", "script"} {
 		t.Run(mode, func(t *testing.T) {
+			if mode == "thread" {
+				needPython(t)
+			}
 			bin := coldBinary(t, "exec-"+mode)
 			ino := inoOf(t, bin)
 			var args []string
@@ -130,9 +132,15 @@ t.start(); t.join()`, bin, bin)}
 	}
 }
 
-// execRaceEnv, set to a program and its arguments, makes this test binary
-// a process whose two threads call execve(2) of that program at once.
-const execRaceEnv = "IOPATH_TEST_EXEC_RACE"
+// execRaceEnv, set to a program's path and its arguments (argv[0] first),
+// makes this test binary a process whose two threads call execve(2) of
+// that program at once; evictEnv, set to a path, makes it drop that
+// file's pages from the page cache and exit (the VMs' BusyBox dd has no
+// iflag=nocache).
+const (
+	execRaceEnv = "IOPATH_TEST_EXEC_RACE"
+	evictEnv    = "IOPATH_TEST_EVICT"
+)
 
 // execRace starts two OS threads that spin until both are ready, then call
 // execve directly (syscall.Exec would serialize them on the Go runtime's
@@ -148,7 +156,7 @@ func execRace(argv []string) {
 		return append(out, nil)
 	}
 	path, _ := unix.BytePtrFromString(argv[0])
-	args, envp := ptrs(argv), ptrs(env)
+	args, envp := ptrs(argv[1:]), ptrs(env)
 	var ready atomic.Int32
 	for range 2 {
 		go func() {
@@ -176,16 +184,17 @@ func TestTraceExecRacingThreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A copy of dd, evicted before each exec (dd's iflag=nocache): what
-	// each winner's execve reads must be its record's.
+	// A copy of dd, evicted before each exec (by this test binary,
+	// evictEnv): what each winner's execve reads must be its record's.
+	// Its argv[0] is "dd" (BusyBox picks its applet by it).
 	bin := filepath.Join(diskDir(t), "exec-race")
 	copyFile(t, dd, bin, 0o755)
 	if err := exec.Command("sync", bin).Run(); err != nil {
 		t.Fatal(err)
 	}
 	const procs = 40
-	script := fmt.Sprintf(`for i in $(seq %d); do %s if=%s iflag=nocache count=0 status=none; %s=%q %s; done`, procs, dd, bin, execRaceEnv,
-		bin+" if="+f+" of=/dev/null bs=4k count=16 status=none", os.Args[0])
+	script := fmt.Sprintf(`for i in $(seq %d); do %s=%s %s; %s=%q %s; done`, procs, evictEnv, bin, os.Args[0], execRaceEnv,
+		bin+" dd if="+f+" of=/dev/null bs=4k count=16", os.Args[0])
 	tr := traceCmd(t, "--all", "--", "sh", "-c", script)
 	ino, binIno := inoOf(t, f), inoOf(t, bin)
 	execs, reads := map[uint32]int{}, map[uint32]int{}

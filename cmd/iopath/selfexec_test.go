@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/demo"
 )
 
 // TestMain runs the iopath command instead of the tests when this test
@@ -18,6 +21,13 @@ import (
 func TestMain(m *testing.M) {
 	if prog := os.Getenv(execRaceEnv); prog != "" {
 		execRace(strings.Fields(prog)) // exec_integration_test.go
+	}
+	if path := os.Getenv(evictEnv); path != "" {
+		if left, err := demo.Evict(path); err != nil || left != 0 {
+			fmt.Fprintf(os.Stderr, "evicting %s: %d pages left, %v\n", path, left, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
 		main()
