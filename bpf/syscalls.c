@@ -262,8 +262,9 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 		__u64 id = bpf_get_current_pid_tgid();
 		__u32 tid = (__u32)id, tgid = id >> 32;
 		__u64 *w = slot_word(tid);
-		if (w && ret != 0)
-			exec_moving_del(tgid, slot_field(*w, tid)); /* a failed exec's */
+		__u32 own = w ? slot_field(*w, tid) : 0;
+		if (ret != 0 && own && own <= MAX_SLOTS)
+			exec_moving_del(tgid, own); /* a failed exec's */
 		/* A new program starts with fresh thread state, as it did
 		 * when sched_process_exec released the slot (exec_kept). */
 		if (ret == 0)
