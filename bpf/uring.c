@@ -113,6 +113,17 @@ static __always_inline struct uring_req *uring_name(struct op *op, __u64 req)
 	return v;
 }
 
+/* uring_is: op's segment is request v, at address key. The address alone
+ * is not enough: io_uring reuses a completed request's memory for the next
+ * one at once (its request cache), so an io-wq worker whose segment still
+ * names a direct read that completed elsewhere can run the next request at
+ * the same address (seen on 6.18 with IOSQE_ASYNC: its bio charged to the
+ * completed one). */
+static __always_inline bool uring_is(struct op *op, __u64 key, struct uring_req *v)
+{
+	return v && op->uring_req == key && op->req_id == v->op_id;
+}
+
 /* uring_set_file gives a segment its file and the request's range. */
 static __always_inline void uring_set_file(struct op *op, struct file *f, struct uring_req *v)
 {
@@ -211,7 +222,8 @@ static __always_inline void uring_close(struct op *op)
 	if (!uring_seg(op))
 		return;
 	if (op->uring_req) {
-		uring_file(op, bpf_map_lookup_elem(&uring_reqs, &op->uring_req));
+		struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &op->uring_req);
+		uring_file(op, v && v->op_id == op->req_id ? v : NULL); /* not a new request at its address */
 		op->active = 0;
 		op->ret = op->count;
 		op_stream(op);
@@ -354,7 +366,7 @@ int BPF_PROG(uring_queue_async_work, struct io_kiocb *req, int rw)
 	if (!v)
 		return 0;
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (op && uring_seg(op) && op->uring_req == key)
+	if (op && uring_seg(op) && uring_is(op, key, v))
 		uring_close(op); /* its inline attempt is over */
 	struct uring_punt_ev *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
@@ -378,7 +390,7 @@ int BPF_PROG(uring_queue_async_work, struct io_kiocb *req, int rw)
 static __always_inline void uring_worker_names(__u64 req)
 {
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (!op || !op->uring_thread || !uring_seg(op) || op->uring_req == req)
+	if (!op || !op->uring_thread || !uring_seg(op) || uring_is(op, req, bpf_map_lookup_elem(&uring_reqs, &req)))
 		return;
 	if (op->uring_req)
 		uring_close(op);
@@ -428,7 +440,7 @@ int BPF_PROG(uring_file_get_spare2, struct io_kiocb *req, int fd)
  * req_id the request's. */
 static __always_inline void uring_issued_inline(struct op *op, struct kiocb *iocb, struct uring_req *v, __u64 key)
 {
-	if (!v->sys || (op->active && !uring_seg(op)) || (uring_seg(op) && op->uring_req == key))
+	if (!v->sys || (op->active && !uring_seg(op)) || (uring_seg(op) && uring_is(op, key, v)))
 		return;
 	if (uring_seg(op))
 		uring_close(op);
@@ -473,7 +485,7 @@ static __always_inline int uring_dio(struct kiocb *iocb, const int copy)
 	}
 	uring_worker_names(key);
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (op && op->uring_thread && op->uring_req == key && !op->file) {
+	if (op && op->uring_thread && uring_is(op, key, v) && !op->file) {
 		struct file *f = BPF_CORE_READ(iocb, ki_filp);
 		if (f) {
 			if (v->sys)
@@ -491,7 +503,7 @@ static __always_inline int uring_completed(void *req, __u64 user_data, __s64 res
 	if (!v)
 		return 0;
 	struct op *op = op_of((__u32)bpf_get_current_pid_tgid());
-	if (op && uring_seg(op) && (op->uring_req == key || (op->uring_thread && !op->uring_req))) {
+	if (op && uring_seg(op) && (uring_is(op, key, v) || (op->uring_thread && !op->uring_req))) {
 		/* Run by this thread: an io-wq worker completes what it ran
 		 * synchronously; the submitter or SQPOLL thread what it ran
 		 * inline. */
@@ -615,13 +627,41 @@ static __always_inline void uring_forked(struct task_struct *child)
 		uring_lazy(op, tgid, tid);
 }
 
+/* The task's state before 5.14 (task_struct.state, renamed __state). */
+struct task_struct___state {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+
+/* task_waits_for_work: t is going to sleep interruptibly, as an idle io
+ * thread does (io-wq's io_wq_worker and the SQPOLL thread's io_sq_thread
+ * wait in TASK_INTERRUPTIBLE). A sleep inside a request's issue is
+ * uninterruptible or killable (a mutex, a journal handle, the first direct
+ * IO of a filesystem creating its dio workqueue: sb_init_dio_done_wq ->
+ * kthread_create waits killable, seen on 6.18 on a fresh mount). */
+static __always_inline bool task_waits_for_work(struct task_struct *t)
+{
+	unsigned long state;
+	if (bpf_core_field_exists(t->__state))
+		state = BPF_CORE_READ(t, __state);
+	else
+		state = BPF_CORE_READ((struct task_struct___state *)t, state);
+	return (state & (TASK_INTERRUPTIBLE | TASK_UNINTERRUPTIBLE)) == TASK_INTERRUPTIBLE;
+}
+
 /* uring_switch_out ends the named segment of a PF_IO_WORKER thread that
- * goes to sleep other than for IO (sched_switch, not preempted, not in
- * iowait): an io-wq worker waiting for work, the SQPOLL thread idle. The
- * request it ran went on without it (a direct IO in flight). */
+ * goes to sleep waiting for work (sched_switch, not preempted, not in
+ * iowait, interruptible): an io-wq worker between items, the SQPOLL thread
+ * idle. The request it ran went on without it (a direct IO in flight). A
+ * sleep inside the request's issue keeps the segment: the request's bio
+ * comes after it (before: the SQPOLL thread's first direct read on a fresh
+ * mount, asleep in sb_init_dio_done_wq before its bio, ended its segment
+ * and the bio went to the next request). */
 static __always_inline void uring_switch_out(struct op *op, struct task_struct *prev)
 {
-	if (BPF_CORE_READ_BITFIELD(prev, in_iowait) || !uring_seg(op))
+	if (BPF_CORE_READ_BITFIELD(prev, in_iowait) || !uring_seg(op) || !task_waits_for_work(prev))
 		return;
 	if (op->uring_req) {
 		uring_close(op);

@@ -5,12 +5,15 @@ package main
 // cold file, filtered by the workload's pid and file.
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testutil"
 	"github.com/iopath/iopath/record"
 )
 
@@ -18,7 +21,7 @@ import (
 // returns its requests on the workload's file, the pid's totals and the
 // workload record. It skips where the kernel lacks the hooks the flags need
 // (VM kernels: io_uring's events before 5.19; the iocb markers).
-func asyncRun(t *testing.T, flags ...string) ([]record.Request, record.Totals, *workloadRecord) {
+func asyncRun(t *testing.T, flags ...string) ([]record.Request, asyncTotals, *workloadRecord) {
 	t.Helper()
 	reqs, tot, wr, _ := asyncTrace(t, nil, flags...)
 	return reqs, tot, wr
@@ -27,10 +30,15 @@ func asyncRun(t *testing.T, flags ...string) ([]record.Request, record.Totals, *
 // asyncTrace is asyncRun with trace flags (before --workload); it also
 // checks the workload's libaio / io_uring call records against its requests
 // (checkAsyncCalls) and returns them.
-func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Request, record.Totals, *workloadRecord, []record.AsyncCall) {
+func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Request, asyncTotals, *workloadRecord, []record.AsyncCall) {
 	t.Helper()
 	needRoot(t)
-	tmp := diskDir(t)
+	return asyncTraceIn(t, diskDir(t), traceFlags, flags...)
+}
+
+// asyncTraceIn is asyncTrace with the workload's file in directory tmp.
+func asyncTraceIn(t *testing.T, tmp string, traceFlags []string, flags ...string) ([]record.Request, asyncTotals, *workloadRecord, []record.AsyncCall) {
+	t.Helper()
 	args := append(append([]string{"trace", "--json"}, traceFlags...), "--workload", "rand-read", "--", "--cold", "--size", "16m")
 	_, tr, wrs := runJSON(t, tmp, append(args, flags...)...)
 	if why := missingAsyncHooks(tr.summary.Attach, flags); why != "" {
@@ -64,12 +72,25 @@ func asyncTrace(t *testing.T, traceFlags []string, flags ...string) ([]record.Re
 	}
 	checkAsyncCalls(t, reqs, calls, slices.Contains(traceFlags, "--all"), unsparedExits(tr.summary))
 	logLosses(t, tr.summary)
-	tot := pidTotals(t, tr.summary, wr.Pid)
+	tot := asyncTotals{Totals: pidTotals(t, tr.summary, wr.Pid)}
 	// The run's kernel count (the report's kernel_io) starts after the
-	// workload process's exec: what its execve read (a cold iopath binary,
-	// the execve record's bios) is not the run's.
-	tot.DiskBytesRead -= min(tot.DiskBytesRead, execBytes(tr, wr.Pid))
+	// workload process's exec and the data file's preparation and ends
+	// after its last reap: what its execve read (a cold iopath binary, the
+	// execve record's bios) and what it read before its first request or
+	// after its last completion are not the run's requests'.
+	before, after := outsideReads(t, tr, wr.Pid, reqs)
+	tot.DiskBytesRead -= min(tot.DiskBytesRead, execBytes(tr, wr.Pid)+before+after)
+	tot.tail = after
 	return reqs, tot, wr, calls
+}
+
+// asyncTotals are the workload process's totals (disk_bytes_read without
+// what it read outside its requests' span: outsideReads) and tail, the
+// bytes it read after its last request completed, which the kernel's count
+// of the run may hold (reaping, before the count ends) or not (reporting).
+type asyncTotals struct {
+	record.Totals
+	tail uint64
 }
 
 // execBytes sums the bios of pid's execve records.
@@ -83,6 +104,55 @@ func execBytes(tr *traced, pid uint32) uint64 {
 		}
 	}
 	return n
+}
+
+// outsideReads sums the disk reads of pid's system-call and fault records
+// (execve excepted) that began before its first request's submission
+// (the workload's start, the data file's creation) and after its last
+// request's completion (reaping, the report). Why: CI's fresh machine
+// (2026-12-07) attributed 20480 bytes more than the 200 requests' to
+// TestTraceUringWorkers/sqpoll-direct's process, the kernel's count of the
+// run being exactly the requests' 819200; reproduced here with a partly
+// evicted test binary: read-around faults on the binary 16 ms after the
+// first request, while the workload wrote its report (5 pages, 20480
+// bytes). Every such record is logged, and so are those during the run
+// (kept in the totals).
+func outsideReads(t *testing.T, tr *traced, pid uint32, reqs []record.Request) (before, after uint64) {
+	t.Helper()
+	first, last := uint64(math.MaxUint64), uint64(0)
+	for _, q := range reqs {
+		first, last = min(first, q.SubmitNs), max(last, q.CompleteNs)
+	}
+	add := func(what string, at uint64, bios []record.Bio) {
+		var b uint64
+		for _, bio := range bios {
+			if strings.HasPrefix(bio.Rwbs, "R") {
+				b += uint64(bio.Bytes)
+			}
+		}
+		switch {
+		case b == 0:
+		case at < first:
+			t.Logf("before the first request: %s read %d bytes from disk", what, b)
+			before += b
+		case at > last:
+			t.Logf("after the last request: %s read %d bytes from disk", what, b)
+			after += b
+		default:
+			t.Logf("during the run, not a request: %s read %d bytes from disk", what, b)
+		}
+	}
+	for _, c := range tr.calls {
+		if c.Pid == pid && c.Syscall != "execve" {
+			add(fmt.Sprintf("%s() %s", c.Syscall, c.Path), c.TimeNs, c.Bios)
+		}
+	}
+	for _, f := range tr.faults {
+		if f.Pid == pid {
+			add("a fault on "+f.Path, f.TimeNs, f.Bios)
+		}
+	}
+	return before, after
 }
 
 // checkAsyncCalls checks a run's submission calls against its requests:
@@ -201,10 +271,11 @@ func missingAsyncHooks(attach map[string]string, flags []string) string {
 
 // checkKernelRead compares the disk bytes iopath attributed to the workload
 // with the kernel's accounting of its thread or, for io_uring, its process
-// (kernel_io: /proc/thread-self/io or /proc/self/io, read_bytes over the run): equal within one readahead window (the larger
+// (kernel_io: /proc/thread-self/io or /proc/self/io, read_bytes over the
+// run; it may also count tot.tail): equal within one readahead window (the larger
 // of the one seen and the device's read_ahead_kb: the VM kernels' counts
 // exceed iopath's by a few pages on direct runs, seen on 6.1 and 6.12).
-func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window uint64) {
+func checkKernelRead(t *testing.T, tot asyncTotals, wr *workloadRecord, window uint64) {
 	t.Helper()
 	k := wr.Report.Kernel
 	if k == nil {
@@ -216,8 +287,8 @@ func checkKernelRead(t *testing.T, tot record.Totals, wr *workloadRecord, window
 		}
 	}
 	got, want := tot.DiskBytesRead, uint64(k.ReadBytes)
-	if got+window < want || got > want+window {
-		t.Errorf("disk bytes read attributed to pid %d: %d; the kernel says %d (allowed difference %d)", wr.Pid, got, want, window)
+	if got+tot.tail+window < want || got > want+window {
+		t.Errorf("disk bytes read attributed to pid %d: %d (and %d after its last request); the kernel says %d (allowed difference %d)", wr.Pid, got, tot.tail, want, window)
 	}
 	t.Logf("disk bytes read: iopath %d, kernel read_bytes %d", got, want)
 }
@@ -401,13 +472,26 @@ func TestTraceUringWorkers(t *testing.T) {
 		name   string
 		flags  []string
 		worker record.Worker
+		fresh  bool // on a filesystem mounted for the test
 	}{
-		{"async-direct", []string{"--direct", "--uring-async"}, record.WorkerIOWQ},
-		{"async-buffered", []string{"--uring-async"}, record.WorkerIOWQ},
-		{"sqpoll-direct", []string{"--direct", "--sqpoll"}, record.WorkerSQPoll},
+		{"async-direct", []string{"--direct", "--uring-async"}, record.WorkerIOWQ, false},
+		{"async-buffered", []string{"--uring-async"}, record.WorkerIOWQ, false},
+		{"sqpoll-direct", []string{"--direct", "--sqpoll"}, record.WorkerSQPoll, false},
+		// The first direct IO on a mount creates the filesystem's dio
+		// workqueue (sb_init_dio_done_wq, 6.18): the SQPOLL thread sleeps
+		// inside the first request's issue, before its bio. Before the
+		// fix that sleep ended the request's segment and its bio was
+		// charged to the next request (0 and 2 bios).
+		{"sqpoll-direct-fresh-mount", []string{"--direct", "--sqpoll"}, record.WorkerSQPoll, true},
+		{"async-direct-fresh-mount", []string{"--direct", "--uring-async"}, record.WorkerIOWQ, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			reqs, tot, wr := asyncRun(t, append(c.flags, "--engine", "io_uring", "--iodepth", "16", "--count", "200")...)
+			needRoot(t)
+			dir := diskDir(t)
+			if c.fresh {
+				dir = testutil.LoopExt4(t, 64<<20).Dir
+			}
+			reqs, tot, wr, _ := asyncTraceIn(t, dir, nil, append(c.flags, "--engine", "io_uring", "--iodepth", "16", "--count", "200")...)
 			checkRequests(t, reqs, 200, record.EngineIOUring, c.worker)
 			var bios, bioBytes uint64
 			for _, q := range reqs {
@@ -518,7 +602,7 @@ func TestTraceUringFixedFiles(t *testing.T) {
 // the attributed disk bytes equal to the kernel's read_bytes for the
 // process (no readahead window of slack: direct IO reads what it asks;
 // in the VMs, within checkKernelRead's slack).
-func checkExactDirect(t *testing.T, reqs []record.Request, tot record.Totals, wr *workloadRecord, n int, worker record.Worker) {
+func checkExactDirect(t *testing.T, reqs []record.Request, tot asyncTotals, wr *workloadRecord, n int, worker record.Worker) {
 	t.Helper()
 	checkRequests(t, reqs, n, record.EngineIOUring, worker)
 	var bioBytes uint64
@@ -541,7 +625,7 @@ func checkExactDirect(t *testing.T, reqs []record.Request, tot record.Totals, wr
 		checkKernelRead(t, tot, wr, 0)
 		return
 	}
-	if k := wr.Report.Kernel; k == nil || uint64(k.ReadBytes) != tot.DiskBytesRead {
+	if k := wr.Report.Kernel; k == nil || uint64(k.ReadBytes) < tot.DiskBytesRead || uint64(k.ReadBytes) > tot.DiskBytesRead+tot.tail {
 		t.Errorf("disk bytes read attributed to pid %d: %d; the kernel's read_bytes: %+v", wr.Pid, tot.DiskBytesRead, k)
 	}
 }
