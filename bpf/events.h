@@ -118,6 +118,8 @@ enum counter {
 	                         * counted in hit_other like a full map's */
 	CNT_FAULT_VMA_RECOVERED, /* of CNT_FAULT_VMA_BUSY: faults opened later, at mm_filemap_fault (6.11+), from
 	                          * the page cache's inode: traced, without a path */
+	CNT_EXEC_MOVING_FULL,    /* exec_moving full (bpf/slots.h): a non-leader execve's reads after de_thread
+	                          * gave it the leader's tid are unattributed (cause exec) */
 	/* bpf/spare.h: events a spare program handled because the kernel
 	 * skipped its primary's run (a thread preempted inside the primary on
 	 * that CPU), one counter per spared program, in enum spared order */

@@ -22,13 +22,6 @@ static __always_inline void *scratch(void *map, const void *zero)
 	return bpf_map_lookup_elem(map, &tid);
 }
 
-static __always_inline void count_event(__u32 idx)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-	if (v)
-		*v += 1;
-}
-
 static __always_inline int emit(void *data, __u64 size)
 {
 	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;

@@ -212,15 +212,16 @@ const (
 	IopathCounterCNT_FAULT_VMA_BUSY      IopathCounter = 22
 	IopathCounterCNT_OPS_NOMEM           IopathCounter = 23
 	IopathCounterCNT_FAULT_VMA_RECOVERED IopathCounter = 24
-	IopathCounterCNT_SPARE_SYS_ENTER     IopathCounter = 25
-	IopathCounterCNT_SPARE_SYS_EXIT      IopathCounter = 26
-	IopathCounterCNT_SPARE_BIO_QUEUE     IopathCounter = 27
-	IopathCounterCNT_SPARE_RQ_ISSUE      IopathCounter = 28
-	IopathCounterCNT_SPARE_AIO_DIO       IopathCounter = 29
-	IopathCounterCNT_SPARE_URING_DIO     IopathCounter = 30
-	IopathCounterCNT_SPARE_URING_FILE    IopathCounter = 31
-	IopathCounterCNT_SPARE_FLUSH_ISSUE   IopathCounter = 32
-	IopathCounterCNT_MAX                 IopathCounter = 33
+	IopathCounterCNT_EXEC_MOVING_FULL    IopathCounter = 25
+	IopathCounterCNT_SPARE_SYS_ENTER     IopathCounter = 26
+	IopathCounterCNT_SPARE_SYS_EXIT      IopathCounter = 27
+	IopathCounterCNT_SPARE_BIO_QUEUE     IopathCounter = 28
+	IopathCounterCNT_SPARE_RQ_ISSUE      IopathCounter = 29
+	IopathCounterCNT_SPARE_AIO_DIO       IopathCounter = 30
+	IopathCounterCNT_SPARE_URING_DIO     IopathCounter = 31
+	IopathCounterCNT_SPARE_URING_FILE    IopathCounter = 32
+	IopathCounterCNT_SPARE_FLUSH_ISSUE   IopathCounter = 33
+	IopathCounterCNT_MAX                 IopathCounter = 34
 )
 
 type IopathDirtyGoneEv struct {

@@ -131,6 +131,14 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* count_event adds one to loss counter idx (enum counter). */
+static __always_inline void count_event(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += 1;
+}
+
 /* Scratch space for events too large for the BPF stack, one entry per
  * running task (tid). Not per-CPU: tracing programs run with migration
  * disabled but stay preemptible, so two tasks on one CPU could interleave

@@ -114,8 +114,11 @@ static __always_inline struct op *exec_call(__u32 slot, __u32 tgid)
  * (two threads exec'ing at once: one wins, the other is killed). */
 static __always_inline void exec_moving_set(__u32 tgid, __u32 slot)
 {
-	if (bpf_map_update_elem(&exec_moving, &tgid, &slot, BPF_NOEXIST) == 0)
+	long err = bpf_map_update_elem(&exec_moving, &tgid, &slot, BPF_NOEXIST);
+	if (err == 0)
 		__sync_fetch_and_add(&execs_moving, 1);
+	else if (err == -E2BIG)
+		count_event(CNT_EXEC_MOVING_FULL); /* -EEXIST: the other thread won */
 }
 
 /* exec_moving_del forgets tgid's moving execve, if it is slot's (0: any). */

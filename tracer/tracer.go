@@ -710,7 +710,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_FAULT_UNENDED: "faults_unended", bpf.IopathCounterCNT_FAULT_STATS_FULL: "fault_stats",
 	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
-	bpf.IopathCounterCNT_URING_FULL: "uring_reqs",
+	bpf.IopathCounterCNT_URING_FULL: "uring_reqs", bpf.IopathCounterCNT_EXEC_MOVING_FULL: "exec_moving",
 	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
 	bpf.IopathCounterCNT_FAULT_VMA_RECOVERED: "faults_vma_recovered",
 	bpf.IopathCounterCNT_SPARE_SYS_ENTER:     "spare_sys_enter", bpf.IopathCounterCNT_SPARE_SYS_EXIT: "spare_sys_exit",
@@ -745,7 +745,7 @@ func (t *Tracer) Summary() *record.Summary {
 	c := t.Counters()
 	s.LostEvents = c["ringbuf_lost"]
 	s.MarkPartialLost()
-	for _, m := range []string{"hit_stats", "hit_stats_nomem", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs"} {
+	for _, m := range []string{"hit_stats", "hit_stats_nomem", "hit_other", "bio_owners", "dirty_pages", "inflight", "task_ops", "targets", "fault_stats", "uring_reqs", "exec_moving"} {
 		s.MapEvictions[m] = c[m]
 	}
 	for _, m := range []string{"rq_bio_chain", "rq_owned_bios", "page_ranges", "bio_vecs", "wb_matches", "aio_iocbs", "aio_events"} {

@@ -81,6 +81,7 @@ func asyncTraceIn(t *testing.T, tmp string, traceFlags []string, flags ...string
 	before, after := outsideReads(t, tr, wr.Pid, reqs)
 	tot.DiskBytesRead -= min(tot.DiskBytesRead, execBytes(tr, wr.Pid)+before+after)
 	tot.tail = after
+	tot.skipped = tr.summary.MissedRuns["tp_block_bio_queue"] + tr.summary.MissedRuns["tp_block_bio_queue_q"]
 	return reqs, tot, wr, calls
 }
 
@@ -91,6 +92,24 @@ func asyncTraceIn(t *testing.T, tmp string, traceFlags []string, flags ...string
 type asyncTotals struct {
 	record.Totals
 	tail uint64
+	// skipped: block_bio_queue runs the kernel skipped and no spare took
+	// (missed_runs, 7.2 in its 1-vCPU VM): each is a bio no record has,
+	// counted there. A request may lack its bio only within this count.
+	skipped uint64
+}
+
+// lostBio counts a direct request without its bio (lost) and says whether
+// that is within the bio_queue runs the kernel skipped (tot.skipped).
+func (tot asyncTotals) lostBio(t *testing.T, q record.Request, lost *uint64) bool {
+	t.Helper()
+	if len(q.Bios) != 0 {
+		return false
+	}
+	if *lost++; *lost <= tot.skipped {
+		t.Logf("request %d has no bio: %d of %d block_bio_queue runs skipped", q.OpID, *lost, tot.skipped)
+		return true
+	}
+	return false
 }
 
 // execBytes sums the bios of pid's execve records.
@@ -287,7 +306,7 @@ func checkKernelRead(t *testing.T, tot asyncTotals, wr *workloadRecord, window u
 		}
 	}
 	got, want := tot.DiskBytesRead, uint64(k.ReadBytes)
-	if got+tot.tail+window < want || got > want+window {
+	if got+tot.tail+window+tot.skipped*max(window, 4096) < want || got > want+window {
 		t.Errorf("disk bytes read attributed to pid %d: %d (and %d after its last request); the kernel says %d (allowed difference %d)", wr.Pid, got, tot.tail, want, window)
 	}
 	t.Logf("disk bytes read: iopath %d, kernel read_bytes %d", got, want)
@@ -312,6 +331,7 @@ func libaioDirect(t *testing.T, batch string) {
 	ids := map[uint64]bool{}
 	var maxInflight uint32
 	unseen := 0
+	var lost uint64
 	for _, q := range reqs {
 		if ids[q.OpID] {
 			t.Errorf("op_id %d twice", q.OpID)
@@ -322,7 +342,7 @@ func libaioDirect(t *testing.T, batch string) {
 			bytes += b.Bytes
 		}
 		if q.Engine != record.EngineLibaio || q.Op != "read" || !q.Direct || q.Worker != record.WorkerInline ||
-			len(q.Bios) != 1 || bytes != 4096 || q.Result != (record.Result{Bytes: 4096, Known: true}) ||
+			((len(q.Bios) != 1 || bytes != 4096) && !tot.lostBio(t, q, &lost)) || q.Result != (record.Result{Bytes: 4096, Known: true}) ||
 			q.SubmitOpID == 0 || q.SubmitNs == 0 || !directTimes(q) || q.RequestedBytes != 4096 {
 			t.Errorf("request %+v", q)
 		}
@@ -425,8 +445,9 @@ func checkRequests(t *testing.T, reqs []record.Request, n int, engine record.Eng
 func TestTraceUringDirect(t *testing.T) {
 	reqs, tot, wr := asyncRun(t, "--direct", "--engine", "io_uring", "--iodepth", "16", "--count", "300")
 	maxInflight := checkRequests(t, reqs, 300, record.EngineIOUring, record.WorkerInline)
+	var lost uint64
 	for _, q := range reqs {
-		if len(q.Bios) != 1 || q.Bios[0].Bytes != 4096 || !q.Direct || q.SubmitOpID == 0 {
+		if ((len(q.Bios) != 1 || q.Bios[0].Bytes != 4096) && !tot.lostBio(t, q, &lost)) || !q.Direct || q.SubmitOpID == 0 {
 			t.Errorf("request %+v", q)
 		}
 	}
@@ -493,7 +514,7 @@ func TestTraceUringWorkers(t *testing.T) {
 			}
 			reqs, tot, wr, _ := asyncTraceIn(t, dir, nil, append(c.flags, "--engine", "io_uring", "--iodepth", "16", "--count", "200")...)
 			checkRequests(t, reqs, 200, record.EngineIOUring, c.worker)
-			var bios, bioBytes uint64
+			var bios, bioBytes, lost uint64
 			for _, q := range reqs {
 				bios += uint64(len(q.Bios))
 				if (c.worker == record.WorkerIOWQ && q.WorkerTid == q.Tid) || q.Pid != wr.Pid {
@@ -508,7 +529,7 @@ func TestTraceUringWorkers(t *testing.T) {
 				for _, b := range q.Bios {
 					bioBytes += uint64(b.Bytes)
 				}
-				if slices.Contains(c.flags, "--direct") && len(q.Bios) != 1 {
+				if slices.Contains(c.flags, "--direct") && len(q.Bios) != 1 && !tot.lostBio(t, q, &lost) {
 					t.Errorf("direct request with %d bios: %+v", len(q.Bios), q)
 				}
 			}
@@ -605,16 +626,16 @@ func TestTraceUringFixedFiles(t *testing.T) {
 func checkExactDirect(t *testing.T, reqs []record.Request, tot asyncTotals, wr *workloadRecord, n int, worker record.Worker) {
 	t.Helper()
 	checkRequests(t, reqs, n, record.EngineIOUring, worker)
-	var bioBytes uint64
+	var bioBytes, lost uint64
 	for _, q := range reqs {
 		for _, b := range q.Bios {
 			bioBytes += uint64(b.Bytes)
 		}
-		if len(q.Bios) != 1 || q.Bios[0].Bytes != 4096 || !q.Direct || q.Path == "" {
+		if ((len(q.Bios) != 1 || q.Bios[0].Bytes != 4096) && !tot.lostBio(t, q, &lost)) || !q.Direct || q.Path == "" {
 			t.Errorf("request %+v", q)
 		}
 	}
-	if tot.Unattributed != 0 || tot.Requests != uint64(n) || tot.DiskBytesRead != bioBytes || bioBytes != uint64(n)*4096 {
+	if tot.Unattributed != 0 || tot.Requests != uint64(n) || tot.DiskBytesRead != bioBytes || bioBytes != (uint64(n)-lost)*4096 {
 		t.Errorf("pid totals: %d unattributed bios, %d requests, %d disk bytes read; the requests' bios: %d bytes", tot.Unattributed, tot.Requests, tot.DiskBytesRead, bioBytes)
 	}
 	if os.Getenv("IOPATH_VM") == "1" {
