@@ -54,12 +54,22 @@ func libaioDeep(t *testing.T, batch string) {
 	// bio unattributed, an event left out a truncation and that request's
 	// result unavailable (events of iocbs left out are counted too, so a
 	// request without result is one of them, not all).
+	//
+	// Where the kernel skipped an io_submit's sys_exit run and no spare
+	// took it (missed_runs; 7.2 in its 1-vCPU VM: 1 of 8192, 2026-12-07),
+	// that call's requests are never reported: each one's bio is counted
+	// unattributed with cause syscall:io_submit, as many as requests are
+	// missing, within the unspared skips.
 	c := tr.summary.Truncations
 	tot := pidTotals(t, tr.summary, wr.Pid)
-	if bad != 0 || uint64(got)+c["aio_iocbs"] != n || tot.Unattributed != c["aio_iocbs"] || tot.Requests != uint64(got) ||
+	skipped := tr.summary.UnattributedCauses["syscall:io_submit"].Bios
+	if skipped > unsparedExits(tr.summary) {
+		skipped = 0
+	}
+	if bad != 0 || uint64(got)+c["aio_iocbs"]+skipped != n || tot.Unattributed != c["aio_iocbs"]+skipped || tot.Requests != uint64(got) ||
 		uint64(unknown) > c["aio_events"] {
-		t.Errorf("%d request records for %d reads, %d wrong, %d without result; pid totals: %d unattributed bios, %d requests; truncations %v",
-			got, n, bad, unknown, tot.Unattributed, tot.Requests, c)
+		t.Errorf("%d request records for %d reads, %d wrong, %d without result; pid totals: %d unattributed bios, %d requests; truncations %v; io_submit bios unattributed within skipped exits: %d",
+			got, n, bad, unknown, tot.Unattributed, tot.Requests, c, skipped)
 	}
 	if c["aio_iocbs"] == 0 && (wr.Amplification < 0.99 || wr.Amplification > 1.01) {
 		t.Errorf("amplification %.3f, want 1", wr.Amplification)
