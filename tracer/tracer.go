@@ -711,7 +711,7 @@ var counterNames = [bpf.IopathCounterCNT_MAX]string{
 	bpf.IopathCounterCNT_FLUSH_FULL:     "flush_issued",
 	bpf.IopathCounterCNT_AIO_IOCB_TRUNC: "aio_iocbs", bpf.IopathCounterCNT_AIO_REAP_TRUNC: "aio_events",
 	bpf.IopathCounterCNT_URING_FULL: "uring_reqs", bpf.IopathCounterCNT_EXEC_MOVING_FULL: "exec_moving",
-	bpf.IopathCounterCNT_OPS_NOMEM:  "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
+	bpf.IopathCounterCNT_OPS_NOMEM: "hit_stats_nomem", bpf.IopathCounterCNT_FAULT_VMA_BUSY: "faults_vma_busy",
 	bpf.IopathCounterCNT_FAULT_VMA_RECOVERED: "faults_vma_recovered",
 	bpf.IopathCounterCNT_SPARE_SYS_ENTER:     "spare_sys_enter", bpf.IopathCounterCNT_SPARE_SYS_EXIT: "spare_sys_exit",
 	bpf.IopathCounterCNT_SPARE_BIO_QUEUE: "spare_bio_queue", bpf.IopathCounterCNT_SPARE_RQ_ISSUE: "spare_rq_issue",
