@@ -225,7 +225,7 @@ struct op {
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */
 	__u32 owner;        /* tgid the slot was given to (a stale slot is noticed) */
-	__u32 pad0;
+	__u32 exec_comm;    /* 1: an execve under --comm loading a program of --comm's name (bpf/syscalls.c exec_names_target): traced before the rename */
 	__u32 active;       /* 1 between entry and exit */
 	__u32 touched;      /* 1 once a hook has zeroed the per-call counters (op_touch) */
 	/* Cache hits are summed here per thread and file, and folded into

@@ -274,6 +274,11 @@ const (
 	IopathEvTypeEV_URING_ENTER    IopathEvType = 17
 )
 
+type IopathExecName struct {
+	_ structs.HostLayout
+	S [256]int8
+}
+
 type IopathFaultKey struct {
 	_    structs.HostLayout
 	File IopathAggFileKey
@@ -392,7 +397,7 @@ type IopathOp struct {
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
-	Pad0              uint32
+	ExecComm          uint32
 	Active            uint32
 	Touched           uint32
 	_                 [4]byte
@@ -788,6 +793,7 @@ const (
 	IopathMapDirtyPages                   = "dirty_pages"
 	IopathMapEvents                       = "events"
 	IopathMapExecMoving                   = "exec_moving"
+	IopathMapExecNameBuf                  = "exec_name_buf"
 	IopathMapFaultStats                   = "fault_stats"
 	IopathMapFlushIssued                  = "flush_issued"
 	IopathMapFlushLast                    = "flush_last"
@@ -1143,6 +1149,7 @@ type IopathMapSpecs struct {
 	DirtyPages  *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	ExecMoving  *ebpf.MapSpec `ebpf:"exec_moving"`
+	ExecNameBuf *ebpf.MapSpec `ebpf:"exec_name_buf"`
 	FaultStats  *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast   *ebpf.MapSpec `ebpf:"flush_last"`
@@ -1230,6 +1237,7 @@ type IopathMaps struct {
 	DirtyPages  *ebpf.Map `ebpf:"dirty_pages"`
 	Events      *ebpf.Map `ebpf:"events"`
 	ExecMoving  *ebpf.Map `ebpf:"exec_moving"`
+	ExecNameBuf *ebpf.Map `ebpf:"exec_name_buf"`
 	FaultStats  *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast   *ebpf.Map `ebpf:"flush_last"`
@@ -1263,6 +1271,7 @@ func (m *IopathMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.ExecMoving,
+		m.ExecNameBuf,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,

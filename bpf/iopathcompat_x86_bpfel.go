@@ -108,6 +108,11 @@ type IopathCompatDirtyVal struct {
 	Nr   uint32
 }
 
+type IopathCompatExecName struct {
+	_ structs.HostLayout
+	S [256]int8
+}
+
 type IopathCompatFaultKey struct {
 	_    structs.HostLayout
 	File IopathCompatAggFileKey
@@ -178,7 +183,7 @@ type IopathCompatOp struct {
 	PathReuse         uint32
 	Seq               uint32
 	Owner             uint32
-	Pad0              uint32
+	ExecComm          uint32
 	Active            uint32
 	Touched           uint32
 	_                 [4]byte
@@ -388,6 +393,7 @@ const (
 	IopathCompatMapDirtyPages                   = "dirty_pages"
 	IopathCompatMapEvents                       = "events"
 	IopathCompatMapExecMoving                   = "exec_moving"
+	IopathCompatMapExecNameBuf                  = "exec_name_buf"
 	IopathCompatMapFaultStats                   = "fault_stats"
 	IopathCompatMapFlushIssued                  = "flush_issued"
 	IopathCompatMapFlushLast                    = "flush_last"
@@ -745,6 +751,7 @@ type IopathCompatMapSpecs struct {
 	DirtyPages    *ebpf.MapSpec `ebpf:"dirty_pages"`
 	Events        *ebpf.MapSpec `ebpf:"events"`
 	ExecMoving    *ebpf.MapSpec `ebpf:"exec_moving"`
+	ExecNameBuf   *ebpf.MapSpec `ebpf:"exec_name_buf"`
 	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
@@ -834,6 +841,7 @@ type IopathCompatMaps struct {
 	DirtyPages    *ebpf.Map `ebpf:"dirty_pages"`
 	Events        *ebpf.Map `ebpf:"events"`
 	ExecMoving    *ebpf.Map `ebpf:"exec_moving"`
+	ExecNameBuf   *ebpf.Map `ebpf:"exec_name_buf"`
 	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast     *ebpf.Map `ebpf:"flush_last"`
@@ -868,6 +876,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.DirtyPages,
 		m.Events,
 		m.ExecMoving,
+		m.ExecNameBuf,
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,

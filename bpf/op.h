@@ -104,7 +104,16 @@ static __always_inline bool syncs_device(__u32 sys, __u32 f_flags)
  * under --comm: a thread's comm changes at exec). */
 static __always_inline void flush_hits(struct op *op);
 
+static __always_inline struct op *op_slot_as(__u32 tid, __u32 tgid, bool force);
+
 static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
+{
+	return op_slot_as(tid, tgid, false);
+}
+
+/* op_slot_as is op_slot; force gives the thread a slot even when its
+ * process is not traced (yet): an execve that makes it so (exec_comm). */
+static __always_inline struct op *op_slot_as(__u32 tid, __u32 tgid, bool force)
 {
 	__u64 *w = slot_word(tid);
 	if (!w) {
@@ -115,9 +124,10 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	if (slot && slot <= MAX_SLOTS) {
 		struct op *op = bpf_map_lookup_elem(&task_ops, &slot);
 		/* Under --comm a thread stops being traced when its comm
-		 * changes (prctl, exec); the owner check catches a slot left by
+		 * changes (prctl, exec), except in the execve that gives it
+		 * the name (exec_comm); the owner check catches a slot left by
 		 * a thread whose exit was not seen. */
-		if (op && op->owner == tgid && (!filter_comm || is_traced(tgid)))
+		if (op && op->owner == tgid && (!filter_comm || op->exec_comm || is_traced(tgid)))
 			return op;
 		if (op && op->agg_calls)
 			flush_hits(op);
@@ -128,7 +138,7 @@ static __always_inline struct op *op_slot(__u32 tid, __u32 tgid)
 	__u32 untraced = SLOT_UNTRACED | (targets_gen & SLOT_GEN_MASK);
 	if (slot == untraced)
 		return NULL;
-	if (!is_traced(tgid)) {
+	if (!force && !is_traced(tgid)) {
 		if (!filter_comm)
 			slot_set(w, tid, slot, untraced);
 		return NULL;

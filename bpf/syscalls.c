@@ -75,6 +75,53 @@ static __always_inline __s64 user_off(const void *p)
 	return off;
 }
 
+/* The filename an execve is given, for exec_names_target. */
+struct exec_name {
+	char s[256];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_name);
+} exec_name_buf SEC(".maps");
+
+/* exec_names_target says whether an execve of filename (user memory) makes
+ * the task --comm's target: begin_new_exec names the task after the
+ * filename's last component, cut to 15 bytes (__set_task_comm of
+ * kbasename(bprm->filename); a #! script's own name, not its
+ * interpreter's). Under --comm the calling task (a shell, a Go runtime) has
+ * another name until then, and the reads of the load would go untraced.
+ * The filename must end in "/" + the target, or be it: a last component
+ * longer than 15 bytes (which the kernel cuts) is not matched (no search
+ * for the last '/': a loop over the name is too much for the verifier
+ * inlined here). */
+static __always_inline bool exec_names_target(const char *filename)
+{
+	__u32 zero = 0;
+	struct exec_name *b = bpf_map_lookup_elem(&exec_name_buf, &zero);
+	if (!b)
+		return false;
+	long n = bpf_probe_read_user_str(b->s, sizeof(b->s), filename);
+	__u32 len = 0; /* the target's length */
+	for (__u32 k = 0; k < 15; k++) {
+		if (target_comm[k] == 0)
+			break;
+		len++;
+	}
+	if (len == 0 || n < 1 + len || n > sizeof(b->s))
+		return false;
+	__u32 off = n - 1 - len; /* where the last component starts, if it is the target */
+	for (__u32 k = 0; k < 15; k++) {
+		if (k >= len)
+			break;
+		if (b->s[(off + k) & (sizeof(b->s) - 1)] != target_comm[k])
+			return false;
+	}
+	return off == 0 || b->s[(off - 1) & (sizeof(b->s) - 1)] == '/';
+}
+
 /* raw_sys_enter and raw_sys_exit have spares (bpf/spare.h): a thread
  * preempted inside one (7.2) made the kernel skip it for every other
  * thread's system call on that CPU. */
@@ -87,6 +134,12 @@ static __always_inline int sys_enter(struct pt_regs *regs, long id, const int ac
 	/* Untraced processes stop here, before any fd lookup. */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct op *op = op_slot((__u32)pid_tgid, pid_tgid >> 32);
+	if (!op && sys == SYS_EXECVE && filter_comm && !compat_call() &&
+	    exec_names_target((const char *)(id == 322 ? regs->si : regs->di))) {
+		op = op_slot_as((__u32)pid_tgid, pid_tgid >> 32, true);
+		if (op)
+			op->exec_comm = 1; /* until the call's exit (sys_exit) */
+	}
 	if (!op || compat_call() || !take_turn(SPARED_SYS_ENTER, copy, 0))
 		return 0;
 	/* regs is a typed tp_btf argument: direct loads, no helper calls.
@@ -265,6 +318,9 @@ static __always_inline int sys_exit(struct pt_regs *regs, long ret, const int ac
 		__u32 own = w ? slot_field(*w, tid) : 0;
 		if (ret != 0 && own && own <= MAX_SLOTS)
 			exec_moving_del(tgid, own); /* a failed exec's */
+		struct op *o = ret != 0 ? op_of(tid) : NULL;
+		if (o)
+			o->exec_comm = 0; /* failed: the task keeps its name */
 		/* A new program starts with fresh thread state, as it did
 		 * when sched_process_exec released the slot (exec_kept). */
 		if (ret == 0)

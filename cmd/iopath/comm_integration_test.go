@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iopath/iopath/demo"
 	"github.com/iopath/iopath/internal/testutil"
+	"github.com/iopath/iopath/record"
 )
 
 // --comm traces the tasks whose comm is the name given, at each call (the
@@ -112,4 +114,51 @@ func stopTrace(t *testing.T, cmd *exec.Cmd, out, errb *bytes.Buffer) *traced {
 		t.Fatalf("no summary; stderr:\n%s", errb)
 	}
 	return tr
+}
+
+// --comm NAME traces the execve that makes a task NAME: the caller has
+// another name until the kernel renames it mid-load, and what the load
+// reads (a cold binary's ELF header and readahead) is that execve
+// record's, named NAME. An execve of another name stays untraced.
+func TestTraceCommExec(t *testing.T) {
+	needRoot(t)
+	dir := diskDir(t)
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("needs dd")
+	}
+	named, other := filepath.Join(dir, "ioptsx"), filepath.Join(dir, "ioptsy")
+	copyFile(t, dd, named, 0o755)
+	copyFile(t, dd, other, 0o755)
+	cmd, out, errb := startTrace(t, os.TempDir(), "trace", "--json", "--comm", "ioptsx")
+	for _, p := range []string{named, other} {
+		if left, err := demo.Evict(p); err != nil || left != 0 {
+			t.Fatalf("evicting %s: %d pages left, %v", p, left, err)
+		}
+		// The program's own run may fail (in the VMs dd is a BusyBox
+		// applet, unknown by this name): its exec succeeded first.
+		exec.Command(p, "if=/dev/null", "of=/dev/null", "status=none").Run()
+	}
+	tr := stopTrace(t, cmd, out, errb)
+	var execs []record.Syscall
+	for _, c := range tr.calls {
+		if c.Syscall == "execve" {
+			execs = append(execs, c)
+		}
+	}
+	if len(execs) != 1 {
+		t.Fatalf("%d execve records, want 1 (of %s): %+v", len(execs), named, execs)
+	}
+	c := execs[0]
+	var bytes uint64
+	for _, b := range c.Bios {
+		bytes += uint64(b.Bytes)
+	}
+	if c.Comm != "ioptsx" || c.Path != named || bytes == 0 {
+		t.Errorf("execve record: comm %q, path %q, %d bytes read from disk; want comm ioptsx, path %s, the cold binary's reads", c.Comm, c.Path, bytes, named)
+	}
+	if n := tr.summary.UnattributedCauses["exec"].Bios; n != 0 {
+		t.Errorf("%d bios unattributed with cause exec", n)
+	}
+	t.Logf("execve of %s: %d bios, %d bytes", named, len(c.Bios), bytes)
 }
