@@ -273,7 +273,6 @@ static __always_inline int bio_queue(struct bio *bio, const int copy)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	uring_dio_bio(bio); /* bpf/uring.c: a direct bio names its io_uring request */
 	struct op *op = current_op();
 	bool write = (BPF_CORE_READ(bio, bi_opf) & REQ_OP_MASK) == REQ_OP_WRITE;
 
