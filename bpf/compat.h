@@ -2,8 +2,9 @@
 /* The compat build (-DIOPATH_COMPAT, bpf2go name IopathCompat) for kernels
  * whose verifier lacks what the main build uses (issue 16, floor 5.10):
  *  - bpf_loop (5.17): loops become bounded C loops (verified since 5.3). The
- *    writeback walk's step is a global function (verified once), so it keeps
- *    MAX_WALK_STEPS; the request bio chain walk is inlined and stops at
+ *    writeback walk's steps and the flush list's step are global functions
+ *    (verified once), so they keep MAX_WALK_STEPS and MAX_FLUSH_WAITERS, as
+ *    is the dentry walk (op.h fill_path_slot); the request bio chain walk is inlined and stops at
  *    COMPAT_RQ_BIOS (longer chains are counted, CNT_RQ_CHAIN_TRUNC).
  *  - atomic fetch-and-add (BPF_ATOMIC | BPF_FETCH, 5.12): the two counters
  *    that hand out numbers (next_slot, path_serial, slot_gen) become per-CPU counters
@@ -17,7 +18,7 @@
 #ifdef IOPATH_COMPAT
 
 #define COMPAT_RQ_BIOS 64    /* bios walked per request (MAX_RQ_BIOS: 256) */
-#define COMPAT_WALK_STEPS MAX_WALK_STEPS /* folio_step_global: cheap to verify */
+#define COMPAT_WALK_STEPS MAX_WALK_STEPS /* folio_steps_global: cheap to verify */
 
 /* Possible CPUs (userspace sets it; 0 = unset: no numbers are handed out). */
 const volatile __u32 nr_cpus = 0;

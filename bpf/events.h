@@ -220,7 +220,7 @@ struct op {
 	__u32 call_arg1;
 	__u32 call_arg2;
 	__u32 call_arg3;
-	__u32 call_pad;
+	__u32 slot;            /* this entry's index in task_ops (the compat build's path walk looks it up) */
 	__u32 aio_fn;          /* io_submit_one calls seen in the running io_submit (function hooks) */
 	__u32 path_reuse;   /* records since the last EV_PATH */
 	__u32 seq;          /* per-thread op counter */

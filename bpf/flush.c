@@ -237,6 +237,53 @@ static long flush_waiter_step(__u32 i, struct flush_walk *w)
 	return 0;
 }
 
+#ifdef IOPATH_COMPAT
+/* The compat build walks the flush list in a bounded loop, whose every
+ * iteration 5.10's verifier checks (145,000 instructions for
+ * tp_flush_issue): the step is a global function instead, checked once,
+ * with the walk in a per-thread scratch entry (global functions take no
+ * pointers on 5.10). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tid */
+	__type(value, struct flush_walk);
+} flush_scratch SEC(".maps");
+
+__noinline long flush_waiter_global(__u32 i)
+{
+	if (i >= MAX_FLUSH_WAITERS) /* i is used (block.c folio_steps_global says why) */
+		return 1;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct flush_walk *w = bpf_map_lookup_elem(&flush_scratch, &tid);
+	if (!w)
+		return 1;
+	return flush_waiter_step(i, w);
+}
+
+/* flush_walk_all runs the walk w in the scratch entry of the thread. */
+static __always_inline void flush_walk_all(struct flush_walk *w)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	if (bpf_map_update_elem(&flush_scratch, &tid, w, BPF_ANY))
+		return; /* w->node stays at the first waiter: counted as not walked */
+	for (__u32 i = 0; i < MAX_FLUSH_WAITERS; i++)
+		if (flush_waiter_global(i))
+			break;
+	struct flush_walk *s = bpf_map_lookup_elem(&flush_scratch, &tid);
+	if (s) {
+		w->node = s->node;
+		w->served = s->served;
+	}
+	bpf_map_delete_elem(&flush_scratch, &tid);
+}
+#else
+static __always_inline void flush_walk_all(struct flush_walk *w)
+{
+	bpf_loop(MAX_FLUSH_WAITERS, flush_waiter_step, w, 0);
+}
+#endif
+
 /* flush_waiters reports the owned bios the flush request rq, being issued,
  * serves (the requests on its hardware queue's running flush list) and
  * returns how many. */
@@ -261,7 +308,7 @@ static __always_inline __u32 flush_waiters(struct request *rq, struct flush_seen
 		w.link_off = bpf_core_field_offset(struct request, queuelist);
 	struct list_head *head = (struct list_head *)w.head;
 	w.node = (__u64)BPF_CORE_READ(head, next);
-	LOOP(MAX_FLUSH_WAITERS, MAX_FLUSH_WAITERS, flush_waiter_step, &w); /* compat.h */
+	flush_walk_all(&w);
 	if (w.node && w.node != w.head)
 		count_event(CNT_FLUSH_FULL);
 	return w.served;

@@ -392,7 +392,7 @@ type IopathOp struct {
 	CallArg1          uint32
 	CallArg2          uint32
 	CallArg3          uint32
-	CallPad           uint32
+	Slot              uint32
 	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32

@@ -82,6 +82,19 @@ type IopathCompatAggRq struct {
 	Pad      uint32
 }
 
+type IopathCompatAioEmit struct {
+	_    structs.HostLayout
+	Slot uint32
+	Pad  uint32
+	Ctx  uint64
+	Arg  uint64
+	Now  uint64
+	Id   uint64
+	Ret  int64
+	Nr   uint32
+	_    [4]byte
+}
+
 type IopathCompatBioOwner struct {
 	_       structs.HostLayout
 	OpId    uint64
@@ -141,6 +154,19 @@ type IopathCompatFlushSeen struct {
 	Served   uint32
 }
 
+type IopathCompatFlushWalk struct {
+	_        structs.HostLayout
+	Rq       uint64
+	IssueNs  uint64
+	CmdFlags uint32
+	Tid      uint32
+	Head     uint64
+	Node     uint64
+	LinkOff  uint64
+	Dev      uint32
+	Served   uint32
+}
+
 type IopathCompatJbd2Commit struct {
 	_     structs.HostLayout
 	Tid   uint32
@@ -178,7 +204,7 @@ type IopathCompatOp struct {
 	CallArg1          uint32
 	CallArg2          uint32
 	CallArg3          uint32
-	CallPad           uint32
+	Slot              uint32
 	AioFn             uint32
 	PathReuse         uint32
 	Seq               uint32
@@ -387,6 +413,7 @@ const (
 	IopathCompatMapAggProcs                     = "agg_procs"
 	IopathCompatMapAggRqs                       = "agg_rqs"
 	IopathCompatMapAggSink                      = "agg_sink"
+	IopathCompatMapAioScratch                   = "aio_scratch"
 	IopathCompatMapBioOwners                    = "bio_owners"
 	IopathCompatMapCompatSerials                = "compat_serials"
 	IopathCompatMapCounters                     = "counters"
@@ -397,6 +424,7 @@ const (
 	IopathCompatMapFaultStats                   = "fault_stats"
 	IopathCompatMapFlushIssued                  = "flush_issued"
 	IopathCompatMapFlushLast                    = "flush_last"
+	IopathCompatMapFlushScratch                 = "flush_scratch"
 	IopathCompatMapFreeSlots                    = "free_slots"
 	IopathCompatMapHitOther                     = "hit_other"
 	IopathCompatMapHitStats                     = "hit_stats"
@@ -745,6 +773,7 @@ type IopathCompatMapSpecs struct {
 	AggProcs      *ebpf.MapSpec `ebpf:"agg_procs"`
 	AggRqs        *ebpf.MapSpec `ebpf:"agg_rqs"`
 	AggSink       *ebpf.MapSpec `ebpf:"agg_sink"`
+	AioScratch    *ebpf.MapSpec `ebpf:"aio_scratch"`
 	BioOwners     *ebpf.MapSpec `ebpf:"bio_owners"`
 	CompatSerials *ebpf.MapSpec `ebpf:"compat_serials"`
 	Counters      *ebpf.MapSpec `ebpf:"counters"`
@@ -755,6 +784,7 @@ type IopathCompatMapSpecs struct {
 	FaultStats    *ebpf.MapSpec `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.MapSpec `ebpf:"flush_issued"`
 	FlushLast     *ebpf.MapSpec `ebpf:"flush_last"`
+	FlushScratch  *ebpf.MapSpec `ebpf:"flush_scratch"`
 	FreeSlots     *ebpf.MapSpec `ebpf:"free_slots"`
 	HitOther      *ebpf.MapSpec `ebpf:"hit_other"`
 	HitStats      *ebpf.MapSpec `ebpf:"hit_stats"`
@@ -835,6 +865,7 @@ type IopathCompatMaps struct {
 	AggProcs      *ebpf.Map `ebpf:"agg_procs"`
 	AggRqs        *ebpf.Map `ebpf:"agg_rqs"`
 	AggSink       *ebpf.Map `ebpf:"agg_sink"`
+	AioScratch    *ebpf.Map `ebpf:"aio_scratch"`
 	BioOwners     *ebpf.Map `ebpf:"bio_owners"`
 	CompatSerials *ebpf.Map `ebpf:"compat_serials"`
 	Counters      *ebpf.Map `ebpf:"counters"`
@@ -845,6 +876,7 @@ type IopathCompatMaps struct {
 	FaultStats    *ebpf.Map `ebpf:"fault_stats"`
 	FlushIssued   *ebpf.Map `ebpf:"flush_issued"`
 	FlushLast     *ebpf.Map `ebpf:"flush_last"`
+	FlushScratch  *ebpf.Map `ebpf:"flush_scratch"`
 	FreeSlots     *ebpf.Map `ebpf:"free_slots"`
 	HitOther      *ebpf.Map `ebpf:"hit_other"`
 	HitStats      *ebpf.Map `ebpf:"hit_stats"`
@@ -870,6 +902,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.AggProcs,
 		m.AggRqs,
 		m.AggSink,
+		m.AioScratch,
 		m.BioOwners,
 		m.CompatSerials,
 		m.Counters,
@@ -880,6 +913,7 @@ func (m *IopathCompatMaps) Close() error {
 		m.FaultStats,
 		m.FlushIssued,
 		m.FlushLast,
+		m.FlushScratch,
 		m.FreeSlots,
 		m.HitOther,
 		m.HitStats,

@@ -158,6 +158,7 @@ static __always_inline struct op *op_slot_as(__u32 tid, __u32 tgid, bool force)
 	if (!op)
 		return NULL;
 	op->owner = tgid;
+	op->slot = fresh;
 	/* The thread's op_ids start at a base of their own (slot_gen): the
 	 * generation times an odd constant (2^32/phi) spreads consecutive
 	 * ones over the 32-bit space, so a later thread with this tid starts
@@ -321,10 +322,8 @@ struct path_walk {
 	struct op *op;
 };
 
-#ifndef IOPATH_COMPAT
-static long path_step(__u32 i, struct path_walk *w)
+static __always_inline long path_step_op(struct op *op)
 {
-	struct op *op = w->op;
 	if (!op)
 		return 1;
 	struct dentry *d = (struct dentry *)op->walk_dentry;
@@ -355,26 +354,43 @@ static long path_step(__u32 i, struct path_walk *w)
 	op->walk_dentry = (__u64)up;
 	return 0;
 }
+
+#ifdef IOPATH_COMPAT
+/* The compat build's step: a global function (verified once), which finds
+ * op by its task_ops slot (global functions take scalars only on 5.10). */
+__noinline long path_step_slot(__u32 slot)
+{
+	return path_step_op(bpf_map_lookup_elem(&task_ops, &slot));
+}
+#else
+static long path_step(__u32 i, struct path_walk *w)
+{
+	return path_step_op(w->op);
+}
 #endif
 
 /* fill_path records the file's dentry names, deepest first, crossing mounts
  * the way d_path does; only for streamed calls. At most PATH_PARTS + 4
- * steps (names plus mount crossings), with bpf_loop (5.17+; compat.h: a
- * bounded loop on 5.10), so the verifier checks one step instead of every
- * unrolled iteration. In the main build also a global function, checked
- * once per program instead of at each inlined copy: before, the walk made
- * ~50,000 of the instructions the verifier processed per copy (1.19 M in
- * all on 6.18: most of iopath's start-up, and of every trace start under
- * qemu's TCG). The file is a scalar (global functions take no kernel
- * pointers before 6.8's __arg_trusted; it is read with BPF_CORE_READ
- * anyway); op is a pointer to memory (5.12+). The compat build (5.10)
- * inlines it: its global functions take no pointer arguments. */
+ * steps (names plus mount crossings). A global function in both builds,
+ * checked once per program instead of at each inlined copy: inlined, the
+ * walk made ~50,000 of the instructions the verifier processed per copy
+ * (1.19 M in all on 6.18; in the compat build 0.9 of its 1.9 M), most of
+ * iopath's start-up and of every trace start under qemu's TCG. The file is
+ * a scalar (global functions take no kernel pointers before 6.8's
+ * __arg_trusted; it is read with BPF_CORE_READ anyway).
+ *  - main build: op is a pointer to memory (5.12+); the walk is a bpf_loop
+ *    (5.17+), so the verifier checks one step instead of every iteration.
+ *  - compat build (5.10): global functions take scalars only, so the walk
+ *    and its step (path_step_slot) find op by its task_ops slot; a bounded
+ *    loop (no bpf_loop) over the step, checked once. */
 #ifdef IOPATH_COMPAT
-static __always_inline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
+__noinline int fill_path_slot(__u32 slot, __u64 file_ptr, __u64 ino, __u32 dev)
+{
+	struct op *op = bpf_map_lookup_elem(&task_ops, &slot);
 #else
 __noinline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
-#endif
 {
+#endif
 	struct file *file = (struct file *)file_ptr;
 	if (!op)
 		return 0;
@@ -388,53 +404,26 @@ __noinline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
 	op->path_trunc = 0;
 	if (!file)
 		return 0;
-#ifdef IOPATH_COMPAT
-	/* 5.10's check_cfg refuses a loop whose back-edge lands right after a
-	 * helper call ("back-edge from insn 1452 to 1453": a call's fall-through
-	 * may not close a loop there), which the step in compat.h's bounded
-	 * loop compiled to; this form of the walk (the one before bpf_loop)
-	 * passes it. */
-	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
-	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
-	struct mount *mnt = container_of(vm, struct mount, mnt);
-	__u32 j = 0;
-	for (int i = 0; i < PATH_PARTS + 4; i++) {
-		struct dentry *mnt_root = BPF_CORE_READ(vm, mnt_root);
-		if (d == mnt_root) {
-			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
-			if (parent == mnt || !parent) {
-				op->path_done = PATH_ROOT;
-				break;
-			}
-			d = BPF_CORE_READ(mnt, mnt_mountpoint);
-			mnt = parent;
-			vm = &parent->mnt;
-			continue;
-		}
-		struct dentry *up = BPF_CORE_READ(d, d_parent);
-		if (up == d) {
-			op->path_done = PATH_ROOT;
-			break;
-		}
-		if (j >= PATH_PARTS)
-			break;
-		const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-		if (bpf_probe_read_kernel_str(op->path[j], PART_LEN, name) == PART_LEN &&
-		    BPF_CORE_READ(d, d_name.len) >= PART_LEN)
-			op->path_trunc |= 1U << j;
-		j++;
-		d = up;
-	}
-	op->path_depth = j;
-#else
 	struct vfsmount *vm = BPF_CORE_READ(file, f_path.mnt);
 	op->walk_dentry = (__u64)BPF_CORE_READ(file, f_path.dentry);
 	op->walk_mount = (__u64)container_of(vm, struct mount, mnt);
+#ifdef IOPATH_COMPAT
+	for (__u32 i = 0; i < PATH_PARTS + 4; i++)
+		if (path_step_slot(slot))
+			break;
+#else
 	struct path_walk w = {.op = op};
 	bpf_loop(PATH_PARTS + 4, path_step, &w, 0);
 #endif
 	return 0;
 }
+
+#ifdef IOPATH_COMPAT
+static __always_inline int fill_path_of(struct op *op, __u64 file_ptr, __u64 ino, __u32 dev)
+{
+	return op ? fill_path_slot(op->slot, file_ptr, ino, dev) : 0;
+}
+#endif
 
 static __always_inline void fill_path(struct op *op)
 {

@@ -40,8 +40,8 @@ func readSpec() <-chan specRead {
 
 // loadCollection creates spec's maps, then verifies and loads its programs
 // on up to GOMAXPROCS goroutines at once, largest first: the kernel's
-// verifier is most of iopath's startup (~40 programs, ~0.25 s of CPU on a
-// 6.18 kernel; raw_sys_exit alone ~50 ms), and cilium/ebpf's
+// verifier is most of iopath's startup (42 programs, ~0.6 s of CPU on a
+// 6.18 kernel; raw_sys_exit alone ~0.25 s; TestVerificationBudget), and cilium/ebpf's
 // NewCollection runs it for one program after the other. Each program is
 // loaded as a collection of its own whose maps are the ones created first
 // (MapReplacements), so every program shares one set of maps, as with a
@@ -176,14 +176,43 @@ func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.M
 		}
 		own.Maps[ref], repl[ref] = spec.Maps[ref], m
 	}
-	c, err := ebpf.NewCollectionWithOptions(own, ebpf.CollectionOptions{Cache: cache, MapReplacements: repl})
+	opts := ebpf.CollectionOptions{Cache: cache, MapReplacements: repl}
+	logged := verifierLogOf == name
+	if logged {
+		opts.Programs = ebpf.ProgramOptions{LogLevel: ebpf.LogLevelInstruction | ebpf.LogLevelStats, LogSizeStart: 1 << 30}
+	}
+	c, err := ebpf.NewCollectionWithOptions(own, opts)
 	if err != nil {
 		return nil, err
+	}
+	if logged {
+		writeVerifierLog(name, c.Programs[name].VerifierLog)
 	}
 	for _, m := range c.Maps {
 		m.Close() // clones of the shared maps' fds
 	}
 	return c.Programs[name], nil
+}
+
+// verifierLogOf (IOPATH_VERIFIER_LOG=PROGRAM, a development aid for
+// start-up work, docs/benchmarks.md) names a program whose whole verifier
+// log (every instruction processed, with the source line it comes from) is
+// written to a file: where a program's verification cost goes.
+var verifierLogOf = os.Getenv("IOPATH_VERIFIER_LOG")
+
+func writeVerifierLog(name, log string) {
+	f, err := os.CreateTemp("", "iopath-verifier-"+name+"-*.log")
+	if err == nil {
+		_, err = f.WriteString(log)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "iopath: verifier log of %s not written: %v\n", name, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "iopath: verifier log of %s: %s (%d bytes)\n", name, f.Name(), len(log))
 }
 
 // programVerified is the number of instructions the verifier processed.
