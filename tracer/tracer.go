@@ -239,7 +239,14 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, pr.disk.suspect(fmt.Errorf("the kernel's verifier rejected a program: %s (full log: IOPATH_VERBOSE=1)", verifierSummary(ve)))
+			// Named, so that a report says which program (and the full
+			// log of that one: IOPATH_VERIFIER_LOG).
+			var pe *progErrors
+			which := "a program"
+			if errors.As(err, &pe) {
+				which = "program " + pe.first
+			}
+			return nil, pr.disk.suspect(fmt.Errorf("the kernel's verifier rejected %s: %s (full log: IOPATH_VERBOSE=1)", which, verifierSummary(ve)))
 		}
 		return nil, pr.disk.suspect(fmt.Errorf("loading BPF programs: %w", err))
 	}
