@@ -519,10 +519,14 @@ struct other_key {
 /* iocbs (io_events) reported per io_submit (io_getevents) call: bpf_loop
  * walks them in AIO_PER_EV chunks (4096: four times the workload's deepest
  * --iodepth); the compat build's bounded loops stop at 128. */
+enum aio_limit {
+	AIO_MAX_IOCBS_MAIN = 4096,
+	AIO_MAX_IOCBS_COMPAT = 128,
+};
 #ifdef IOPATH_COMPAT
-#define AIO_MAX_IOCBS 128
+#define AIO_MAX_IOCBS AIO_MAX_IOCBS_COMPAT
 #else
-#define AIO_MAX_IOCBS 4096
+#define AIO_MAX_IOCBS AIO_MAX_IOCBS_MAIN
 #endif
 
 /* One iocb of an io_submit (struct iocb, include/uapi/linux/aio_abi.h). */
@@ -650,6 +654,7 @@ struct contract {
 	enum own_flag own;
 	enum path_done_flag path_done;
 	enum unattributed_cause cause;
+	enum aio_limit aio_limit;
 	struct op op;
 	struct rq_issue_ev rq_issue;
 	struct rq_done_ev rq_done;

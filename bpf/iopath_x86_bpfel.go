@@ -132,6 +132,13 @@ type IopathAioIocb struct {
 	RwFlags  uint32
 }
 
+type IopathAioLimit uint32
+
+const (
+	IopathAioLimitAIO_MAX_IOCBS_MAIN   IopathAioLimit = 4096
+	IopathAioLimitAIO_MAX_IOCBS_COMPAT IopathAioLimit = 128
+)
+
 type IopathAioReapEv struct {
 	_       structs.HostLayout
 	Type    uint32

@@ -297,6 +297,7 @@ func New(opts Options, out func(any)) (t *Tracer, err error) {
 		t.rw = newRingWait(t.events)
 	}
 	t.Engine = engine.New(k, t.dirtied.watch(out))
+	t.Engine.SetCompat(len(t.Compat) > 0)
 	t.dirtied.gen = t.Engine.Generation
 	t.Engine.Unavailable = Unavailable(statuses)
 	t.Engine.AllCalls = opts.All

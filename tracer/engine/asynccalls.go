@@ -40,9 +40,6 @@ type reapCall struct {
 	got   int
 }
 
-// aioMaxEvents is AIO_MAX_IOCBS (bpf/events.h): iocbs or events reported per call.
-const aioMaxEvents = 128
-
 func (e *Engine) asyncCall(id, ts uint64) *asyncCall {
 	e.async.init()
 	c := e.async.calls[id]
@@ -62,7 +59,7 @@ func (e *Engine) aioCallRecord(ev *bpf.IopathAioSubmitEv) *asyncCall {
 			TimeNs: ev.StartNs, DurationNs: sub(ev.EndNs, ev.StartNs), Pid: ev.Pid, Tid: ev.Tid, Comm: e.comm(cBytes(ev.Comm[:])),
 			ToSubmit: ev.Nr}
 		setCallResult(c.rec, ev.Ret)
-		c.total = int(min(ev.Nr, aioMaxEvents))
+		c.total = int(min(ev.Nr, e.aioMaxEvents()))
 	}
 	return c
 }
@@ -237,7 +234,7 @@ func (e *Engine) reapCallRecord(ev *bpf.IopathAioReapEv, ids []uint64) {
 			rec.TimeNs, rec.DurationNs = ev.Ts, 0
 			rec.Unavailable = append(rec.Unavailable, "op_id", "time_ns", "duration_ns", "min_complete")
 		}
-		rc = &reapCall{rec: rec, total: int(min(max(ev.Ret, 0), aioMaxEvents))}
+		rc = &reapCall{rec: rec, total: int(min(max(ev.Ret, 0), int64(e.aioMaxEvents())))}
 		e.async.reaps[ev.Tid] = rc
 	}
 	for _, id := range ids {
@@ -284,3 +281,18 @@ func (e *Engine) callsTick(flush bool) {
 		clear(e.async.uringDone)
 	}
 }
+
+// aioMaxEvents is AIO_MAX_IOCBS (bpf/events.h) of the loaded build: iocbs
+// or io_events reported per call, beyond which the kernel side counts them
+// (truncations). 4096 in the main build; 128 in the compat build
+// (SetCompat). With 128 in both, a main-build reap of 200 events came out as
+// two records with one op_id, the second missing its ids (a breaker).
+func (e *Engine) aioMaxEvents() uint32 {
+	if e.compat {
+		return uint32(bpf.IopathAioLimitAIO_MAX_IOCBS_COMPAT)
+	}
+	return uint32(bpf.IopathAioLimitAIO_MAX_IOCBS_MAIN)
+}
+
+// SetCompat says the compat BPF build is loaded (its smaller limits).
+func (e *Engine) SetCompat(on bool) { e.compat = on }

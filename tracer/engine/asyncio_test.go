@@ -478,3 +478,35 @@ func TestUringLinkedChainFailed(t *testing.T) {
 		t.Errorf("pid totals %+v", tot)
 	}
 }
+
+// A reap of 200 events, sent as 13 EV_AIO_REAP records of up to 16, is one
+// io_getevents record with 200 completed. The main build reports up to 4096
+// events per call, the compat build 128 (the rest counted in truncations);
+// with 128 taken as the limit for both, the main build's reap came out as
+// two records with one op_id, the second's ids "unavailable" (a breaker).
+func TestAioReapManyEvents(t *testing.T) {
+	const n = 200
+	for _, c := range []struct {
+		compat bool
+		sent   int // events the kernel side sends (AIO_MAX_IOCBS of the build)
+	}{{false, n}, {true, 128}} {
+		s := enginetest.NewStream()
+		s.E.SetCompat(c.compat)
+		s.E.AllCalls = true // io_getevents records are streamed with --all
+		for first := 0; first < c.sent; first += 16 {
+			ev := &bpf.IopathAioReapEv{Type: uint32(bpf.IopathEvTypeEV_AIO_REAP), Pid: 100, Tid: 100, Ctx: ctx, Ts: 500,
+				Ret: n, First: uint32(first), N: uint32(min(16, c.sent-first)), MinNr: 1, StartNs: 400, OpId: 100<<32 | 7}
+			s.E.HandleAioReap(ev)
+		}
+		s.E.Flush()
+		var reaps []*record.AsyncCall
+		for _, r := range s.Recs {
+			if a, ok := r.(*record.AsyncCall); ok && a.Syscall == "io_getevents" {
+				reaps = append(reaps, a)
+			}
+		}
+		if len(reaps) != 1 || reaps[0].Completed != n || reaps[0].OpID != 100<<32|7 {
+			t.Errorf("compat %v: %d io_getevents records, want 1 with %d completed: %+v", c.compat, len(reaps), n, reaps)
+		}
+	}
+}

@@ -46,6 +46,8 @@ type Engine struct {
 	// (and *record.Fault, *record.Request, *record.AsyncCall)
 	// records in the order they become complete.
 	Out func(rec any)
+	// compat: the compat BPF build is loaded (SetCompat; asynccalls.go).
+	compat bool
 	// Unavailable lists record fields this kernel cannot measure (a hook
 	// with no mechanism); they are reported as such, not as zeros.
 	Unavailable []string
