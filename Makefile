@@ -92,8 +92,8 @@ unit:
 ## VMTEST_LIMIT: seconds per kernel, boot and all test binaries (vmtest.sh -t; SIGQUIT 20 s
 ## before). 1200 s was hit by 5.10 on a busy machine (qemu CPU 833 s), then 1800 s by all three
 ## kernels in CI (2026-12-07, stop 26: 124, 223 and 191 tests done of ~300). With the start-up
-## cut (docs/benchmarks.md, 2026-12-08) a fresh-clone run here took 5.10 2056 s and 6.1/6.12
-## ~2700 s (a helper's load beside them): 3300 s now, and each test binary's -test.timeout
+## cut (docs/benchmarks.md, 2026-12-08) a fresh-clone run here took 5.10 2056 s, 6.1 2274 s and
+## 6.12 2487 s (a helper's load beside them): 3300 s now, and each test binary's -test.timeout
 ## (54 min) ends before it, so Go names the test that hung. CI's budget is 90 min: the kernels
 ## at once take at most VMTEST_LIMIT (55 min) beside ~20 min for the rest (1159 s in that CI run).
 ## 7.2 is out of the default again (2026-12-07, aec2b37): in a fresh-clone run its
