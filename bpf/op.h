@@ -779,11 +779,36 @@ static __always_inline void vfs_enter(bool write, struct file *file, size_t coun
 	op_begin(sys, file, fd, off, count, access);
 }
 
-/* iov_total sums the lengths of up to 8 iovecs (the rest count as 0). */
+#define UIO_MAXIOV 1024 /* the kernel's bound on iovecs per call (include/uapi/linux/uio.h) */
+#define COMPAT_IOVS 8    /* iovecs the compat build sums (a bounded loop the verifier walks) */
+
+#ifndef IOPATH_COMPAT
+/* iov_sum is iov_step's context (bpf_loop's: values only). */
+struct iov_sum {
+	__u64 iov;   /* const struct iovec * (user memory) */
+	__u64 total; /* bytes */
+};
+
+static long iov_step(__u32 i, struct iov_sum *s)
+{
+	struct iovec v = {};
+	bpf_probe_read_user(&v, sizeof(v), (const void *)(s->iov + (__u64)i * sizeof(struct iovec)));
+	s->total += v.iov_len;
+	return 0;
+}
+#endif
+
+/* iov_total sums the lengths of a call's iovecs: all of them (up to the
+ * kernel's UIO_MAXIOV) in the main build; the first COMPAT_IOVS in the
+ * compat build (5.10–5.16), where a vectored call or iocb with more
+ * reports less than it asked for (README). With 8 in both, a preadv of 9
+ * iovecs said 32768 requested bytes and returned 36864 (a breaker);
+ * PostgreSQL writes its WAL with up to 32. */
 static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vlen)
 {
+#ifdef IOPATH_COMPAT
 	__u64 total = 0;
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < COMPAT_IOVS; i++) {
 		if (i >= vlen)
 			break;
 		struct iovec v = {};
@@ -791,6 +816,11 @@ static __always_inline __u64 iov_total(const struct iovec *iov, unsigned long vl
 		total += v.iov_len;
 	}
 	return total;
+#else
+	struct iov_sum s = {.iov = (__u64)iov};
+	bpf_loop(vlen < UIO_MAXIOV ? vlen : UIO_MAXIOV, iov_step, &s, 0);
+	return s.total;
+#endif
 }
 
 /* struct page's index (renamed __folio_index in 6.18; only read on kernels
