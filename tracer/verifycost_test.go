@@ -10,7 +10,7 @@ import (
 // for all the programs one trace loads, per build. The verifier is most of
 // iopath's start-up (and of every trace start in the TCG VMs of make
 // vmtest, where it runs ~40 times slower). Measured on 6.18 (2026-12-08):
-// main 124,915 and compat 129,639; before, 431,886 and 1,894,240 (a loop
+// main 119,134 and compat 129,639; before, 431,886 and 1,894,240 (a loop
 // over 16 iocbs the verifier could not prune inside, raw_sys_exit; the
 // compat build's inlined dentry, flush-list, writeback and aio walks).
 var verifyBudget = map[bool]uint64{false: 200_000, true: 200_000}
